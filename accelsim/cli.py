@@ -1,0 +1,219 @@
+"""Command line: the only module that prints, reads argv and exits."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import AccelsimError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write a file in one step (temp file + rename), so a failure leaves nothing half-written."""
+    target = Path(path)
+    if target.parent and not target.parent.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(target.parent or "."), prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out:
+        _write_atomic(out, text)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def _fmt_int(v: int) -> str:
+    return f"{v:,}"
+
+
+def format_table(result: Any) -> str:
+    """Human-readable per-layer table and totals of a RunResult."""
+    body = result.body()
+    hw, wl = body["hardware"], body["workload"]
+    rows = []
+    head = ["layer", "op", "m x n x k", "path", "pattern", "reason", "cycles", "compute", "stall mem",
+            "stall dec", "util", "binding", "vs dense"]
+    for lay in body["layers"]:
+        s = lay["shape"]
+        c = lay["cycles"]
+        rows.append([lay["name"], lay["op"], f"{s['m']}x{s['n']}x{s['k']}", lay["path"],
+                     lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
+                     _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
+                     f"{lay['utilization'] * 100:.1f}%", lay["binding"], f"{lay['speedup_vs_dense']:.3f}x"])
+    t = body["totals"]
+    c = t["cycles"]
+    rows.append(["TOTAL", "", "", "", "", "", _fmt_int(c["total"]), _fmt_int(c["compute"]),
+                 _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]), f"{t['utilization'] * 100:.1f}%",
+                 "", f"{t['speedup_vs_dense']:.3f}x"])
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    right = {6, 7, 8, 9, 10, 12}
+
+    def line(r: list[str]) -> str:
+        return "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
+
+    sep = "  ".join("-" * w for w in widths)
+    title = (f"{wl['name']} on {hw['name']} ({hw['clock_ghz']} GHz), sparsity: "
+             f"{body['sparsity'] or 'per workload plan'}")
+    dram = t["bytes"]["dram"]
+    foot = (f"latency {t['latency_us']:,.3f} us | DRAM bytes: A values {_fmt_int(dram['a_values'])}, "
+            f"A metadata {_fmt_int(dram['a_metadata'])}, B {_fmt_int(dram['b'])}, C {_fmt_int(dram['c'])} | "
+            f"dense total {_fmt_int(t['dense_total_cycles'])} cycles")
+    return "\n".join([title, line(head), sep, *[line(r) for r in rows[:-1]], sep, line(rows[-1]), foot]) + "\n"
+
+
+CSV_FIELDS = ["name", "op", "m", "n", "k", "path", "pattern_requested", "pattern_executed", "reason",
+              "cycles_total", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
+              "macs", "macs_executed", "utilization", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
+              "sram_a_values", "sram_a_metadata", "sram_b", "sram_c", "binding", "speedup_vs_dense"]
+
+
+def format_csv(result: Any) -> str:
+    """One CSV row per layer."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for lay in result.body()["layers"]:
+        c, d, s = lay["cycles"], lay["bytes"]["dram"], lay["bytes"]["sram"]
+        w.writerow([lay["name"], lay["op"], lay["shape"]["m"], lay["shape"]["n"], lay["shape"]["k"], lay["path"],
+                    lay["pattern_requested"] or "", lay["pattern_executed"] or "", lay["reason"] or "",
+                    c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], lay["macs"],
+                    lay["macs_executed"], lay["utilization"], d["a_values"], d["a_metadata"], d["b"], d["c"],
+                    s["a_values"], s["a_metadata"], s["b"], s["c"], lay["binding"], lay["speedup_vs_dense"]])
+    return buf.getvalue()
+
+
+def _progress_bar(total_hint: int):
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return None, None
+    bar = tqdm(total=total_hint, unit="layer", delay=0.5, file=sys.stderr, leave=False, disable=None)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return bar, update
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .hardware import load_hardware
+    from .runner import run
+    from .sparsity import normalize_pattern
+    from .workload import load_workload
+
+    hw = load_hardware(args.hw, args.hw_set)
+    model = load_workload(args.workload)
+    sparsity = None
+    if args.sparsity is not None:
+        try:
+            sparsity = normalize_pattern(args.sparsity)
+        except ValueError as exc:
+            raise AccelsimError(f"--sparsity: {exc}") from None
+    bar, update = _progress_bar(len(model.layers))
+    try:
+        result = run(model, hw, sparsity, hw_source=args.hw, progress=update,
+                     command=["accelsim", *sys.argv[1:]])
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.format == "json":
+        text = result.to_json()
+    elif args.format == "csv":
+        text = format_csv(result)
+    else:
+        text = format_table(result)
+    _emit(text, args.out)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .configio import read_yaml
+    from .hardware import hardware_from_dict
+    from .workload import workload_from_dict
+
+    for path in args.files:
+        data, _ = read_yaml(path)
+        if "layers" in data:
+            wl = workload_from_dict(data, path)
+            print(f"{path}: ok (workload '{wl.name}', {len(wl.layers)} layers)")
+        else:
+            hw = hardware_from_dict(data, path)
+            print(f"{path}: ok (hardware '{hw.name}')")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .hardware import hardware_schema
+    from .workload import workload_schema
+
+    print(hardware_schema() if args.which == "hardware" else workload_schema())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
+                                            "workloads.")
+    p.add_argument("--version", action="version", version=f"accelsim {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="simulate a workload on a hardware config")
+    r.add_argument("--hw", required=True, help="hardware YAML (hwconfigs/*.yaml)")
+    r.add_argument("--workload", required=True, help="workload YAML (workloads/*.yaml)")
+    r.add_argument("--sparsity", help="N:M pattern for every weight layer, or 'dense' (overrides the workload)")
+    r.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override one hardware field, e.g. dram.bandwidth_gb_s=100 (repeatable)")
+    r.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    r.add_argument("-o", "--out", help="write the output to this file instead of stdout")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="check hardware configs and workloads")
+    v.add_argument("files", nargs="+")
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("schema", help="print the JSON Schema of a config file kind")
+    s.add_argument("which", choices=["hardware", "workload"])
+    s.set_defaults(func=cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except AccelsimError as exc:
+        print(f"accelsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("accelsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Reading YAML configs safely and turning validation failures into one-line errors."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import ConfigError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# Discriminator tag values pydantic inserts into error locations; they are not user keys.
+_UNION_TAGS = {"systolic", "tensor_core", "gemm", "conv2d", "matmul", "dwconv2d", "embedding",
+               "batchnorm", "elementwise", "activation", "layernorm", "rmsnorm", "softmax",
+               "pool", "unsupported", "str", "float", "int", "literal['unlimited']",
+               "function-after[_check(), str]", "function-before[_coerce(), str]"}
+
+
+def read_yaml(path: str | Path) -> tuple[Any, bytes]:
+    """Load a YAML file with ``safe_load``; return (data, raw bytes) or raise ConfigError."""
+    p = Path(path)
+    src = str(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(src, None, "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(src, None, "is a directory, expected a YAML file") from None
+    except OSError as exc:
+        raise ConfigError(src, None, f"cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.constructor.ConstructorError as exc:
+        mark = exc.problem_mark
+        line = f"line {mark.line + 1}: " if mark else ""
+        tag = (exc.problem or "").replace("could not determine a constructor for the tag", "").strip()
+        raise ConfigError(src, None, f"{line}YAML tag {tag} is not allowed "
+                          "(configs are plain data; object-constructing tags are refused)") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError(src, None, f"{line}malformed YAML: {problem}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(src, None, "not a UTF-8 text file") from None
+    if data is None:
+        raise ConfigError(src, None, "file is empty")
+    if not isinstance(data, dict):
+        raise ConfigError(src, None, f"top level must be a mapping of keys, got {type(data).__name__}")
+    return data, raw
+
+
+def key_path(loc: tuple[Any, ...], data: Any = None) -> str:
+    """Render a pydantic error location as a dotted key path, with list indexes and layer names."""
+    parts: list[str] = []
+    node = data
+    for item in loc:
+        if isinstance(item, int):
+            label = f"[{item}]"
+            if isinstance(node, list) and item < len(node):
+                node = node[item]
+                if isinstance(node, dict) and isinstance(node.get("name"), str):
+                    label = f"[{item}]({node['name']})"
+            else:
+                node = None
+            if parts:
+                parts[-1] += label
+            else:
+                parts.append(label)
+            continue
+        if item in _UNION_TAGS and not (isinstance(node, dict) and item in node):
+            continue
+        parts.append(str(item))
+        node = node.get(item) if isinstance(node, dict) else None
+    return ".".join(parts) if parts else "(top level)"
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the sub-model at ``loc`` (best effort; for did-you-mean hints)."""
+    current: Any = model
+    for item in loc[:-1]:
+        if isinstance(item, int):
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(item))
+            if field is None:
+                # a union tag: descend into the member with that tag
+                continue
+            current = _unwrap(field.annotation, loc, item)
+        else:
+            return []
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any, loc: tuple[Any, ...], item: Any) -> Any:
+    import typing
+
+    args = typing.get_args(annotation)
+    if not args:
+        return annotation
+    idx = loc.index(item)
+    tag = loc[idx + 1] if idx + 1 < len(loc) else None
+    if isinstance(tag, int) and idx + 2 < len(loc):
+        tag = loc[idx + 2]
+    candidates = []
+    stack = list(args)
+    while stack:
+        a = stack.pop(0)
+        sub = typing.get_args(a)
+        if isinstance(a, type) and issubclass(a, BaseModel):
+            candidates.append(a)
+        elif sub:
+            stack.extend(sub)
+    for c in candidates:
+        for fname in ("kind", "op"):
+            f = c.model_fields.get(fname)
+            if f is not None and tag in typing.get_args(f.annotation):
+                return c
+    return candidates[0] if len(candidates) == 1 else annotation
+
+
+def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any) -> ConfigError:
+    """Turn the first pydantic error into a ConfigError naming file and key path."""
+    errors = exc.errors(include_url=False)
+    err = errors[0]
+    loc = tuple(err["loc"])
+    path = key_path(loc, data)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(model, loc)
+        hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        msg = "unknown key" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+        if allowed:
+            msg += f"; allowed: {', '.join(sorted(allowed))}"
+    elif kind == "missing":
+        msg = "required key is missing"
+    else:
+        msg = err["msg"]
+        if "input" in err and kind not in ("union_tag_invalid", "model_type", "dict_type"):
+            msg += f", got {err['input']!r}"
+        if kind == "union_tag_invalid":
+            ctx = err.get("ctx", {})
+            msg = (f"unknown {ctx.get('discriminator', 'tag').strip(chr(39))} "
+                   f"{ctx.get('tag')!r}; expected one of {ctx.get('expected_tags')}")
+    if len(errors) > 1:
+        msg += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return ConfigError(src, path, msg)
+
+
+def validate(model: type[ModelT], data: Any, src: str) -> ModelT:
+    """Validate plain data against ``model`` or raise a one-line ConfigError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(src, exc, model, data) from None
+
+
+def canonical_hash(obj: Any) -> str:
+    """sha256 of the canonical JSON of ``obj`` (sorted keys), first 16 hex digits."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

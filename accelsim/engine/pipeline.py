@@ -1,0 +1,102 @@
+"""The tile pipeline: load -> metadata decode -> compute -> write-back, one recurrence over tiles.
+
+Each stage is a resource that serves tiles in order. A stage starts a tile at
+max(its input ready, the stage free, a buffer free). DRAM is one channel shared by loads and
+write-backs (transfers pipelined: latency delays readiness but does not occupy bandwidth).
+With ``n_buffers`` = 2 the load of tile i+1 is issued while tile i computes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .tiling import T_CYCLES, T_DRAM_A_META, T_DRAM_A_VALUES, T_DRAM_B, T_DRAM_C_READ, T_DRAM_C_WRITE, T_GROUPS
+
+# Columns of the timing array.
+P_LOAD_START, P_LOAD_END, P_DECODE_START, P_DECODE_END = 0, 1, 2, 3
+P_COMPUTE_START, P_COMPUTE_END, P_WB_START, P_WB_END = 4, 5, 6, 7
+P_STALL_MEMORY, P_STALL_DECODE, P_BINDING = 8, 9, 10
+N_TIME_COLS = 11
+
+BIND_COMPUTE, BIND_MEMORY, BIND_DECODE = 0, 1, 2
+
+
+@njit(cache=True)
+def _load(tiles: np.ndarray, times: np.ndarray, i: int, ready: float, dram_free: float,
+          bw: float, latency: float) -> float:
+    nbytes = (tiles[i, T_DRAM_A_VALUES] + tiles[i, T_DRAM_A_META] + tiles[i, T_DRAM_B]
+              + tiles[i, T_DRAM_C_READ])
+    start = max(ready, dram_free)
+    xfer = nbytes / bw if nbytes > 0.0 else 0.0
+    times[i, P_LOAD_START] = start
+    times[i, P_LOAD_END] = start + xfer + (latency if nbytes > 0.0 else 0.0)
+    return start + xfer
+
+
+@njit(cache=True)
+def run_pipeline(tiles: np.ndarray, bw: float, latency: float, decode_rate: float, decode_latency: float,
+                 n_buffers: int, start: float) -> np.ndarray:
+    """Schedule every tile; return the timing array (one row per tile, P_* columns)."""
+    n = tiles.shape[0]
+    times = np.zeros((n, N_TIME_COLS), dtype=np.float64)
+    if n == 0:
+        return times
+    dram_free = start
+    decode_free = start
+    compute_free = start
+    dram_free = _load(tiles, times, 0, start, dram_free, bw, latency)
+    for i in range(n):
+        if n_buffers >= 2 and i + 1 < n:
+            buffer_free = times[i - 1, P_COMPUTE_END] if i >= 1 else start
+            dram_free = _load(tiles, times, i + 1, buffer_free, dram_free, bw, latency)
+        load_end = times[i, P_LOAD_END]
+        groups = tiles[i, T_GROUPS]
+        if groups > 0.0:
+            ds = max(load_end, decode_free)
+            de = ds + groups / decode_rate
+            decode_free = de
+            ready = de + decode_latency
+        else:
+            ds = load_end
+            de = load_end
+            ready = load_end
+        times[i, P_DECODE_START] = ds
+        times[i, P_DECODE_END] = de
+        out_free = start
+        if i >= n_buffers:
+            out_free = times[i - n_buffers, P_WB_END]
+        data_ready = max(load_end, out_free)
+        cs = max(compute_free, data_ready, ready)
+        gap = cs - compute_free
+        stall_dec = 0.0
+        if ready > data_ready and ready > compute_free:
+            stall_dec = ready - max(data_ready, compute_free)
+        stall_mem = gap - stall_dec
+        if stall_mem < 1e-9:
+            stall_mem = 0.0
+        times[i, P_STALL_MEMORY] = stall_mem
+        times[i, P_STALL_DECODE] = stall_dec
+        if stall_dec > stall_mem:
+            times[i, P_BINDING] = BIND_DECODE
+        elif stall_mem > 0.0:
+            times[i, P_BINDING] = BIND_MEMORY
+        else:
+            times[i, P_BINDING] = BIND_COMPUTE
+        ce = cs + tiles[i, T_CYCLES]
+        times[i, P_COMPUTE_START] = cs
+        times[i, P_COMPUTE_END] = ce
+        compute_free = ce
+        if n_buffers < 2 and i + 1 < n:
+            dram_free = _load(tiles, times, i + 1, ce, dram_free, bw, latency)
+        wbytes = tiles[i, T_DRAM_C_WRITE]
+        if wbytes > 0.0:
+            ws = max(ce, dram_free)
+            we = ws + wbytes / bw
+            dram_free = we
+            times[i, P_WB_START] = ws
+            times[i, P_WB_END] = we + 0.0
+        else:
+            times[i, P_WB_START] = ce
+            times[i, P_WB_END] = ce
+    return times

@@ -1,0 +1,193 @@
+"""Tile generation: split a kernel into SRAM tiles that follow the array's fold schedule.
+
+A systolic kernel is a sequence of folds (SCALE-Sim semantics). Each fold's stream is cut
+into chunks that fit half an SRAM buffer (double buffering); a tile is one (fold, chunk).
+The fold's fill/drain overhead is charged once, on its first and last chunk, so SRAM tiling
+changes data movement, never the array's skew.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+# Columns of the tile-work array produced here and consumed by the pipeline.
+T_FOLD_R, T_FOLD_C, T_CHUNK, T_CYCLES, T_GROUPS = 0, 1, 2, 3, 4
+T_DRAM_A_VALUES, T_DRAM_A_META, T_DRAM_B, T_DRAM_C_READ, T_DRAM_C_WRITE = 5, 6, 7, 8, 9
+T_SRAM_A_VALUES, T_SRAM_A_META, T_SRAM_B, T_SRAM_C = 10, 11, 12, 13
+N_TILE_COLS = 14
+
+DATAFLOW_CODE = {"os": 0, "ws": 1, "is": 2}
+
+
+@njit(cache=True)
+def _dense_rows(x: int, keep: int, group: int, k: int) -> int:
+    """Dense k positions of B covered by the first x compressed positions of A."""
+    return min(k, -(-x // keep) * group)
+
+
+@njit(cache=True)
+def _groups(x0: int, x1: int, keep: int) -> int:
+    """N:M groups touched by compressed positions [x0, x1)."""
+    if x1 <= x0:
+        return 0
+    return (x1 - 1) // keep - x0 // keep + 1
+
+
+@njit(cache=True)
+def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
+                   m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
+                   meta_bits: float, acc_bytes: float, chunk: int,
+                   a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool) -> np.ndarray:
+    """Per-tile work of one GEMM on an R x C systolic array (one row per (fold, chunk))."""
+    k_eff = -(-k // group) * keep
+    meta_b = meta_bits / 8.0 if sparse else 0.0
+    if dataflow == 0:  # os: rows <- n (pixels), cols <- m (filters), stream k
+        s_r, s_c, t_len = n, m, k_eff
+    elif dataflow == 1:  # ws: rows <- k, cols <- m, stream n
+        s_r, s_c, t_len = k_eff, m, n
+    else:  # is: rows <- k, cols <- n, stream m
+        s_r, s_c, t_len = k_eff, n, m
+    f_r = -(-s_r // rows)
+    f_c = -(-s_c // cols)
+    n_chunks = -(-t_len // chunk)
+    out = np.zeros((f_r * f_c * n_chunks, N_TILE_COLS), dtype=np.float64)
+    skew = rows + cols - 2
+    t = 0
+    for j in range(f_c):
+        sc = min(cols, s_c - j * cols)
+        for i in range(f_r):
+            sr = min(rows, s_r - i * rows)
+            r0 = i * rows
+            for c in range(n_chunks):
+                x0 = c * chunk
+                tl = min(chunk, t_len - x0)
+                x1 = x0 + tl
+                last = c == n_chunks - 1
+                row = out[t]
+                row[T_FOLD_R] = i
+                row[T_FOLD_C] = j
+                row[T_CHUNK] = c
+                if dataflow == 0:
+                    cyc = tl
+                    if last:
+                        cyc += skew + (rows if serial_drain else 0)
+                    a_vals = sc * tl * elem_bytes
+                    a_meta = sc * tl * meta_b
+                    groups = sc * _groups(x0, x1, keep) if sparse else 0
+                    b_rows = _dense_rows(x1, keep, group, k) - _dense_rows(x0, keep, group, k)
+                    b = b_rows * sr * elem_bytes
+                    row[T_SRAM_A_VALUES] = a_vals
+                    row[T_SRAM_A_META] = a_meta
+                    row[T_SRAM_B] = b
+                    if not (a_resident and i > 0):
+                        row[T_DRAM_A_VALUES] = a_vals
+                        row[T_DRAM_A_META] = a_meta
+                    if not (b_resident and j > 0):
+                        row[T_DRAM_B] = b
+                    if last:
+                        row[T_SRAM_C] = sr * sc * elem_bytes
+                        row[T_DRAM_C_WRITE] = sr * sc * elem_bytes
+                else:
+                    cyc = tl
+                    if c == 0:
+                        cyc += rows  # preload of the stationary operand
+                    if last:
+                        cyc += skew
+                    b_rows = _dense_rows(r0 + sr, keep, group, k) - _dense_rows(r0, keep, group, k)
+                    if dataflow == 1:  # A stationary (sr x sc), B streams b_rows x tl
+                        if c == 0:
+                            a_vals = sr * sc * elem_bytes
+                            a_meta = sr * sc * meta_b
+                            groups = sc * _groups(r0, r0 + sr, keep) if sparse else 0
+                            row[T_SRAM_A_VALUES] = a_vals
+                            row[T_SRAM_A_META] = a_meta
+                            row[T_DRAM_A_VALUES] = a_vals
+                            row[T_DRAM_A_META] = a_meta
+                        else:
+                            groups = 0
+                        b = b_rows * tl * elem_bytes
+                        row[T_SRAM_B] = b
+                        if not (b_resident and j > 0):
+                            row[T_DRAM_B] = b
+                    else:  # is: B stationary (b_rows x sc), A streams tl rows x sr
+                        if c == 0:
+                            b = b_rows * sc * elem_bytes
+                            row[T_SRAM_B] = b
+                            row[T_DRAM_B] = b
+                        a_vals = tl * sr * elem_bytes
+                        a_meta = tl * sr * meta_b
+                        groups = tl * _groups(r0, r0 + sr, keep) if sparse else 0
+                        row[T_SRAM_A_VALUES] = a_vals
+                        row[T_SRAM_A_META] = a_meta
+                        if not (a_resident and j > 0):
+                            row[T_DRAM_A_VALUES] = a_vals
+                            row[T_DRAM_A_META] = a_meta
+                    outputs = sc * tl
+                    final = i == f_r - 1
+                    if final:
+                        row[T_SRAM_C] = outputs * elem_bytes
+                        row[T_DRAM_C_WRITE] = outputs * elem_bytes
+                    else:
+                        row[T_SRAM_C] = outputs * acc_bytes
+                        if not c_resident:
+                            row[T_DRAM_C_WRITE] = outputs * acc_bytes
+                    if i > 0 and not c_resident:
+                        row[T_DRAM_C_READ] = outputs * acc_bytes
+                row[T_CYCLES] = cyc
+                row[T_GROUPS] = groups
+                t += 1
+    return out
+
+
+def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, keep: int, group: int,
+                  elem_bytes: int, meta_bits: int, acc_bytes: int, caps: dict[str, int],
+                  double_buffered: bool) -> dict:
+    """Choose the stream chunk length and operand residency for one GEMM.
+
+    Returns a dict with ``chunk`` and residency flags, or ``infeasible`` = (buffer, needed, have).
+    """
+    sparse = keep < group
+    k_eff = -(-k // group) * keep
+    meta_b = meta_bits / 8 if sparse else 0.0
+    per = {b: (caps[b] // 2 if double_buffered else caps[b]) for b in caps}
+    expand = group / keep  # dense rows of B per compressed position of A
+    if dataflow == "os":
+        t_len = k_eff
+        fixed = {"ofmap": min(rows, n) * min(cols, m) * elem_bytes}
+        per_t = {"filter": min(cols, m) * (elem_bytes + meta_b), "ifmap": min(rows, n) * expand * elem_bytes}
+    else:
+        sr = min(rows, k_eff)
+        b_rows = min(k, math.ceil(sr * expand))
+        t_len = n if dataflow == "ws" else m
+        sc = min(cols, m if dataflow == "ws" else n)
+        if dataflow == "ws":
+            fixed = {"filter": sr * sc * (elem_bytes + meta_b)}
+            per_t = {"ifmap": b_rows * elem_bytes, "ofmap": sc * acc_bytes}
+        else:
+            fixed = {"ifmap": b_rows * sc * elem_bytes}
+            per_t = {"filter": sr * (elem_bytes + meta_b), "ofmap": sc * acc_bytes}
+    for buf, need in fixed.items():
+        if need > per[buf]:
+            return {"infeasible": (buf, math.ceil(need + max(per_t.get(buf, 0), 0)), per[buf])}
+    chunk = t_len
+    for buf, unit in per_t.items():
+        room = per[buf] - fixed.get(buf, 0)
+        fit = int(room // unit) if unit > 0 else t_len
+        if fit < 1:
+            return {"infeasible": (buf, math.ceil(fixed.get(buf, 0) + unit), per[buf])}
+        chunk = min(chunk, fit)
+    if dataflow == "os" and sparse and chunk >= keep:
+        chunk -= chunk % keep
+    a_bytes = m * k_eff * (elem_bytes + meta_b)
+    if dataflow == "os":
+        a_resident = min(cols, m) * k_eff * (elem_bytes + meta_b) <= caps["filter"]
+    else:
+        a_resident = a_bytes <= caps["filter"]
+    b_resident = k * n * elem_bytes <= caps["ifmap"]
+    c_block = min(cols, m) * n if dataflow == "ws" else m * min(cols, n)
+    c_resident = dataflow != "os" and c_block * acc_bytes <= caps["ofmap"]
+    return {"chunk": max(1, chunk), "a_resident": a_resident, "b_resident": b_resident,
+            "c_resident": c_resident, "t_len": t_len}

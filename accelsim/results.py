@@ -1,0 +1,161 @@
+"""Result values: per-kernel and per-run, with a versioned JSON form."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+# Per-tile record layout (numpy structured array): one row per tile, cycles are absolute
+# within the kernel (its launch starts at 0).
+TILE_DTYPE = np.dtype([
+    ("tile", np.int64), ("fold_r", np.int32), ("fold_c", np.int32), ("chunk", np.int32),
+    ("load_start", np.float64), ("load_end", np.float64),
+    ("decode_start", np.float64), ("decode_end", np.float64),
+    ("compute_start", np.float64), ("compute_end", np.float64),
+    ("wb_start", np.float64), ("wb_end", np.float64),
+    ("compute_cycles", np.float64), ("decode_groups", np.float64),
+    ("stall_memory", np.float64), ("stall_decode", np.float64),
+    ("dram_a_values", np.float64), ("dram_a_metadata", np.float64), ("dram_b", np.float64),
+    ("dram_c_read", np.float64), ("dram_c_write", np.float64),
+    ("sram_a_values", np.float64), ("sram_a_metadata", np.float64), ("sram_b", np.float64),
+    ("sram_c", np.float64), ("binding", np.int8),
+])
+
+BINDING_NAMES = ("compute", "memory", "decode", "launch")
+
+
+@dataclass
+class KernelResult:
+    """Simulated cost of one kernel (layer)."""
+
+    name: str
+    op: str
+    shape: dict[str, int]
+    path: str
+    pattern_requested: str | None
+    pattern_executed: str | None
+    reason: str | None
+    padding: dict[str, list[int]]
+    cycles: dict[str, int]
+    macs: int
+    macs_executed: int
+    utilization: float
+    bytes: dict[str, dict[str, int]]
+    binding: str
+    busy: dict[str, int]
+    tiling: dict[str, Any]
+    speedup_vs_dense: float = 1.0
+    tiles: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON body of this layer (no per-tile records)."""
+        return {
+            "name": self.name, "op": self.op, "shape": self.shape, "path": self.path,
+            "pattern_requested": self.pattern_requested, "pattern_executed": self.pattern_executed,
+            "reason": self.reason, "padding": self.padding, "cycles": self.cycles,
+            "macs": self.macs, "macs_executed": self.macs_executed,
+            "utilization": round(self.utilization, 6), "bytes": self.bytes, "binding": self.binding,
+            "busy": self.busy, "tiling": self.tiling,
+            "speedup_vs_dense": round(self.speedup_vs_dense, 6),
+        }
+
+
+def _git_commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=5, check=False)
+        if out.returncode == 0:
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                                   capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+            return out.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "unknown"
+
+
+def build_meta(command: list[str] | None = None, hashes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The metadata header: versions, commit, config hashes, command. Not part of the body."""
+    import numba
+
+    from . import __version__
+
+    return {
+        "accelsim_version": __version__,
+        "git_commit": _git_commit(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "config_hashes": hashes or {},
+        "command": command or [],
+    }
+
+
+@dataclass
+class RunResult:
+    """A whole workload on one hardware config: per-layer results and totals."""
+
+    hardware: dict[str, Any]
+    workload: dict[str, Any]
+    sparsity: str | None
+    layers: list[KernelResult]
+    clock_ghz: float
+    peak_macs_per_cycle: float
+    meta: dict[str, Any] = field(default_factory=dict)
+    dense_total_cycles: int = 0
+
+    @property
+    def total_cycles(self) -> int:
+        return sum(r.cycles["total"] for r in self.layers)
+
+    def totals(self) -> dict[str, Any]:
+        """Sums over layers and model-level speedup."""
+        keys = ("total", "compute", "stall_memory", "stall_decode", "launch")
+        cycles = {k: sum(r.cycles[k] for r in self.layers) for k in keys}
+        levels = self.layers[0].bytes.keys() if self.layers else []
+        by = {lvl: {t: sum(r.bytes[lvl][t] for r in self.layers) for t in self.layers[0].bytes[lvl]}
+              for lvl in levels}
+        macs = sum(r.macs for r in self.layers)
+        execd = sum(r.macs_executed for r in self.layers)
+        total = cycles["total"]
+        paths: dict[str, int] = {}
+        for r in self.layers:
+            paths[r.path] = paths.get(r.path, 0) + 1
+        return {
+            "cycles": cycles,
+            "latency_us": round(total / (self.clock_ghz * 1e3), 6),
+            "macs": macs,
+            "macs_executed": execd,
+            "utilization": round(execd / (total * self.peak_macs_per_cycle), 6) if total else 0.0,
+            "bytes": by,
+            "layers": len(self.layers),
+            "layers_by_path": dict(sorted(paths.items())),
+            "dense_total_cycles": self.dense_total_cycles,
+            "speedup_vs_dense": round(self.dense_total_cycles / total, 6) if total else 1.0,
+        }
+
+    def body(self) -> dict[str, Any]:
+        """Everything except ``meta``: byte-identical for identical inputs."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "hardware": self.hardware,
+            "workload": self.workload,
+            "sparsity": self.sparsity,
+            "layers": [r.to_dict() for r in self.layers],
+            "totals": self.totals(),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        body = self.body()
+        return {"schema_version": body.pop("schema_version"), "meta": self.meta, **body}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,128 @@
+"""Workload description: named layers with shapes, dtype and a sparsity plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from . import configio
+from .hardware import NonNegInt, PosInt, Strict
+from .sparsity import normalize_pattern
+
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+Pair = Annotated[list[PosInt], Field(min_length=2, max_length=2)]
+PadPair = Annotated[list[NonNegInt], Field(min_length=2, max_length=2)]
+
+
+class _Layer(Strict):
+    name: str = Field(min_length=1, description="Unique layer name.")
+    sparsity: str | None = Field(None, description="N:M pattern for this layer's weight, or 'dense'.")
+
+    @field_validator("sparsity", mode="before")
+    @classmethod
+    def _pattern(cls, value: Any) -> Any:
+        return None if value is None else normalize_pattern(value)
+
+
+class Gemm(_Layer):
+    """C[m x n] = A[m x k] . B[k x n]; A is the weight, the operand that may be N:M sparse."""
+
+    op: Literal["gemm"]
+    m: PosInt = Field(description="Rows of A and C (weight output features).")
+    n: PosInt = Field(description="Columns of B and C (tokens x batch, or output pixels).")
+    k: PosInt = Field(description="Reduction length.")
+
+    def gemm_shape(self) -> tuple[int, int, int]:
+        return self.m, self.n, self.k
+
+
+class Conv2d(_Layer):
+    """2-D convolution, lowered by im2col to m = filters, n = output pixels, k = kh*kw*channels."""
+
+    op: Literal["conv2d"]
+    ifmap: Pair = Field(description="Input height, width.")
+    kernel: Pair = Field(description="Kernel height, width.")
+    channels: PosInt
+    filters: PosInt
+    stride: PosInt | Pair = 1
+    padding: NonNegInt | PadPair = 0
+    batch: PosInt = 1
+
+    @model_validator(mode="after")
+    def _output_positive(self) -> Conv2d:
+        oh, ow = self.output_hw()
+        if oh < 1 or ow < 1:
+            raise ValueError(f"kernel {self.kernel} does not fit the padded ifmap {self.ifmap} "
+                             f"(padding {self.padding}): output would be {oh}x{ow}")
+        return self
+
+    def _pair(self, v: int | list[int]) -> tuple[int, int]:
+        return (v, v) if isinstance(v, int) else (v[0], v[1])
+
+    def output_hw(self) -> tuple[int, int]:
+        """PyTorch rule: floor((H + 2*padding - kernel) / stride) + 1."""
+        sh, sw = self._pair(self.stride)
+        ph, pw = self._pair(self.padding)
+        oh = (self.ifmap[0] + 2 * ph - self.kernel[0]) // sh + 1
+        ow = (self.ifmap[1] + 2 * pw - self.kernel[1]) // sw + 1
+        return oh, ow
+
+    def gemm_shape(self) -> tuple[int, int, int]:
+        oh, ow = self.output_hw()
+        return self.filters, oh * ow * self.batch, self.kernel[0] * self.kernel[1] * self.channels
+
+
+Layer = Annotated[Gemm | Conv2d, Field(discriminator="op")]
+
+
+class Workload(Strict):
+    """A model: an ordered list of layers."""
+
+    name: str = Field(min_length=1)
+    dtype: Dtype = Field("fp16", description="Element type of A, B and C.")
+    sparsity: str | None = Field(None, description="Pattern applied to every weight layer without its own.")
+    layers: list[Layer] = Field(min_length=1)
+
+    @field_validator("sparsity", mode="before")
+    @classmethod
+    def _pattern(cls, value: Any) -> Any:
+        return None if value is None else normalize_pattern(value)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Workload:
+        seen: set[str] = set()
+        for layer in self.layers:
+            if layer.name in seen:
+                raise ValueError(f"layer name {layer.name!r} is used twice; names must be unique")
+            seen.add(layer.name)
+        return self
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def config_hash(self) -> str:
+        return configio.canonical_hash(self.to_dict())
+
+
+def workload_from_dict(data: dict[str, Any], source: str = "<workload>") -> Workload:
+    """Validate a plain dict into a Workload."""
+    return configio.validate(Workload, data, source)
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Load and validate a workload YAML."""
+    data, _ = configio.read_yaml(path)
+    return workload_from_dict(data, str(path))
+
+
+def workload_schema() -> str:
+    """JSON Schema of the workload file."""
+    return json.dumps(Workload.model_json_schema(), indent=2, sort_keys=True)
