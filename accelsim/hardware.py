@@ -57,6 +57,10 @@ class SramSpec(Strict):
                                  "The array-side read ports are assumed to feed the array edge every cycle.")
     double_buffered: bool = Field(
         True, description="Each buffer is split in two halves so the next tile loads while this one computes.")
+    im2col: Literal["on_chip", "in_dram"] = Field(
+        "on_chip", description="Convolutions: 'on_chip' reads the ifmap from DRAM once and expands windows in "
+                               "the SRAM address generator (DRAM bytes of B scale by ifmap / im2col size); "
+                               "'in_dram' streams the expanded im2col matrix (k x n elements).")
 
     @model_validator(mode="after")
     def _one_layout(self) -> SramSpec:

@@ -37,6 +37,12 @@ class Kernel:
     group_m: int = 1  # M of the executed pattern
     metadata_bits: int = 0
     padding: dict[str, list[int]] = field(default_factory=dict)
+    b_unique: int = 0  # distinct elements of B in memory (conv: the ifmap); 0 = k * n
+
+    @property
+    def b_elements(self) -> int:
+        """Distinct B elements: the ifmap for a conv (im2col duplicates them), else k * n."""
+        return min(self.b_unique, self.k * self.n) if self.b_unique else self.k * self.n
 
     @property
     def sparse(self) -> bool:
@@ -63,12 +69,12 @@ class Kernel:
     def as_dense(self) -> Kernel:
         """The same layer run dense: the baseline for speedup_vs_dense."""
         return Kernel(self.name, self.op, self.m, self.n, self.k, self.dtype, self.dtype_bytes,
-                      "dense", None, None, None)
+                      "dense", None, None, None, b_unique=self.b_unique)
 
     def cache_key(self) -> tuple[Any, ...]:
         """Everything the engine result depends on (names excluded)."""
         return (self.m, self.n, self.k, self.dtype_bytes, self.path, self.keep_n, self.group_m,
-                self.metadata_bits)
+                self.metadata_bits, self.b_unique)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,18 +99,19 @@ def resolve_pattern(requested: Pattern | None, hw: Hardware) -> tuple[Pattern | 
 def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | None, hw: Hardware) -> Kernel:
     """One layer to a Kernel."""
     m, n, k = layer.gemm_shape()
+    b_unique = layer.ifmap_elements() if hasattr(layer, "ifmap_elements") else 0
     requested = parse_pattern(requested_text) if requested_text else None
     executed, reason = resolve_pattern(requested, hw)
     if executed is None:
         return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "dense",
-                      str(requested) if requested else None, None, reason)
+                      str(requested) if requested else None, None, reason, b_unique=b_unique)
     bits = hw.core.sparse.metadata_bits(executed)  # type: ignore[union-attr]
     padding: dict[str, list[int]] = {}
     if k % executed.m:
         padding["k"] = [k, -(-k // executed.m) * executed.m]
         reason = reason or "k_padded"
     return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "sparse", str(requested), str(executed),
-                  reason, executed.n, executed.m, bits, padding)
+                  reason, executed.n, executed.m, bits, padding, b_unique)
 
 
 def lower(model: Workload, hw: Hardware, sparsity: str | None = None) -> list[Kernel]:

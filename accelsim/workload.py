@@ -71,6 +71,10 @@ class Conv2d(_Layer):
         ow = (self.ifmap[1] + 2 * pw - self.kernel[1]) // sw + 1
         return oh, ow
 
+    def ifmap_elements(self) -> int:
+        """Distinct input elements (unpadded): what a conv reads once when im2col is done on chip."""
+        return self.ifmap[0] * self.ifmap[1] * self.channels * self.batch
+
     def gemm_shape(self) -> tuple[int, int, int]:
         oh, ow = self.output_hw()
         return self.filters, oh * ow * self.batch, self.kernel[0] * self.kernel[1] * self.channels

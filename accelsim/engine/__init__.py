@@ -55,9 +55,11 @@ def simulate(kernel: Kernel, hw: Hardware, source: str = SOURCE_UNKNOWN, keep_ti
     sram = hw.core.sram
     caps = sram.buffer_bytes()
     sparse = kernel.sparse
+    b_elements = kernel.b_elements if sram.im2col == "on_chip" else kernel.k * kernel.n
+    b_scale = b_elements / (kernel.k * kernel.n)
     plan = tl.systolic_plan(comp.rows, comp.cols, comp.dataflow, kernel.m, kernel.n, kernel.k,
                             kernel.keep_n, kernel.group_m, kernel.dtype_bytes, kernel.metadata_bits,
-                            comp.accumulator_bytes, caps, sram.double_buffered)
+                            comp.accumulator_bytes, caps, sram.double_buffered, b_elements)
     if "infeasible" in plan:
         buf, need, have = plan["infeasible"]
         half = " per half, double-buffered" if sram.double_buffered else ""
@@ -69,7 +71,7 @@ def simulate(kernel: Kernel, hw: Hardware, source: str = SOURCE_UNKNOWN, keep_ti
     work = tl.systolic_tiles(comp.rows, comp.cols, tl.DATAFLOW_CODE[comp.dataflow],
                              comp.output_drain == "serial", kernel.m, kernel.n, kernel.k,
                              kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes),
-                             float(kernel.metadata_bits), float(comp.accumulator_bytes), int(plan["chunk"]),
+                             float(kernel.metadata_bits), float(comp.accumulator_bytes), int(plan["chunk"]), b_scale,
                              bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]),
                              sparse)
     launch = hw.launch_overhead_cycles.sparse if sparse else hw.launch_overhead_cycles.dense

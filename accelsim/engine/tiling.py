@@ -39,7 +39,7 @@ def _groups(x0: int, x1: int, keep: int) -> int:
 @njit(cache=True)
 def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                    m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
-                   meta_bits: float, acc_bytes: float, chunk: int,
+                   meta_bits: float, acc_bytes: float, chunk: int, b_dram_scale: float,
                    a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool) -> np.ndarray:
     """Per-tile work of one GEMM on an R x C systolic array (one row per (fold, chunk))."""
     k_eff = -(-k // group) * keep
@@ -86,7 +86,7 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                         row[T_DRAM_A_VALUES] = a_vals
                         row[T_DRAM_A_META] = a_meta
                     if not (b_resident and j > 0):
-                        row[T_DRAM_B] = b
+                        row[T_DRAM_B] = b * b_dram_scale
                     if last:
                         row[T_SRAM_C] = sr * sc * elem_bytes
                         row[T_DRAM_C_WRITE] = sr * sc * elem_bytes
@@ -111,12 +111,12 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                         b = b_rows * tl * elem_bytes
                         row[T_SRAM_B] = b
                         if not (b_resident and j > 0):
-                            row[T_DRAM_B] = b
+                            row[T_DRAM_B] = b * b_dram_scale
                     else:  # is: B stationary (b_rows x sc), A streams tl rows x sr
                         if c == 0:
                             b = b_rows * sc * elem_bytes
                             row[T_SRAM_B] = b
-                            row[T_DRAM_B] = b
+                            row[T_DRAM_B] = b * b_dram_scale
                         a_vals = tl * sr * elem_bytes
                         a_meta = tl * sr * meta_b
                         groups = tl * _groups(r0, r0 + sr, keep) if sparse else 0
@@ -144,7 +144,7 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
 
 def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, keep: int, group: int,
                   elem_bytes: int, meta_bits: int, acc_bytes: int, caps: dict[str, int],
-                  double_buffered: bool) -> dict:
+                  double_buffered: bool, b_elements: int) -> dict:
     """Choose the stream chunk length and operand residency for one GEMM.
 
     Returns a dict with ``chunk`` and residency flags, or ``infeasible`` = (buffer, needed, have).
@@ -186,7 +186,7 @@ def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, k
         a_resident = min(cols, m) * k_eff * (elem_bytes + meta_b) <= caps["filter"]
     else:
         a_resident = a_bytes <= caps["filter"]
-    b_resident = k * n * elem_bytes <= caps["ifmap"]
+    b_resident = b_elements * elem_bytes <= caps["ifmap"]
     c_block = min(cols, m) * n if dataflow == "ws" else m * min(cols, n)
     c_resident = dataflow != "os" and c_block * acc_bytes <= caps["ofmap"]
     return {"chunk": max(1, chunk), "a_resident": a_resident, "b_resident": b_resident,

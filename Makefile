@@ -1,0 +1,26 @@
+# Two entry points: `make demo` (set up + simulate a bundled workload) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/accelsim run --hw hwconfigs/tpu-like.yaml --workload workloads/resnet18.yaml --sparsity 2:4
+
+test: $(STAMP)
+	$(BIN)/ruff check accelsim tests benchmarks
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_engine.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache
