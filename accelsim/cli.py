@@ -71,7 +71,8 @@ def format_table(result: Any) -> str:
     right = {6, 7, 8, 9, 10, 12}
 
     def line(r: list[str]) -> str:
-        return "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True)))
+        cells = zip(r, widths, strict=True)
+        return "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(cells))
 
     sep = "  ".join("-" * w for w in widths)
     title = (f"{wl['name']} on {hw['name']} ({hw['clock_ghz']} GHz), sparsity: "

@@ -5,11 +5,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, WrapValidator
 
 from .errors import ConfigError
 
@@ -20,6 +22,38 @@ _UNION_TAGS = {"systolic", "tensor_core", "gemm", "conv2d", "matmul", "dwconv2d"
                "batchnorm", "elementwise", "activation", "layernorm", "rmsnorm", "softmax",
                "pool", "unsupported", "str", "float", "int", "literal['unlimited']",
                "function-after[_check(), str]", "function-before[_coerce(), str]"}
+# Labels pydantic gives the members of a plain (undiscriminated) union, e.g. 'constrained-float'.
+_MEMBER_LABEL = re.compile(r"^(constrained-|function-|literal\[|list\[|dict\[|nullable\[|tagged-union\[)")
+
+
+class FieldError(ValueError):
+    """A validator's ValueError that names the offending key below the validated object.
+
+    ``loc`` is appended to the object's location, so a model-level check can point at, e.g.,
+    ``cores`` or ``layers[3].name`` instead of the whole file.
+    """
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+def one_message(expected: str) -> WrapValidator:
+    """Validator for a union field: one clear 'expected ..., got ...' instead of one error per member."""
+
+    def wrap(value: Any, handler: Any) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            raise ValueError(f"expected {expected}, got {_short(value)}") from None
+
+    return WrapValidator(wrap)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """repr of a user value, cut short so an error stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def read_yaml(path: str | Path) -> tuple[Any, bytes]:
@@ -74,7 +108,8 @@ def key_path(loc: tuple[Any, ...], data: Any = None) -> str:
             else:
                 parts.append(label)
             continue
-        if item in _UNION_TAGS and not (isinstance(node, dict) and item in node):
+        if ((item in _UNION_TAGS or _MEMBER_LABEL.match(str(item)))
+                and not (isinstance(node, dict) and item in node)):
             continue
         parts.append(str(item))
         node = node.get(item) if isinstance(node, dict) else None
@@ -101,8 +136,6 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 
 
 def _unwrap(annotation: Any, loc: tuple[Any, ...], item: Any) -> Any:
-    import typing
-
     args = typing.get_args(annotation)
     if not args:
         return annotation
@@ -127,13 +160,40 @@ def _unwrap(annotation: Any, loc: tuple[Any, ...], item: Any) -> Any:
     return candidates[0] if len(candidates) == 1 else annotation
 
 
-def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any) -> ConfigError:
-    """Turn the first pydantic error into a ConfigError naming file and key path."""
-    errors = exc.errors(include_url=False)
-    err = errors[0]
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """Model classes inside an annotation (through Annotated, unions and lists)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found += _models_in(arg)
+    return found
+
+
+def _tag_values(model: type[BaseModel], loc: tuple[Any, ...], discriminator: str) -> list[str]:
+    """Values the discriminator key may take for the union at ``loc`` (best effort)."""
+    models = [model]
+    for item in loc:
+        if isinstance(item, int):
+            continue
+        inner = [m for cls in models if (f := cls.model_fields.get(str(item))) is not None
+                 for m in _models_in(f.annotation)]
+        if inner:
+            models = inner
+    tags: list[str] = []
+    for cls in models:
+        field = cls.model_fields.get(discriminator)
+        if field is not None:
+            tags += [t for t in typing.get_args(field.annotation) if isinstance(t, str)]
+    return tags
+
+
+def _describe(err: Any, model: type[BaseModel]) -> tuple[tuple[Any, ...], str]:
+    """(location, message) of one pydantic error, in the words of the config file."""
     loc = tuple(err["loc"])
-    path = key_path(loc, data)
     kind = err["type"]
+    ctx = err.get("ctx") or {}
+    got = f", got {_short(err['input'])}" if "input" in err else ""
     if kind == "extra_forbidden":
         allowed = _allowed_keys(model, loc)
         hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
@@ -142,17 +202,39 @@ def validation_error(src: str, exc: ValidationError, model: type[BaseModel], dat
             msg += f"; allowed: {', '.join(sorted(allowed))}"
     elif kind == "missing":
         msg = "required key is missing"
+    elif kind in ("value_error", "assertion_error"):
+        exc = ctx.get("error")
+        loc += tuple(getattr(exc, "loc", ()))
+        msg = str(exc) if exc is not None else re.sub(r"^(Value|Assertion) error, ", "", err["msg"])
+    elif kind == "union_tag_invalid":
+        disc = str(ctx.get("discriminator", "tag")).strip("'")
+        loc += (disc,)
+        msg = f"unknown {disc} {ctx.get('tag')!r}; expected one of {ctx.get('expected_tags')}"
+    elif kind == "union_tag_not_found":
+        disc = str(ctx.get("discriminator", "tag")).strip("'")
+        tags = _tag_values(model, loc, disc)
+        loc += (disc,)
+        msg = "required key is missing" + (f"; expected one of {', '.join(map(repr, tags))}" if tags else "")
+    elif kind in ("model_type", "model_attributes_type", "dict_type"):
+        msg = f"expected a mapping of keys{got}"
+    elif kind == "list_type":
+        msg = f"expected a list{got}"
+    elif kind == "too_short":
+        msg = f"needs at least {ctx.get('min_length')} item(s){got}"
+    elif kind == "too_long":
+        msg = f"takes at most {ctx.get('max_length')} item(s){got}"
     else:
-        msg = err["msg"]
-        if "input" in err and kind not in ("union_tag_invalid", "model_type", "dict_type"):
-            msg += f", got {err['input']!r}"
-        if kind == "union_tag_invalid":
-            ctx = err.get("ctx", {})
-            msg = (f"unknown {ctx.get('discriminator', 'tag').strip(chr(39))} "
-                   f"{ctx.get('tag')!r}; expected one of {ctx.get('expected_tags')}")
+        msg = re.sub(r"^Input should be", "should be", err["msg"]) + got
+    return loc, msg
+
+
+def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any) -> ConfigError:
+    """Turn the first pydantic error into a ConfigError naming file and key path."""
+    errors = exc.errors(include_url=False)
+    loc, msg = _describe(errors[0], model)
     if len(errors) > 1:
         msg += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return ConfigError(src, path, msg)
+    return ConfigError(src, key_path(loc, data), msg)
 
 
 def validate(model: type[ModelT], data: Any, src: str) -> ModelT:

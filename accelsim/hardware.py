@@ -17,6 +17,7 @@ NonNegInt = Annotated[int, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
 Unlimited = Literal["unlimited"]
+PosFloatOrUnlimited = Annotated[PosFloat | Unlimited, configio.one_message("a number greater than 0 or 'unlimited'")]
 
 
 class Strict(BaseModel):
@@ -41,7 +42,59 @@ class SystolicCompute(Strict):
         4, description="Bytes per partial sum when partial outputs spill to DRAM between reduction folds.")
 
 
-ComputeSpec = Annotated[SystolicCompute, Field(discriminator="kind")]
+Triple = Annotated[list[PosInt], Field(min_length=3, max_length=3)]
+DtypeName = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+
+
+class PerPath(Strict):
+    """A value for the dense kernel and one for the sparse kernel."""
+
+    dense: Fraction
+    sparse: Fraction
+
+
+class InstructionTiles(Strict):
+    """MMA instruction shapes [m, n, k] (k is the logical, uncompressed reduction)."""
+
+    dense: Triple
+    sparse: Triple
+
+
+class CtaTiles(Strict):
+    """Candidate CTA tiles [BM, BN, BK] of the library's dense and sparse kernels."""
+
+    dense: Annotated[list[Triple], Field(min_length=1)]
+    sparse: Annotated[list[Triple], Field(min_length=1)]
+
+
+class TensorCoreCompute(Strict):
+    """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
+
+    kind: Literal["tensor_core"] = Field(description="Compute model: tensor cores (GPU-like SM).")
+    macs_per_cycle: dict[DtypeName, PosFloat] = Field(
+        description="Dense MACs per cycle per core (SM) for each supported dtype.")
+    mma: InstructionTiles = Field(description="MMA instruction tiles [m, n, k], dense and sparse.")
+    cta_tiles: CtaTiles = Field(
+        description="CTA tiles [BM, BN, BK] the library offers; for each GEMM the fastest feasible one "
+                    "is used (as a library heuristic / autotuner would). BK is logical (uncompressed) k.")
+    ctas_per_core: PosInt = Field(1, description="CTAs resident per core at once.")
+    efficiency: PerPath = Field(
+        description="CALIBRATED: fraction of peak tensor throughput the library's kernels sustain in their "
+                    "main loop (issue limits, register/smem pressure, clocks under load), dense and sparse.")
+
+    @model_validator(mode="after")
+    def _tiles_align(self) -> TensorCoreCompute:
+        for path in ("dense", "sparse"):
+            mma = getattr(self.mma, path)
+            for i, tile in enumerate(getattr(self.cta_tiles, path)):
+                if any(t % m for t, m in zip(tile, mma, strict=True)):
+                    raise configio.FieldError(("cta_tiles", path, i),
+                                              f"CTA tile {tile} is not a multiple of the {path} MMA tile {mma}")
+        return self
+
+
+ComputeSpec = Annotated[SystolicCompute | TensorCoreCompute, Field(discriminator="kind")]
 
 
 class SramSpec(Strict):
@@ -52,11 +105,14 @@ class SramSpec(Strict):
     ifmap_bytes: PosInt | None = Field(None, description="Buffer for operand B (activations).")
     filter_bytes: PosInt | None = Field(None, description="Buffer for operand A (weights: values + metadata).")
     ofmap_bytes: PosInt | None = Field(None, description="Buffer for C (outputs and partial sums).")
-    bandwidth_bytes_per_cycle: PosFloat | Unlimited = Field(
+    bandwidth_bytes_per_cycle: PosFloatOrUnlimited = Field(
         "unlimited", description="SRAM fill/drain port: DRAM<->SRAM transfers run at min(DRAM, this). "
                                  "The array-side read ports are assumed to feed the array edge every cycle.")
     double_buffered: bool = Field(
         True, description="Each buffer is split in two halves so the next tile loads while this one computes.")
+    stages: PosInt | None = Field(
+        None, description="Tiles in flight per buffer (software pipeline depth); default 2 when "
+                          "double_buffered else 1. GPU kernels use 3-5 stages to hide DRAM latency.")
     im2col: Literal["on_chip", "in_dram"] = Field(
         "on_chip", description="Convolutions: 'on_chip' reads the ifmap from DRAM once and expands windows in "
                                "the SRAM address generator (DRAM bytes of B scale by ifmap / im2col size); "
@@ -70,6 +126,10 @@ class SramSpec(Strict):
         if self.bytes is None and any(v is None for v in split):
             raise ValueError("give either 'bytes' (unified) or all three of ifmap_bytes, filter_bytes, ofmap_bytes")
         return self
+
+    def n_stages(self) -> int:
+        """Tiles in flight per buffer."""
+        return self.stages if self.stages is not None else (2 if self.double_buffered else 1)
 
     def buffer_bytes(self) -> dict[str, int]:
         """Capacity of each operand buffer (unified SRAM split in thirds)."""
@@ -89,16 +149,28 @@ class PatternSupport(Strict):
     metadata_bits_per_value: NonNegInt | None = Field(
         None, description="Metadata bits stored per kept value; default ceil(log2(M)) (2 for 2:4, 3 for 4:8).")
     speedup: PosFloat | None = Field(
-        None, description="Sparse datapath MAC rate relative to dense; default M/N (2.0 for 2:4).")
+        None, description="tensor_core only: sparse MAC rate (logical MACs) relative to dense; default M/N.")
 
 
 class SparseSpec(Strict):
     """The sparse datapath on operand A: native patterns and the metadata-decode stage."""
 
     patterns: dict[str, PatternSupport] = Field(description="Native N:M patterns, e.g. {\"2:4\": {}}.")
-    decode_groups_per_cycle: PosFloat | Unlimited = Field(
+    decode_groups_per_cycle: PosFloatOrUnlimited = Field(
         description="Metadata-decode throughput: N:M groups decoded per cycle per core.")
     decode_latency_cycles: NonNegInt = Field(0, description="Cycles from a tile's decode end to its data being usable.")
+    dense_operand_align: PosInt = Field(
+        1, description="Library rule: on the sparse path the dense operand B is padded so n is a multiple of "
+                       "this (PyTorch/cuSPARSELt pads fp16 to 32 columns: a 1-token GEMM computes 32).")
+
+    @field_validator("patterns", mode="before")
+    @classmethod
+    def _keys_are_text(cls, value: Any) -> Any:
+        for key in value if isinstance(value, dict) else ():
+            if not isinstance(key, str):
+                parse_pattern(key)  # raises a hint (an unquoted 2:4 key is the number 124)
+                raise ValueError(f"pattern keys must be quoted text like \"2:4\", got {key!r}")
+        return value
 
     @field_validator("patterns")
     @classmethod
@@ -114,6 +186,11 @@ class SparseSpec(Strict):
     def native(self) -> dict[Pattern, PatternSupport]:
         """Native patterns keyed by parsed Pattern."""
         return {parse_pattern(k): v for k, v in self.patterns.items()}  # type: ignore[misc]
+
+    def rate(self, pattern: Pattern) -> float:
+        """Sparse datapath rate in logical MACs relative to dense."""
+        spec = self.native()[pattern]
+        return pattern.m / pattern.n if spec.speedup is None else float(spec.speedup)
 
     def metadata_bits(self, pattern: Pattern) -> int:
         """Metadata bits per kept value for a native pattern."""
@@ -132,11 +209,18 @@ class CoreSpec(Strict):
 class DramSpec(Strict):
     """Off-chip memory."""
 
-    bandwidth_gb_s: PosFloat | Unlimited = Field(
+    bandwidth_gb_s: PosFloatOrUnlimited = Field(
         description="GB/s (1e9 bytes/s) shared by all cores; 'unlimited' never stalls.")
     latency_ns: NonNegFloat = Field(0.0, description="Time from a transfer's issue to its last byte being usable; "
                                                      "transfers are pipelined, latency does not occupy bandwidth.")
     capacity_bytes: PosInt | None = Field(None, description="DRAM capacity, for footprint warnings.")
+
+
+class L2Spec(Strict):
+    """Cache shared by all cores, between their SRAM and DRAM."""
+
+    bytes: PosInt = Field(description="Capacity.")
+    bandwidth_bytes_per_cycle: PosFloat = Field(description="Total L2 -> core bandwidth, shared by active cores.")
 
 
 class LaunchOverhead(Strict):
@@ -154,12 +238,22 @@ class Hardware(Strict):
     cores: PosInt = Field(1, description="Identical cores sharing DRAM.")
     core: CoreSpec
     dram: DramSpec
+    l2: L2Spec | None = Field(None, description="Shared L2 cache (multi-core parts); absent = none.")
+    activations: Literal["dram", "l2_if_fits"] = Field(
+        "dram", description="Where inter-layer activations live: always DRAM, or L2 when the tensor fits "
+                            "(then a layer's B input and C output cost no DRAM traffic).")
     launch_overhead_cycles: LaunchOverhead = Field(default_factory=LaunchOverhead)
 
     @model_validator(mode="after")
     def _cores_supported(self) -> Hardware:
         if self.cores != 1 and self.core.compute.kind == "systolic":
-            raise ValueError("systolic parts are modelled with cores: 1")
+            raise configio.FieldError(("cores",), f"must be 1 for a systolic array (kind: systolic), got {self.cores}")
+        if self.core.compute.kind == "systolic" and self.core.sparse is not None:
+            for key, spec in self.core.sparse.patterns.items():
+                if spec.speedup is not None:
+                    raise configio.FieldError(("core", "sparse", "patterns", key, "speedup"),
+                                              "applies to tensor_core parts only (a systolic array gains by "
+                                              "compressing k)")
         return self
 
     # -- derived, in cycles ------------------------------------------------
@@ -194,9 +288,19 @@ def load_hardware(path: str | Path, overrides: list[str] | None = None) -> Hardw
     """Load and validate a hardware YAML; ``overrides`` are ``dotted.path=value`` strings."""
     data, _ = configio.read_yaml(path)
     src = str(path)
+    if "layers" in data and "core" not in data:
+        raise ConfigError(src, None, "this is a workload file (it has 'layers'), expected a hardware config")
+    set_by: dict[str, str] = {}
     for item in overrides or []:
         data = apply_override(data, item, src)
-    return hardware_from_dict(data, src)
+        set_by[".".join(k for k in item.partition("=")[0].strip().split(".") if k)] = item
+    try:
+        return hardware_from_dict(data, src)
+    except ConfigError as exc:
+        for key, item in set_by.items():
+            if exc.key and (exc.key == key or exc.key.startswith(key + ".") or key.startswith(exc.key + ".")):
+                raise ConfigError(src, exc.key, f"{exc.problem} (from --hw-set {item})") from None
+        raise
 
 
 def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, Any]:
@@ -206,15 +310,15 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
     import yaml
 
     if "=" not in item:
-        raise ConfigError(source, item, "override must look like dotted.path=VALUE")
+        raise ConfigError(source, item, "--hw-set needs dotted.path=VALUE, e.g. dram.bandwidth_gb_s=100")
     path, _, raw = item.partition("=")
     keys = [k for k in path.strip().split(".") if k]
     if not keys:
-        raise ConfigError(source, item, "override needs a key path before '='")
+        raise ConfigError(source, item, "--hw-set needs a key path before '=', e.g. dram.bandwidth_gb_s=100")
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError:
-        raise ConfigError(source, path, f"cannot parse override value {raw!r}") from None
+        raise ConfigError(source, path, f"--hw-set value {raw!r} is not plain YAML data") from None
     out = copy.deepcopy(data)
     node = out
     for i, key in enumerate(keys[:-1]):
@@ -223,7 +327,8 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
             nxt = {}
             node[key] = nxt
         elif not isinstance(nxt, dict):
-            raise ConfigError(source, ".".join(keys[: i + 1]), "is a value, cannot set a key below it")
+            raise ConfigError(source, ".".join(keys[: i + 1]),
+                              f"is a value, so --hw-set {item!r} cannot set a key below it")
         node = nxt
     node[keys[-1]] = value
     return out

@@ -39,9 +39,11 @@ def parse_pattern(value: object) -> Pattern | None:
         return None
     if isinstance(value, bool) or not isinstance(value, str):
         if isinstance(value, int):
-            raise ValueError(
-                f"got the number {value}; quote the pattern, e.g. \"2:4\" "
-                "(YAML reads an unquoted 2:4 as a base-60 number)")
+            n, m = divmod(value, 60)
+            if 1 <= n < 60:
+                raise ValueError(f"got the number {value}: YAML reads an unquoted {n}:{m} as a base-60 number; "
+                                 f"quote the pattern: \"{n}:{m}\"")
+            raise ValueError(f"got the number {value}; write the pattern quoted, e.g. \"2:4\", or \"dense\"")
         raise ValueError(f"expected a pattern like \"2:4\" or \"dense\", got {value!r}")
     text = value.strip()
     if text.lower() == "dense":

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from . import configio
+from .errors import ConfigError
 from .hardware import NonNegInt, PosInt, Strict
 from .sparsity import normalize_pattern
 
@@ -16,6 +17,8 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8"
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
 Pair = Annotated[list[PosInt], Field(min_length=2, max_length=2)]
 PadPair = Annotated[list[NonNegInt], Field(min_length=2, max_length=2)]
+Stride = Annotated[PosInt | Pair, configio.one_message("an integer > 0 or a [height, width] pair of them")]
+Padding = Annotated[NonNegInt | PadPair, configio.one_message("an integer >= 0 or a [height, width] pair of them")]
 
 
 class _Layer(Strict):
@@ -48,16 +51,16 @@ class Conv2d(_Layer):
     kernel: Pair = Field(description="Kernel height, width.")
     channels: PosInt
     filters: PosInt
-    stride: PosInt | Pair = 1
-    padding: NonNegInt | PadPair = 0
+    stride: Stride = 1
+    padding: Padding = 0
     batch: PosInt = 1
 
     @model_validator(mode="after")
     def _output_positive(self) -> Conv2d:
         oh, ow = self.output_hw()
         if oh < 1 or ow < 1:
-            raise ValueError(f"kernel {self.kernel} does not fit the padded ifmap {self.ifmap} "
-                             f"(padding {self.padding}): output would be {oh}x{ow}")
+            raise configio.FieldError(("kernel",), f"kernel {self.kernel} does not fit the padded ifmap "
+                                                   f"{self.ifmap} (padding {self.padding}): output would be {oh}x{ow}")
         return self
 
     def _pair(self, v: int | list[int]) -> tuple[int, int]:
@@ -98,11 +101,12 @@ class Workload(Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Workload:
-        seen: set[str] = set()
-        for layer in self.layers:
+        seen: dict[str, int] = {}
+        for i, layer in enumerate(self.layers):
             if layer.name in seen:
-                raise ValueError(f"layer name {layer.name!r} is used twice; names must be unique")
-            seen.add(layer.name)
+                raise configio.FieldError(("layers", i, "name"), f"layer name {layer.name!r} is already used by "
+                                                                 f"layers[{seen[layer.name]}]; names must be unique")
+            seen[layer.name] = i
         return self
 
     @property
@@ -124,6 +128,8 @@ def workload_from_dict(data: dict[str, Any], source: str = "<workload>") -> Work
 def load_workload(path: str | Path) -> Workload:
     """Load and validate a workload YAML."""
     data, _ = configio.read_yaml(path)
+    if "core" in data and "layers" not in data:
+        raise ConfigError(str(path), None, "this is a hardware config (it has 'core'), expected a workload file")
     return workload_from_dict(data, str(path))
 
 
