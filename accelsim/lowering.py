@@ -14,6 +14,8 @@ REASON_CODES: dict[str, str] = {
     "no_sparse_support": "the hardware has no sparse datapath; the layer runs dense",
     "pattern_unsupported": "no native pattern of the hardware contains the requested one; the layer runs dense",
     "pattern_promoted": "runs sparse on a coarser native pattern that contains the requested one (e.g. 1:4 as 2:4)",
+    "n_padded": "runs sparse; the library pads the dense operand's n up to its alignment (core.sparse."
+                "dense_operand_align), computing the padded columns",
     "k_padded": "runs sparse; k is not a multiple of M and is zero-padded up to one",
 }
 
@@ -49,6 +51,15 @@ class Kernel:
         return self.path == "sparse"
 
     @property
+    def executed_pattern(self) -> Pattern | None:
+        return Pattern(self.keep_n, self.group_m) if self.sparse else None
+
+    @property
+    def n_exec(self) -> int:
+        """Columns of B the kernel computes: n, or n padded to the library's alignment."""
+        return self.padding["n"][1] if "n" in self.padding else self.n
+
+    @property
     def macs(self) -> int:
         """Dense-equivalent multiply-accumulates of the layer."""
         return self.m * self.n * self.k
@@ -74,7 +85,7 @@ class Kernel:
     def cache_key(self) -> tuple[Any, ...]:
         """Everything the engine result depends on (names excluded)."""
         return (self.m, self.n, self.k, self.dtype_bytes, self.path, self.keep_n, self.group_m,
-                self.metadata_bits, self.b_unique)
+                self.metadata_bits, self.b_unique, tuple(self.padding.get("n", ())))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,6 +118,10 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
                       str(requested) if requested else None, None, reason, b_unique=b_unique)
     bits = hw.core.sparse.metadata_bits(executed)  # type: ignore[union-attr]
     padding: dict[str, list[int]] = {}
+    align = hw.core.sparse.dense_operand_align  # type: ignore[union-attr]
+    if n % align:
+        padding["n"] = [n, -(-n // align) * align]
+        reason = reason or "n_padded"
     if k % executed.m:
         padding["k"] = [k, -(-k // executed.m) * executed.m]
         reason = reason or "k_padded"

@@ -13,10 +13,14 @@ import numpy as np
 
 SCHEMA_VERSION = 1
 
-# Per-tile record layout (numpy structured array): one row per tile, cycles are absolute
-# within the kernel (its launch starts at 0).
+# Per-tile record layout (numpy structured array): one row per tile of one core, cycles are
+# absolute within the kernel (its launch starts at 0). Systolic parts: fold_r/fold_c/chunk
+# locate the tile in the fold schedule. Multi-core parts: the rows are one CTA's k-loop for
+# each distinct wave (wave_class); the wave runs wave_count times on active_cores cores, so a
+# row's bytes count wave_count * active_cores times in the layer's totals.
 TILE_DTYPE = np.dtype([
     ("tile", np.int64), ("fold_r", np.int32), ("fold_c", np.int32), ("chunk", np.int32),
+    ("wave_class", np.int32), ("wave_count", np.int64), ("active_cores", np.int32),
     ("load_start", np.float64), ("load_end", np.float64),
     ("decode_start", np.float64), ("decode_end", np.float64),
     ("compute_start", np.float64), ("compute_end", np.float64),

@@ -11,9 +11,11 @@ from .results import KernelResult, RunResult, build_meta
 from .workload import Workload
 
 
-def peak_macs_per_cycle(hw: Hardware) -> float:
-    """Dense MACs per cycle of the whole part."""
+def peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
+    """Dense MACs per cycle of the whole part for ``dtype``."""
     comp = hw.core.compute
+    if comp.kind == "tensor_core":
+        return float(comp.macs_per_cycle.get(dtype, 0.0)) * hw.cores
     return float(comp.rows * comp.cols * hw.cores)
 
 
@@ -47,5 +49,5 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, hw_source
             progress(i + 1, len(kernels))
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
     return RunResult(hardware=hw.to_dict(), workload=model.to_dict(), sparsity=sparsity, layers=results,
-                     clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw), meta=meta,
+                     clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,
                      dense_total_cycles=dense_total)

@@ -3,60 +3,81 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InfeasibleError
-from ..hardware import Hardware
+from ..hardware import Hardware, SystolicCompute, TensorCoreCompute
 from ..lowering import Kernel
 from ..results import BINDING_NAMES, TILE_DTYPE, KernelResult
 from . import pipeline as pl
+from . import tensorcore as tc
 from . import tiling as tl
 
-__all__ = ["simulate", "SOURCE_UNKNOWN"]
+__all__ = ["simulate"]
 
-SOURCE_UNKNOWN = "<hardware>"
+_WORK_COLS = (("compute_cycles", tl.T_CYCLES), ("decode_groups", tl.T_GROUPS),
+              ("dram_a_values", tl.T_DRAM_A_VALUES), ("dram_a_metadata", tl.T_DRAM_A_META),
+              ("dram_b", tl.T_DRAM_B), ("dram_c_read", tl.T_DRAM_C_READ), ("dram_c_write", tl.T_DRAM_C_WRITE),
+              ("sram_a_values", tl.T_SRAM_A_VALUES), ("sram_a_metadata", tl.T_SRAM_A_META),
+              ("sram_b", tl.T_SRAM_B), ("sram_c", tl.T_SRAM_C))
+_TIME_COLS = (("load_start", pl.P_LOAD_START), ("load_end", pl.P_LOAD_END),
+              ("decode_start", pl.P_DECODE_START), ("decode_end", pl.P_DECODE_END),
+              ("compute_start", pl.P_COMPUTE_START), ("compute_end", pl.P_COMPUTE_END),
+              ("wb_start", pl.P_WB_START), ("wb_end", pl.P_WB_END))
+
+
+@dataclass
+class _Segment:
+    """One simulated tile sequence (a systolic kernel, or one wave class of a CTA grid)."""
+
+    work: np.ndarray
+    times: np.ndarray
+    bw: np.ndarray
+    count: int = 1  # how many times this sequence runs back to back on each core
+    active: int = 1  # cores running it concurrently
+    wave_class: int = 0
+
+    @property
+    def end(self) -> float:
+        if not len(self.work):
+            return 0.0
+        return float(max(self.times[:, pl.P_COMPUTE_END].max(), self.times[:, pl.P_WB_END].max()))
 
 
 def _rate(value: object) -> float:
     return float("inf") if value == "unlimited" else float(value)  # type: ignore[arg-type]
 
 
-def _tile_records(work: np.ndarray, times: np.ndarray) -> np.ndarray:
-    rec = np.zeros(work.shape[0], dtype=TILE_DTYPE)
-    rec["tile"] = np.arange(work.shape[0])
-    rec["fold_r"] = work[:, tl.T_FOLD_R]
-    rec["fold_c"] = work[:, tl.T_FOLD_C]
-    rec["chunk"] = work[:, tl.T_CHUNK]
-    for name, col in (("load_start", pl.P_LOAD_START), ("load_end", pl.P_LOAD_END),
-                      ("decode_start", pl.P_DECODE_START), ("decode_end", pl.P_DECODE_END),
-                      ("compute_start", pl.P_COMPUTE_START), ("compute_end", pl.P_COMPUTE_END),
-                      ("wb_start", pl.P_WB_START), ("wb_end", pl.P_WB_END),
-                      ("stall_memory", pl.P_STALL_MEMORY), ("stall_decode", pl.P_STALL_DECODE)):
-        rec[name] = times[:, col]
-    rec["binding"] = times[:, pl.P_BINDING]
-    for name, col in (("compute_cycles", tl.T_CYCLES), ("decode_groups", tl.T_GROUPS),
-                      ("dram_a_values", tl.T_DRAM_A_VALUES), ("dram_a_metadata", tl.T_DRAM_A_META),
-                      ("dram_b", tl.T_DRAM_B), ("dram_c_read", tl.T_DRAM_C_READ),
-                      ("dram_c_write", tl.T_DRAM_C_WRITE), ("sram_a_values", tl.T_SRAM_A_VALUES),
-                      ("sram_a_metadata", tl.T_SRAM_A_META), ("sram_b", tl.T_SRAM_B),
-                      ("sram_c", tl.T_SRAM_C)):
-        rec[name] = work[:, col]
-    return rec
-
-
-def _round_bytes(x: float) -> int:
+def _ceil(x: float) -> int:
     return int(math.ceil(x - 1e-6))
 
 
-def simulate(kernel: Kernel, hw: Hardware, source: str = SOURCE_UNKNOWN, keep_tiles: bool = True) -> KernelResult:
+def _decode_params(kernel: Kernel, hw: Hardware) -> tuple[float, float]:
+    spec = hw.core.sparse
+    if not kernel.sparse or spec is None:
+        return math.inf, 0.0
+    return _rate(spec.decode_groups_per_cycle), float(spec.decode_latency_cycles)
+
+
+def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True) -> KernelResult:
     """Simulate one kernel on ``hw``, tile by tile; raises InfeasibleError if no tile fits."""
+    if isinstance(hw.core.compute, TensorCoreCompute):
+        segments, tiling, peak = _tensor_core(kernel, hw, source)
+    else:
+        segments, tiling, peak = _systolic(kernel, hw, source)
+    return _assemble(kernel, hw, segments, tiling, peak, keep_tiles)
+
+
+# -- systolic ------------------------------------------------------------------------------
+
+def _systolic(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segment], dict, float]:
     comp = hw.core.compute
+    assert isinstance(comp, SystolicCompute)
     sram = hw.core.sram
     caps = sram.buffer_bytes()
-    sparse = kernel.sparse
     b_elements = kernel.b_elements if sram.im2col == "on_chip" else kernel.k * kernel.n
-    b_scale = b_elements / (kernel.k * kernel.n)
     plan = tl.systolic_plan(comp.rows, comp.cols, comp.dataflow, kernel.m, kernel.n, kernel.k,
                             kernel.keep_n, kernel.group_m, kernel.dtype_bytes, kernel.metadata_bits,
                             comp.accumulator_bytes, caps, sram.double_buffered, b_elements)
@@ -66,47 +87,186 @@ def simulate(kernel: Kernel, hw: Hardware, source: str = SOURCE_UNKNOWN, keep_ti
         raise InfeasibleError(source, sram.buffer_key(buf),
                               f"SRAM too small for the smallest tile of layer '{kernel.name}' "
                               f"({kernel.m}x{kernel.n}x{kernel.k}, {kernel.pattern_executed or 'dense'}): "
-                              f"needs {need} bytes in the {buf} buffer, has {have}{half}",
-                              kernel.name)
+                              f"needs {need} bytes in the {buf} buffer, has {have}{half}", kernel.name)
     work = tl.systolic_tiles(comp.rows, comp.cols, tl.DATAFLOW_CODE[comp.dataflow],
                              comp.output_drain == "serial", kernel.m, kernel.n, kernel.k,
                              kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes),
-                             float(kernel.metadata_bits), float(comp.accumulator_bytes), int(plan["chunk"]), b_scale,
-                             bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]),
-                             sparse)
-    launch = hw.launch_overhead_cycles.sparse if sparse else hw.launch_overhead_cycles.dense
-    bw = hw.fill_bytes_per_cycle()
-    spec = hw.core.sparse
-    decode_rate = _rate(spec.decode_groups_per_cycle) if (sparse and spec) else float("inf")
-    decode_lat = float(spec.decode_latency_cycles) if (sparse and spec) else 0.0
-    times = pl.run_pipeline(work, bw, hw.dram_latency_cycles(), decode_rate, decode_lat,
-                            2 if sram.double_buffered else 1, float(launch))
-    return _assemble(kernel, hw, work, times, launch, bw, decode_rate, plan, keep_tiles)
+                             float(kernel.metadata_bits), float(comp.accumulator_bytes), int(plan["chunk"]),
+                             b_elements / (kernel.k * kernel.n), bool(plan["a_resident"]),
+                             bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse)
+    bw = np.full(len(work), hw.fill_bytes_per_cycle())
+    rate, lat = _decode_params(kernel, hw)
+    times = pl.run_pipeline(work, bw, hw.dram_latency_cycles(), rate, lat, sram.n_stages(), 0.0)
+    tiling = {"tiles": int(len(work)), "chunk": int(plan["chunk"]),
+              "folds": int(len(np.unique(work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]))) if len(work) else 0,
+              "a_resident": bool(plan["a_resident"]), "b_resident": bool(plan["b_resident"]),
+              "c_resident": bool(plan["c_resident"])}
+    return [_Segment(work, times, bw)], tiling, float(comp.rows * comp.cols)
 
 
-def _assemble(kernel: Kernel, hw: Hardware, work: np.ndarray, times: np.ndarray, launch: int, bw: float,
-              decode_rate: float, plan: dict, keep_tiles: bool) -> KernelResult:
+# -- tensor cores --------------------------------------------------------------------------
+
+def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segment], dict, float]:
     comp = hw.core.compute
-    end = float(max(times[:, pl.P_COMPUTE_END].max(), times[:, pl.P_WB_END].max())) if len(work) else float(launch)
-    total = int(math.ceil(end - 1e-6))
-    compute = int(round(work[:, tl.T_CYCLES].sum()))
-    stall_decode = int(round(times[:, pl.P_STALL_DECODE].sum()))
+    assert isinstance(comp, TensorCoreCompute)
+    dtype = kernel.dtype
+    if dtype not in comp.macs_per_cycle:
+        raise InfeasibleError(source, "core.compute.macs_per_cycle",
+                              f"no {dtype} rate: layer '{kernel.name}' needs one "
+                              f"(this part lists {', '.join(comp.macs_per_cycle)})", kernel.name)
+    path = "sparse" if kernel.sparse else "dense"
+    rate = comp.macs_per_cycle[dtype] * getattr(comp.efficiency, path)
+    if kernel.sparse:
+        rate *= hw.core.sparse.rate(kernel.executed_pattern)  # type: ignore[union-attr]
+    mma = getattr(comp.mma, path)
+    e = float(kernel.dtype_bytes)
+    mbits = float(kernel.metadata_bits) if kernel.sparse else 0.0
+    stages = hw.core.sram.n_stages()
+    smem = hw.core.sram.buffer_bytes()
+    unified = hw.core.sram.bytes is not None
+    best: tuple[float, list[_Segment], dict] | None = None
+    smallest_need = None
+    for bm, bn, bk in getattr(comp.cta_tiles, path):
+        a_tile = bm * (bk * kernel.keep_n / kernel.group_m) * (e + mbits / 8)
+        b_tile = bk * bn * e
+        need = {"filter": stages * a_tile, "ifmap": stages * b_tile}
+        fits = (stages * (a_tile + b_tile) <= hw.core.sram.bytes) if unified else \
+            (need["filter"] <= smem["filter"] and need["ifmap"] <= smem["ifmap"])
+        if not fits:
+            total_need = stages * (a_tile + b_tile)
+            smallest_need = total_need if smallest_need is None else min(smallest_need, total_need)
+            continue
+        segs, tiling = _cta_grid(kernel, hw, (bm, bn, bk), mma, rate, e, mbits, stages)
+        total = sum(s.count * s.end for s in segs)
+        if best is None or total < best[0] - 1e-9:
+            best = (total, segs, tiling)
+    if best is None:
+        raise InfeasibleError(source, hw.core.sram.buffer_key("filter") if not unified else "core.sram.bytes",
+                              f"shared memory too small for every {path} CTA tile of layer '{kernel.name}': "
+                              f"the smallest needs {math.ceil(smallest_need or 0)} bytes for {stages} stages",
+                              kernel.name)
+    peak = comp.macs_per_cycle[dtype] * hw.cores
+    best[2]["candidates"] = len(getattr(comp.cta_tiles, path))
+    return best[1], best[2], peak
+
+
+def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], mma: list[int], rate: float,
+              e: float, mbits: float, stages: int) -> tuple[list[_Segment], dict]:
+    comp = hw.core.compute
+    bm, bn, bk = tile
+    m, n, k_total = kernel.m, kernel.n_exec, kernel.k_padded
+    grid_m, grid_n = -(-m // bm), -(-n // bn)
+    ctas = grid_m * grid_n
+    slots = hw.cores * comp.ctas_per_core
+    k_c = kernel.k_compressed
+    a_total = m * k_c * (e + mbits / 8)
+    b_total = k_total * n * e
+    c_total = m * kernel.n * e
+    l2 = hw.l2
+    l2_bytes = l2.bytes if l2 is not None else 0
+    all_fit = l2 is not None and a_total + b_total <= l2_bytes
+    wave_ws = min(grid_m, slots) * a_total / grid_m + min(grid_n, -(-slots // grid_m)) * b_total / grid_n
+    wave_fit = l2 is not None and wave_ws <= l2_bytes
+    b_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and b_total <= l2_bytes
+    c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_total <= l2_bytes
+    classes = tc.wave_classes(grid_m, grid_n, slots, a_total / grid_m, 0.0 if b_in_l2 else b_total / grid_n,
+                              all_fit, wave_fit)
+    base = tc.cta_k_loop(bm, bn, bk, k_total, kernel.keep_n, kernel.group_m, mma[2], e, mbits,
+                         c_total / ctas, rate, kernel.sparse)
+    a_cta = base[:, tl.T_SRAM_A_VALUES].sum() + base[:, tl.T_SRAM_A_META].sum()
+    b_cta = base[:, tl.T_SRAM_B].sum()
+    fill = hw.fill_bytes_per_cycle()
+    l2_bw = l2.bandwidth_bytes_per_cycle if l2 is not None else math.inf
+    dram_bw = hw.dram_bytes_per_cycle()
+    dec_rate, dec_lat = _decode_params(kernel, hw)
+    segs = []
+    for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
+        fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
+        fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
+        fc = 0.0 if c_in_l2 else 1.0
+        work = base.copy()
+        tc.fill_dram_columns(work, fa, fb, fc)
+        tc.tag_rows(work, idx, count)
+        step = work[:, tl.T_SRAM_A_VALUES] + work[:, tl.T_SRAM_A_META] + work[:, tl.T_SRAM_B]
+        share = np.where(step > 0, (work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META]
+                                    + work[:, tl.T_DRAM_B]) / np.where(step > 0, step, 1), 0.0)
+        bw = np.array([tc.load_rate(float(sb), float(sh), active, fill, l2_bw, dram_bw)
+                       for sb, sh in zip(step, share, strict=True)])
+        # the DRAM columns above are what the pipeline charges: use SRAM-side bytes for transfer time
+        xfer = work.copy()
+        xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]
+        xfer[:, tl.T_DRAM_A_META] = work[:, tl.T_SRAM_A_META]
+        xfer[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B]
+        xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
+        times = pl.run_pipeline(xfer, bw, hw.dram_latency_cycles(), dec_rate, dec_lat, stages, 0.0)
+        segs.append(_Segment(work, times, bw, count=count, active=active, wave_class=idx))
+    waves = -(-ctas // slots)
+    last = ctas - (waves - 1) * slots
+    tiling = {"cta_tile": [bm, bn, bk], "ctas": ctas, "grid": [grid_m, grid_n], "slots": slots, "waves": waves,
+              "last_wave_ctas": last, "idle_slot_fraction": round(1 - ctas / (waves * slots), 6),
+              "k_steps": int(len(base)), "wave_classes": len(classes), "l2_reuse":
+              "kernel" if all_fit else ("wave" if wave_fit else "none"),
+              "b_from_l2": b_in_l2, "c_to_l2": c_in_l2}
+    return segs, tiling
+
+
+# -- results -------------------------------------------------------------------------------
+
+def _records(segments: list[_Segment], launch: int) -> np.ndarray:
+    n = sum(len(s.work) for s in segments)
+    rec = np.zeros(n, dtype=TILE_DTYPE)
+    rec["tile"] = np.arange(n)
+    i = 0
+    offset = float(launch)
+    for s in segments:
+        j = i + len(s.work)
+        rec["fold_r"][i:j] = s.work[:, tl.T_FOLD_R] if s.active == 1 and s.count == 1 else 0
+        rec["fold_c"][i:j] = s.work[:, tl.T_FOLD_C] if s.active == 1 and s.count == 1 else 0
+        rec["chunk"][i:j] = s.work[:, tl.T_CHUNK]
+        rec["wave_class"][i:j] = s.wave_class
+        rec["wave_count"][i:j] = s.count
+        rec["active_cores"][i:j] = s.active
+        for name, col in _TIME_COLS:
+            rec[name][i:j] = s.times[:, col] + offset
+        rec["stall_memory"][i:j] = s.times[:, pl.P_STALL_MEMORY]
+        rec["stall_decode"][i:j] = s.times[:, pl.P_STALL_DECODE]
+        rec["binding"][i:j] = s.times[:, pl.P_BINDING]
+        for name, col in _WORK_COLS:
+            rec[name][i:j] = s.work[:, col]
+        offset += s.end
+        i = j
+    return rec
+
+
+def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: dict, peak: float,
+              keep_tiles: bool) -> KernelResult:
+    launch = hw.launch_overhead_cycles.sparse if kernel.sparse else hw.launch_overhead_cycles.dense
+    end = launch + sum(s.count * s.end for s in segments)
+    total = _ceil(end)
+    compute_f = sum(s.count * s.work[:, tl.T_CYCLES].sum() for s in segments)
+    compute = int(round(compute_f))
+    stall_decode = int(round(sum(s.count * s.times[:, pl.P_STALL_DECODE].sum() for s in segments)))
     stall_memory = max(0, total - compute - launch - stall_decode)
-    col = work.sum(axis=0)
-    dram = {"a_values": _round_bytes(col[tl.T_DRAM_A_VALUES]), "a_metadata": _round_bytes(col[tl.T_DRAM_A_META]),
-            "b": _round_bytes(col[tl.T_DRAM_B]),
-            "c": _round_bytes(col[tl.T_DRAM_C_READ] + col[tl.T_DRAM_C_WRITE])}
-    sram_b = {"a_values": _round_bytes(col[tl.T_SRAM_A_VALUES]), "a_metadata": _round_bytes(col[tl.T_SRAM_A_META]),
-              "b": _round_bytes(col[tl.T_SRAM_B]), "c": _round_bytes(col[tl.T_SRAM_C])}
-    dram_bytes = sum(col[c] for c in (tl.T_DRAM_A_VALUES, tl.T_DRAM_A_META, tl.T_DRAM_B,
-                                      tl.T_DRAM_C_READ, tl.T_DRAM_C_WRITE))
-    dram_busy = dram_bytes / bw if math.isfinite(bw) else 0.0
-    decode_busy = col[tl.T_GROUPS] / decode_rate if math.isfinite(decode_rate) else 0.0
-    busy = {"compute": compute, "dram": int(math.ceil(dram_busy - 1e-9)),
-            "decode": int(math.ceil(decode_busy - 1e-9)), "launch": int(launch)}
-    ranked = max(range(4), key=lambda i: (busy[("compute", "dram", "decode", "launch")[i]], -i))
-    binding = BINDING_NAMES[ranked]
-    pes = comp.rows * comp.cols
+    if stall_memory == 0:
+        total = compute + launch + stall_decode
+    col = sum(s.count * s.active * s.work.sum(axis=0) for s in segments)
+    dram = {"a_values": _ceil(col[tl.T_DRAM_A_VALUES]), "a_metadata": _ceil(col[tl.T_DRAM_A_META]),
+            "b": _ceil(col[tl.T_DRAM_B]), "c": _ceil(col[tl.T_DRAM_C_READ] + col[tl.T_DRAM_C_WRITE])}
+    sram = {"a_values": _ceil(col[tl.T_SRAM_A_VALUES]), "a_metadata": _ceil(col[tl.T_SRAM_A_META]),
+            "b": _ceil(col[tl.T_SRAM_B]), "c": _ceil(col[tl.T_SRAM_C])}
+    memory_busy = 0.0
+    decode_busy = 0.0
+    rate, _ = _decode_params(kernel, hw)
+    for s in segments:
+        moved = s.times[:, pl.P_LOAD_END] - s.times[:, pl.P_LOAD_START]
+        wb = s.times[:, pl.P_WB_END] - s.times[:, pl.P_WB_START]
+        lat = hw.dram_latency_cycles()
+        moved = np.where(moved > 0, moved - lat, 0.0).clip(min=0)
+        memory_busy += s.count * float(moved.sum() + wb.sum())
+        if math.isfinite(rate):
+            decode_busy += s.count * float(s.work[:, tl.T_GROUPS].sum()) / rate
+    busy = {"compute": compute, "memory": _ceil(memory_busy), "decode": _ceil(decode_busy), "launch": int(launch)}
+    ranked = max(range(4), key=lambda i: (busy[BINDING_NAMES[i]], -i))
     macs_exec = kernel.macs_executed
     return KernelResult(
         name=kernel.name, op=kernel.op, shape={"m": kernel.m, "n": kernel.n, "k": kernel.k},
@@ -115,11 +275,7 @@ def _assemble(kernel: Kernel, hw: Hardware, work: np.ndarray, times: np.ndarray,
         cycles={"total": total, "compute": compute, "stall_memory": stall_memory,
                 "stall_decode": stall_decode, "launch": int(launch)},
         macs=kernel.macs, macs_executed=macs_exec,
-        utilization=macs_exec / (total * pes) if total else 0.0,
-        bytes={"dram": dram, "sram": sram_b}, binding=binding, busy=busy,
-        tiling={"tiles": int(len(work)), "chunk": int(plan["chunk"]),
-                "folds": int(len(np.unique(work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]))) if len(work) else 0,
-                "a_resident": bool(plan["a_resident"]), "b_resident": bool(plan["b_resident"]),
-                "c_resident": bool(plan["c_resident"])},
-        tiles=_tile_records(work, times) if keep_tiles else None,
+        utilization=macs_exec / (total * peak) if total else 0.0,
+        bytes={"dram": dram, "sram": sram}, binding=BINDING_NAMES[ranked], busy=busy, tiling=tiling,
+        tiles=_records(segments, launch) if keep_tiles else None,
     )

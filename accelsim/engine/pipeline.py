@@ -24,20 +24,23 @@ BIND_COMPUTE, BIND_MEMORY, BIND_DECODE = 0, 1, 2
 
 @njit(cache=True)
 def _load(tiles: np.ndarray, times: np.ndarray, i: int, ready: float, dram_free: float,
-          bw: float, latency: float) -> float:
+          bw: np.ndarray, latency: float) -> float:
     nbytes = (tiles[i, T_DRAM_A_VALUES] + tiles[i, T_DRAM_A_META] + tiles[i, T_DRAM_B]
               + tiles[i, T_DRAM_C_READ])
     start = max(ready, dram_free)
-    xfer = nbytes / bw if nbytes > 0.0 else 0.0
+    xfer = nbytes / bw[i] if nbytes > 0.0 else 0.0
     times[i, P_LOAD_START] = start
     times[i, P_LOAD_END] = start + xfer + (latency if nbytes > 0.0 else 0.0)
     return start + xfer
 
 
 @njit(cache=True)
-def run_pipeline(tiles: np.ndarray, bw: float, latency: float, decode_rate: float, decode_latency: float,
+def run_pipeline(tiles: np.ndarray, bw: np.ndarray, latency: float, decode_rate: float, decode_latency: float,
                  n_buffers: int, start: float) -> np.ndarray:
-    """Schedule every tile; return the timing array (one row per tile, P_* columns)."""
+    """Schedule every tile; return the timing array (one row per tile, P_* columns).
+
+    ``bw[i]`` is the bytes/cycle tile i's transfers get (its share of the memory system).
+    """
     n = tiles.shape[0]
     times = np.zeros((n, N_TIME_COLS), dtype=np.float64)
     if n == 0:
@@ -92,7 +95,7 @@ def run_pipeline(tiles: np.ndarray, bw: float, latency: float, decode_rate: floa
         wbytes = tiles[i, T_DRAM_C_WRITE]
         if wbytes > 0.0:
             ws = max(ce, dram_free)
-            we = ws + wbytes / bw
+            we = ws + wbytes / bw[i]
             dram_free = we
             times[i, P_WB_START] = ws
             times[i, P_WB_END] = we + 0.0
