@@ -392,9 +392,8 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
         name = "default 32x32 ws array, no SRAM limit"
     else:
         comp = hw.core.compute
-        if getattr(comp, "kind", "systolic") != "systolic":
-            raise FunctionalError(f"{source}: tiles come from the systolic plan, but core.compute.kind is "
-                                  f"{comp.kind!r}; pass an explicit (tile_m, tile_k_groups, tile_n) tiling")
+        if getattr(comp, "kind", "systolic") == "tensor_core":
+            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits)
         rows, cols, dataflow, acc_bytes = comp.rows, comp.cols, comp.dataflow, comp.accumulator_bytes
         caps, double = hw.core.sram.buffer_bytes(), hw.core.sram.double_buffered
         name = hw.name
@@ -414,6 +413,24 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
         tm, tkc, tn = chunk, rows, cols
     return {"source": name, "array": f"{rows}x{cols}", "dataflow": dataflow, "tile_m": int(tm),
             "tile_k_values": int(tkc), "tile_n": int(tn)}
+
+
+def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
+               meta_bits: int) -> dict[str, Any]:
+    """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM."""
+    from .engine import simulate
+    from .lowering import Kernel
+
+    dtype = {1: "int8", 2: "fp16", 4: "fp32"}[elem_bytes]
+    if keep < group:
+        kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "sparse", f"{keep}:{group}",
+                      f"{keep}:{group}", None, keep, group, meta_bits)
+    else:
+        kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "dense", None, None, None)
+    res = simulate(kern, hw, source, keep_tiles=False)
+    bm, bn, bk = res.tiling["cta_tile"]
+    return {"source": hw.name, "array": f"{hw.cores} cores, CTA tile {bm}x{bn}x{bk}", "dataflow": "cta",
+            "tile_m": int(bm), "tile_k_values": int(bk * keep // group), "tile_n": int(bn)}
 
 
 def _explicit_tiles(tiling: object, keep: int) -> dict[str, Any]:

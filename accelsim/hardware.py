@@ -68,6 +68,13 @@ class CtaTiles(Strict):
     sparse: Annotated[list[Triple], Field(min_length=1)]
 
 
+class SplitK(Strict):
+    """Split-k factors available to the dense and to the sparse kernels."""
+
+    dense: Annotated[list[PosInt], Field(min_length=1)] = [1]
+    sparse: Annotated[list[PosInt], Field(min_length=1)] = [1]
+
+
 class TensorCoreCompute(Strict):
     """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
 
@@ -79,6 +86,10 @@ class TensorCoreCompute(Strict):
         description="CTA tiles [BM, BN, BK] the library offers; for each GEMM the fastest feasible one "
                     "is used (as a library heuristic / autotuner would). BK is logical (uncompressed) k.")
     ctas_per_core: PosInt = Field(1, description="CTAs resident per core at once.")
+    split_k: SplitK = Field(
+        default_factory=lambda: SplitK(), description="Split-k factors the dense and the sparse library kernels "
+        "may use: k is cut into slices run by separate CTAs whose fp32 partial tiles are reduced afterwards "
+        "(extra C traffic). The fastest is used.")
     efficiency: PerPath = Field(
         description="CALIBRATED: fraction of peak tensor throughput the library's kernels sustain in their "
                     "main loop (issue limits, register/smem pressure, clocks under load), dense and sparse.")

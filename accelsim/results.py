@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import subprocess
@@ -72,6 +73,7 @@ class KernelResult:
         }
 
 
+@functools.lru_cache(maxsize=1)
 def _git_commit() -> str:
     here = Path(__file__).resolve().parent
     try:

@@ -136,43 +136,55 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
             total_need = stages * (a_tile + b_tile)
             smallest_need = total_need if smallest_need is None else min(smallest_need, total_need)
             continue
-        segs, tiling = _cta_grid(kernel, hw, (bm, bn, bk), mma, rate, e, mbits, stages)
-        total = sum(s.count * s.end for s in segs)
-        if best is None or total < best[0] - 1e-9:
-            best = (total, segs, tiling)
+        steps = -(-kernel.k_padded // bk)
+        for split in sorted(set(getattr(comp.split_k, path))):
+            if split > 1 and split > steps:
+                continue
+            segs, tiling = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, stages)
+            total = sum(s.count * s.end for s in segs)
+            if best is None or total < best[0] - 1e-9:
+                best = (total, segs, tiling)
     if best is None:
         raise InfeasibleError(source, hw.core.sram.buffer_key("filter") if not unified else "core.sram.bytes",
                               f"shared memory too small for every {path} CTA tile of layer '{kernel.name}': "
                               f"the smallest needs {math.ceil(smallest_need or 0)} bytes for {stages} stages",
                               kernel.name)
     peak = comp.macs_per_cycle[dtype] * hw.cores
-    best[2]["candidates"] = len(getattr(comp.cta_tiles, path))
+    best[2]["candidates"] = len(getattr(comp.cta_tiles, path)) * len(set(getattr(comp.split_k, path)))
     return best[1], best[2], peak
 
 
-def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], mma: list[int], rate: float,
+def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma: list[int], rate: float,
               e: float, mbits: float, stages: int) -> tuple[list[_Segment], dict]:
     comp = hw.core.compute
     bm, bn, bk = tile
     m, n, k_total = kernel.m, kernel.n_exec, kernel.k_padded
     grid_m, grid_n = -(-m // bm), -(-n // bn)
-    ctas = grid_m * grid_n
+    steps = -(-k_total // bk)
+    k_slice = -(-steps // split) * bk  # logical k per CTA
+    ctas = grid_m * grid_n * split
     slots = hw.cores * comp.ctas_per_core
     k_c = kernel.k_compressed
     a_total = m * k_c * (e + mbits / 8)
     b_total = k_total * n * e
     c_total = m * kernel.n * e
+    # split-k: every CTA writes an fp32 partial tile; a reduction reads them back and writes C
+    c_traffic = c_total if split == 1 else (m * n * 4.0 * split * 2 + c_total)
     l2 = hw.l2
     l2_bytes = l2.bytes if l2 is not None else 0
     all_fit = l2 is not None and a_total + b_total <= l2_bytes
-    wave_ws = min(grid_m, slots) * a_total / grid_m + min(grid_n, -(-slots // grid_m)) * b_total / grid_n
-    wave_fit = l2 is not None and wave_ws <= l2_bytes
     b_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and b_total <= l2_bytes
-    c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_total <= l2_bytes
-    classes = tc.wave_classes(grid_m, grid_n, slots, a_total / grid_m, 0.0 if b_in_l2 else b_total / grid_n,
-                              all_fit, wave_fit)
-    base = tc.cta_k_loop(bm, bn, bk, k_total, kernel.keep_n, kernel.group_m, mma[2], e, mbits,
-                         c_total / ctas, rate, kernel.sparse)
+    c_footprint = c_total + (m * n * 4.0 * split if split > 1 else 0.0)  # C plus split-k partials
+    c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_footprint <= l2_bytes
+    if l2 is None:  # no cache between cores and DRAM: every CTA reads its own blocks
+        classes = tc.wave_classes(1, 1, ctas, slots, a_total * grid_n / ctas, b_total * grid_m / ctas, False)
+        classes = [(a, a * a_total * grid_n / ctas, a * b_total * grid_m / ctas, c, f)
+                   for a, _, _, c, f in classes]
+    else:
+        classes = tc.wave_classes(grid_m, grid_n, split, slots, a_total / (grid_m * split),
+                                  0.0 if b_in_l2 else b_total / (grid_n * split), all_fit)
+    base = tc.cta_k_loop(bm, bn, bk, min(k_slice, k_total), kernel.keep_n, kernel.group_m, mma[2], e, mbits,
+                         c_traffic / ctas, rate, kernel.sparse)
     a_cta = base[:, tl.T_SRAM_A_VALUES].sum() + base[:, tl.T_SRAM_A_META].sum()
     b_cta = base[:, tl.T_SRAM_B].sum()
     fill = hw.fill_bytes_per_cycle()
@@ -188,11 +200,10 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], mma: lis
         tc.fill_dram_columns(work, fa, fb, fc)
         tc.tag_rows(work, idx, count)
         step = work[:, tl.T_SRAM_A_VALUES] + work[:, tl.T_SRAM_A_META] + work[:, tl.T_SRAM_B]
-        share = np.where(step > 0, (work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META]
-                                    + work[:, tl.T_DRAM_B]) / np.where(step > 0, step, 1), 0.0)
-        bw = np.array([tc.load_rate(float(sb), float(sh), active, fill, l2_bw, dram_bw)
-                       for sb, sh in zip(step, share, strict=True)])
-        # the DRAM columns above are what the pipeline charges: use SRAM-side bytes for transfer time
+        from_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META] + work[:, tl.T_DRAM_B]
+        share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0)
+        bw = tc.load_rate(step, share, active, fill, l2_bw, dram_bw)
+        # transfers move the SRAM-side bytes; the DRAM columns only say where they came from
         xfer = work.copy()
         xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]
         xfer[:, tl.T_DRAM_A_META] = work[:, tl.T_SRAM_A_META]
@@ -202,10 +213,10 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], mma: lis
         segs.append(_Segment(work, times, bw, count=count, active=active, wave_class=idx))
     waves = -(-ctas // slots)
     last = ctas - (waves - 1) * slots
-    tiling = {"cta_tile": [bm, bn, bk], "ctas": ctas, "grid": [grid_m, grid_n], "slots": slots, "waves": waves,
-              "last_wave_ctas": last, "idle_slot_fraction": round(1 - ctas / (waves * slots), 6),
-              "k_steps": int(len(base)), "wave_classes": len(classes), "l2_reuse":
-              "kernel" if all_fit else ("wave" if wave_fit else "none"),
+    tiling = {"tiles": int(ctas * len(base)), "cta_tile": [bm, bn, bk], "split_k": split, "ctas": ctas,
+              "grid": [grid_m, grid_n, split], "slots": slots, "waves": waves, "last_wave_ctas": last,
+              "idle_slot_fraction": round(1 - ctas / (waves * slots), 6), "k_steps": int(len(base)),
+              "wave_classes": len(classes), "l2_reuse": "kernel" if all_fit else ("wave" if l2 else "none"),
               "b_from_l2": b_in_l2, "c_to_l2": c_in_l2}
     return segs, tiling
 

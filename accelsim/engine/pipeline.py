@@ -3,7 +3,7 @@
 Each stage is a resource that serves tiles in order. A stage starts a tile at
 max(its input ready, the stage free, a buffer free). DRAM is one channel shared by loads and
 write-backs (transfers pipelined: latency delays readiness but does not occupy bandwidth).
-With ``n_buffers`` = 2 the load of tile i+1 is issued while tile i computes.
+With ``n_buffers`` = s >= 2 the loads of tiles up to i+s-1 are in flight while tile i computes.
 """
 
 from __future__ import annotations
@@ -48,11 +48,14 @@ def run_pipeline(tiles: np.ndarray, bw: np.ndarray, latency: float, decode_rate:
     dram_free = start
     decode_free = start
     compute_free = start
-    dram_free = _load(tiles, times, 0, start, dram_free, bw, latency)
+    ahead = max(1, n_buffers - 1)  # tiles loaded ahead of the one computing
+    for j in range(min(ahead, n)):
+        dram_free = _load(tiles, times, j, start, dram_free, bw, latency)
     for i in range(n):
-        if n_buffers >= 2 and i + 1 < n:
+        j = i + ahead
+        if n_buffers >= 2 and j < n:  # buffer of tile i-1 frees when it finishes computing
             buffer_free = times[i - 1, P_COMPUTE_END] if i >= 1 else start
-            dram_free = _load(tiles, times, i + 1, buffer_free, dram_free, bw, latency)
+            dram_free = _load(tiles, times, j, buffer_free, dram_free, bw, latency)
         load_end = times[i, P_LOAD_END]
         groups = tiles[i, T_GROUPS]
         if groups > 0.0:

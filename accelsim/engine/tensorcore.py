@@ -55,47 +55,51 @@ def cta_k_loop(bm: int, bn: int, bk: int, k_total: int, keep: int, group: int, m
     return out
 
 
-def wave_classes(grid_m: int, grid_n: int, slots: int, a_block: float, b_block: float,
-                 all_fit_l2: bool, wave_fits_l2: bool) -> list[tuple[int, float, float, int, int]]:
-    """Distinct waves as (active CTAs, DRAM bytes of A, DRAM bytes of B, count, first wave index)."""
-    ctas = grid_m * grid_n
+def wave_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: float, b_block: float,
+                 all_fit_l2: bool) -> list[tuple[int, float, float, int, int]]:
+    """Distinct waves as (active CTAs, DRAM bytes of A, DRAM bytes of B, count, first wave index).
+
+    CTA ids run m fastest, then n, then the split-k slice. A blocks are (m, slice), B blocks
+    (n, slice). Inside a wave, CTAs sharing a block read it from DRAM once (L2 holds the wave's
+    k-slab: (blocks x BK x stages) bytes, far below any L2). Across waves a block is re-read
+    unless all of A and B fit in L2 (then each block comes from DRAM once per kernel).
+    """
+    plane = grid_m * grid_n
+    ctas = plane * split
     waves = -(-ctas // slots)
     s = np.arange(waves, dtype=np.int64) * slots
     e = np.minimum(s + slots, ctas)
     active = e - s
-    if all_fit_l2:  # every block comes from DRAM once: the first time any CTA touches it
-        def seen_m(x: np.ndarray) -> np.ndarray:
-            return np.minimum(grid_m, x)
+    if all_fit_l2:
+        def seen_a(x: np.ndarray) -> np.ndarray:
+            return (x // plane) * grid_m + np.minimum(grid_m, x % plane)
 
-        def seen_n(x: np.ndarray) -> np.ndarray:
-            return np.where(x > 0, (x - 1) // grid_m + 1, 0)
+        def seen_b(x: np.ndarray) -> np.ndarray:
+            return -(-x // grid_m)
 
-        new_m = seen_m(e) - seen_m(s)
-        new_n = seen_n(e) - seen_n(s)
-    elif wave_fits_l2:  # blocks shared inside a wave are read once per wave
-        new_m = np.minimum(grid_m, active)
-        new_n = (e - 1) // grid_m - s // grid_m + 1
-    else:  # no reuse: every CTA reads its own blocks
-        new_m = active.copy()
-        new_n = active.copy()
-    keys = np.stack([active, new_m, new_n], axis=1)
+        new_a = seen_a(e) - seen_a(s)
+        new_b = seen_b(e) - seen_b(s)
+    else:
+        slices = (e - 1) // plane - s // plane + 1
+        new_a = np.minimum(grid_m * slices, active)
+        new_b = (e - 1) // grid_m - s // grid_m + 1
+    keys = np.stack([active, new_a, new_b], axis=1)
     uniq, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
     order = np.argsort(first)
     return [(int(uniq[i, 0]), float(uniq[i, 1]) * a_block, float(uniq[i, 2]) * b_block, int(counts[i]),
              int(first[i])) for i in order]
 
 
-def load_rate(step_bytes: float, dram_share: float, active: int, fill_bw: float, l2_bw: float,
-              dram_bw: float) -> float:
-    """Bytes/cycle one CTA's transfers get when ``active`` CTAs share L2 and DRAM."""
-    if step_bytes <= 0:
-        return math.inf
-    t = step_bytes / fill_bw
+def load_rate(step_bytes: np.ndarray, dram_share: np.ndarray, active: int, fill_bw: float, l2_bw: float,
+              dram_bw: float) -> np.ndarray:
+    """Bytes/cycle each tile's transfers get when ``active`` CTAs share L2 and DRAM."""
+    per_byte = np.full(step_bytes.shape, 1.0 / fill_bw)
     if math.isfinite(l2_bw):
-        t = max(t, active * step_bytes / l2_bw)
+        per_byte = np.maximum(per_byte, active / l2_bw)
     if math.isfinite(dram_bw):
-        t = max(t, active * step_bytes * dram_share / dram_bw)
-    return step_bytes / t if t > 0 else math.inf
+        per_byte = np.maximum(per_byte, active * dram_share / dram_bw)
+    with np.errstate(divide="ignore"):
+        return np.where(per_byte > 0, 1.0 / per_byte, np.inf)
 
 
 def fill_dram_columns(work: np.ndarray, fa: float, fb: float, fc: float) -> None:
