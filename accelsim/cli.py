@@ -175,6 +175,15 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_functional_check(args: argparse.Namespace) -> int:
+    from .functional import format_check, functional_check
+
+    result = functional_check(args.m, args.n, args.k, args.pattern, seed=args.seed, dtype=args.dtype,
+                              tiling=args.hw)
+    _emit(format_check(result, as_json=args.format == "json") + "\n", args.out)
+    return 0 if result["passed"] else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
                                             "workloads.")
@@ -190,6 +199,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=["table", "json", "csv"], default="table")
     r.add_argument("-o", "--out", help="write the output to this file instead of stdout")
     r.set_defaults(func=cmd_run)
+
+    f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
+                                                 "compare with numpy")
+    f.add_argument("--m", type=int, required=True)
+    f.add_argument("--n", type=int, required=True)
+    f.add_argument("--k", type=int, required=True)
+    f.add_argument("--pattern", required=True, help="N:M pattern, e.g. 2:4")
+    f.add_argument("--dtype", default="fp16", choices=["fp32", "tf32", "fp16", "bf16", "fp8", "int8"])
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--hw", help="take the tiling from this hardware config (default: a 32x32 ws array)")
+    f.add_argument("--format", choices=["table", "json"], default="table")
+    f.add_argument("-o", "--out")
+    f.set_defaults(func=cmd_functional_check)
 
     v = sub.add_parser("validate", help="check hardware configs and workloads")
     v.add_argument("files", nargs="+")
