@@ -54,9 +54,13 @@ class Conv2d(_Layer):
     stride: Stride = 1
     padding: Padding = 0
     batch: PosInt = 1
+    groups: PosInt = Field(1, description="Grouped conv; groups = channels is depthwise.")
 
     @model_validator(mode="after")
     def _output_positive(self) -> Conv2d:
+        if self.channels % self.groups or self.filters % self.groups:
+            raise configio.FieldError(("groups",), f"groups {self.groups} must divide channels {self.channels} "
+                                                   f"and filters {self.filters}")
         oh, ow = self.output_hw()
         if oh < 1 or ow < 1:
             raise configio.FieldError(("kernel",), f"kernel {self.kernel} does not fit the padded ifmap "
@@ -76,21 +80,118 @@ class Conv2d(_Layer):
 
     def ifmap_elements(self) -> int:
         """Distinct input elements (unpadded): what a conv reads once when im2col is done on chip."""
-        return self.ifmap[0] * self.ifmap[1] * self.channels * self.batch
+        return self.ifmap[0] * self.ifmap[1] * self.channels * self.batch // self.groups
+
+    @property
+    def depthwise(self) -> bool:
+        return self.groups > 1 and self.channels == self.groups
 
     def gemm_shape(self) -> tuple[int, int, int]:
+        """Per-group GEMM view: m = filters/groups, n = output pixels, k = kh*kw*channels/groups."""
         oh, ow = self.output_hw()
-        return self.filters, oh * ow * self.batch, self.kernel[0] * self.kernel[1] * self.channels
+        g = self.groups
+        return self.filters // g, oh * ow * self.batch, self.kernel[0] * self.kernel[1] * self.channels // g
 
 
-Layer = Annotated[Gemm | Conv2d, Field(discriminator="op")]
+class Matmul(_Layer):
+    """Activation x activation product (attention QK^T, AV): no weight, so no weight sparsity."""
+
+    op: Literal["matmul"]
+    m: PosInt
+    n: PosInt
+    k: PosInt
+    batch: PosInt = Field(1, description="Independent products (e.g. batch x heads).")
+
+    def gemm_shape(self) -> tuple[int, int, int]:
+        return self.m, self.n, self.k
+
+
+class Embedding(_Layer):
+    """Table lookup: reads tokens x dim elements of a vocab x dim table."""
+
+    op: Literal["embedding"]
+    vocab: PosInt
+    dim: PosInt
+    tokens: PosInt
+
+
+class _Vector(_Layer):
+    elements: PosInt = Field(description="Elements of the (output) tensor.")
+
+
+class BatchNorm(_Vector):
+    op: Literal["batchnorm"]
+
+
+class LayerNorm(_Vector):
+    op: Literal["layernorm"]
+
+
+class RmsNorm(_Vector):
+    op: Literal["rmsnorm"]
+
+
+class Softmax(_Vector):
+    op: Literal["softmax"]
+
+
+class Elementwise(_Vector):
+    """Element-wise arithmetic over ``inputs`` tensors (add, mul, residual)."""
+
+    op: Literal["elementwise"]
+    inputs: PosInt = Field(2, description="Input tensors read per output element.")
+
+
+class Activation(_Vector):
+    op: Literal["activation"]
+    function: Literal["relu", "relu6", "clip", "gelu", "silu", "sigmoid", "tanh", "hardswish"] = "relu"
+
+
+class Pool(_Layer):
+    """Max / average pooling (global when kernel = ifmap)."""
+
+    op: Literal["pool"]
+    ifmap: Pair
+    channels: PosInt
+    kernel: Pair
+    stride: Stride = 1
+    padding: Padding = 0
+    batch: PosInt = 1
+    kind: Literal["max", "avg"] = "max"
+
+    def output_hw(self) -> tuple[int, int]:
+        sh, sw = (self.stride, self.stride) if isinstance(self.stride, int) else self.stride
+        ph, pw = (self.padding, self.padding) if isinstance(self.padding, int) else self.padding
+        return ((self.ifmap[0] + 2 * ph - self.kernel[0]) // sh + 1,
+                (self.ifmap[1] + 2 * pw - self.kernel[1]) // sw + 1)
+
+
+class Unsupported(_Layer):
+    """An op accelsim has no model for (e.g. from ONNX): listed, and costed as a vector op."""
+
+    op: Literal["unsupported"]
+    source_op: str = Field(description="The original operator type, e.g. the ONNX op_type.")
+    elements: PosInt = Field(1, description="Output elements (costed at one vector op each).")
+
+
+WEIGHT_OPS = ("gemm", "conv2d")
+ARRAY_OPS = ("gemm", "conv2d", "matmul")
+VECTOR_OPS = ("embedding", "batchnorm", "layernorm", "rmsnorm", "softmax", "elementwise", "activation", "pool",
+              "unsupported")
+
+Layer = Annotated[Gemm | Conv2d | Matmul | Embedding | BatchNorm | LayerNorm | RmsNorm | Softmax | Elementwise
+                  | Activation | Pool | Unsupported, Field(discriminator="op")]
 
 
 class Workload(Strict):
     """A model: an ordered list of layers."""
 
     name: str = Field(min_length=1)
+    description: str | None = Field(None, description="Free text: what the model is, its source.")
     dtype: Dtype = Field("fp16", description="Element type of A, B and C.")
+    params: dict[str, int | float] = Field(default_factory=dict, description="Resolved parameters (defaults "
+                                           "overridden by --set); expressions in layer fields use them.")
+    kv_cache_elements: NonNegInt = Field(0, description="Elements of the KV cache (LLM decode), for the footprint.")
     sparsity: str | None = Field(None, description="Pattern applied to every weight layer without its own.")
     layers: list[Layer] = Field(min_length=1)
 
@@ -120,17 +221,21 @@ class Workload(Strict):
         return configio.canonical_hash(self.to_dict())
 
 
-def workload_from_dict(data: dict[str, Any], source: str = "<workload>") -> Workload:
-    """Validate a plain dict into a Workload."""
-    return configio.validate(Workload, data, source)
+def workload_from_dict(data: dict[str, Any], source: str = "<workload>",
+                       params: dict[str, Any] | None = None) -> Workload:
+    """Expand templates (params, expressions, repeat blocks) and validate into a Workload."""
+    from .templating import expand
+
+    expanded = expand(data, params, source)
+    return configio.validate(Workload, expanded, source)
 
 
-def load_workload(path: str | Path) -> Workload:
-    """Load and validate a workload YAML."""
+def load_workload(path: str | Path, params: dict[str, Any] | None = None) -> Workload:
+    """Load a workload YAML; ``params`` override its parameter defaults (``--set``)."""
     data, _ = configio.read_yaml(path)
     if "core" in data and "layers" not in data:
         raise ConfigError(str(path), None, "this is a hardware config (it has 'core'), expected a workload file")
-    return workload_from_dict(data, str(path))
+    return workload_from_dict(data, str(path), params)
 
 
 def workload_schema() -> str:
