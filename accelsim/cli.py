@@ -48,6 +48,30 @@ def _fmt_int(v: int) -> str:
     return f"{v:,}"
 
 
+def _shape_text(shape: dict[str, int]) -> str:
+    if "elements" in shape:
+        return f"{shape['elements']:,} el"
+    text = f"{shape['m']}x{shape['n']}x{shape['k']}"
+    return f"{shape['batch']}x({text})" if "batch" in shape else text
+
+
+def format_by_op_type(result: Any) -> str:
+    """Counts and time per op type x path."""
+    groups = result.by_op_type()
+    head = ["op", "path", "count", "cycles", "share", "vs dense", "reasons"]
+    rows = [[g["op"], g["path"], str(g["count"]), _fmt_int(g["cycles"]), f"{g['share_of_time'] * 100:.1f}%",
+             f"{g['dense_cycles'] / g['cycles']:.3f}x" if g["cycles"] else "-",
+             ", ".join(f"{k} x{v}" for k, v in g["reasons"].items()) or "-"] for g in groups]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    right = {2, 3, 4, 5}
+
+    def line(r: list[str]) -> str:
+        cells = zip(r, widths, strict=True)
+        return "  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(cells)).rstrip()
+
+    return "\n".join(["by op type", line(head), "  ".join("-" * w for w in widths), *map(line, rows)]) + "\n"
+
+
 def format_table(result: Any) -> str:
     """Human-readable per-layer table and totals of a RunResult."""
     body = result.body()
@@ -56,9 +80,8 @@ def format_table(result: Any) -> str:
     head = ["layer", "op", "m x n x k", "path", "pattern", "reason", "cycles", "compute", "stall mem",
             "stall dec", "util", "binding", "vs dense"]
     for lay in body["layers"]:
-        s = lay["shape"]
         c = lay["cycles"]
-        rows.append([lay["name"], lay["op"], f"{s['m']}x{s['n']}x{s['k']}", lay["path"],
+        rows.append([lay["name"], lay["op"], _shape_text(lay["shape"]), lay["path"],
                      lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
                      _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
                      f"{lay['utilization'] * 100:.1f}%", lay["binding"], f"{lay['speedup_vs_dense']:.3f}x"])
@@ -97,7 +120,8 @@ def format_csv(result: Any) -> str:
     w.writerow(CSV_FIELDS)
     for lay in result.body()["layers"]:
         c, d, s = lay["cycles"], lay["bytes"]["dram"], lay["bytes"]["sram"]
-        w.writerow([lay["name"], lay["op"], lay["shape"]["m"], lay["shape"]["n"], lay["shape"]["k"], lay["path"],
+        shp = lay["shape"]
+        w.writerow([lay["name"], lay["op"], shp.get("m", ""), shp.get("n", ""), shp.get("k", ""), lay["path"],
                     lay["pattern_requested"] or "", lay["pattern_executed"] or "", lay["reason"] or "",
                     c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], lay["macs"],
                     lay["macs_executed"], lay["utilization"], d["a_values"], d["a_metadata"], d["b"], d["c"],
@@ -124,10 +148,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .hardware import load_hardware
     from .runner import run
     from .sparsity import normalize_pattern
+    from .templating import parse_sets
     from .workload import load_workload
 
     hw = load_hardware(args.hw, args.hw_set)
-    model = load_workload(args.workload)
+    model = load_workload(args.workload, parse_sets(args.set, args.workload))
     sparsity = None
     if args.sparsity is not None:
         try:
@@ -136,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise AccelsimError(f"--sparsity: {exc}") from None
     bar, update = _progress_bar(len(model.layers))
     try:
-        result = run(model, hw, sparsity, hw_source=args.hw, progress=update,
+        result = run(model, hw, sparsity, policy=args.policy, hw_source=args.hw, progress=update,
                      command=["accelsim", *sys.argv[1:]])
     finally:
         if bar is not None:
@@ -147,6 +172,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         text = format_csv(result)
     else:
         text = format_table(result)
+        if args.by_op_type:
+            text += "\n" + format_by_op_type(result)
+    for warning in result.warnings:
+        print(f"accelsim: warning: {warning}", file=sys.stderr)
     _emit(text, args.out)
     return 0
 
@@ -196,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--sparsity", help="N:M pattern for every weight layer, or 'dense' (overrides the workload)")
     r.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE",
                    help="override one hardware field, e.g. dram.bandwidth_gb_s=100 (repeatable)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a workload parameter, e.g. batch=16 or seq=512 (repeatable)")
+    r.add_argument("--policy", choices=["sparse-if-supported", "fastest"], default="sparse-if-supported",
+                   help="'fastest' also simulates dense and keeps the faster kernel per layer")
+    r.add_argument("--by-op-type", action="store_true", help="add a summary per op type x path to the table")
     r.add_argument("--format", choices=["table", "json", "csv"], default="table")
     r.add_argument("-o", "--out", help="write the output to this file instead of stdout")
     r.set_defaults(func=cmd_run)

@@ -163,6 +163,13 @@ class PatternSupport(Strict):
         None, description="tensor_core only: sparse MAC rate (logical MACs) relative to dense; default M/N.")
 
 
+class WeightMultiple(Strict):
+    """Multiples the sparse operand's rows and columns must be (1 = any)."""
+
+    m: PosInt = 1
+    k: PosInt = 1
+
+
 class SparseSpec(Strict):
     """The sparse datapath on operand A: native patterns and the metadata-decode stage."""
 
@@ -170,6 +177,12 @@ class SparseSpec(Strict):
     decode_groups_per_cycle: PosFloatOrUnlimited = Field(
         description="Metadata-decode throughput: N:M groups decoded per cycle per core.")
     decode_latency_cycles: NonNegInt = Field(0, description="Cycles from a tile's decode end to its data being usable.")
+    dtypes: list[DtypeName] | None = Field(
+        None, description="Element types the sparse datapath supports; absent = all. Others fall back "
+                          "(dtype_unsupported).")
+    weight_shape_multiple: WeightMultiple = Field(
+        default_factory=lambda: WeightMultiple(), description="Library rule: the sparse operand's rows (m) and "
+        "columns (k) must be positive multiples of these, else the layer runs dense (shape_below_minimum).")
     dense_operand_align: PosInt = Field(
         1, description="Library rule: on the sparse path the dense operand B is padded so n is a multiple of "
                        "this (PyTorch/cuSPARSELt pads fp16 to 32 columns: a 1-token GEMM computes 32).")
@@ -227,6 +240,37 @@ class DramSpec(Strict):
     capacity_bytes: PosInt | None = Field(None, description="DRAM capacity, for footprint warnings.")
 
 
+VECTOR_OPS_PER_ELEMENT: dict[str, float] = {
+    "embedding": 0.0, "batchnorm": 2.0, "layernorm": 8.0, "rmsnorm": 6.0, "softmax": 6.0, "elementwise": 1.0,
+    "pool": 1.0, "depthwise": 2.0, "unsupported": 1.0, "relu": 1.0, "relu6": 2.0, "clip": 2.0, "gelu": 10.0,
+    "silu": 5.0, "sigmoid": 4.0, "tanh": 4.0, "hardswish": 4.0,
+}
+
+
+class VectorSpec(Strict):
+    """The vector unit (SIMD lanes / CUDA cores) that runs ops sparsity does not touch."""
+
+    ops_per_cycle: PosFloat = Field(256.0, description="Element operations per cycle, whole part (all cores).")
+    ops_per_element: dict[str, NonNegFloat] = Field(
+        default_factory=lambda: dict(VECTOR_OPS_PER_ELEMENT),
+        description="Operations per output element by op (activations by function; pool and depthwise per "
+                    "window element). Keys given here override the defaults; the resolved table is echoed.")
+    launch_overhead_cycles: NonNegInt = Field(0, description="Fixed cost per vector kernel.")
+    depthwise: Literal["array", "vector"] = Field(
+        "array", description="Where depthwise convs run: on the array as per-group GEMMs, or on the vector unit "
+                             "(as GPU libraries do).")
+
+    @field_validator("ops_per_element", mode="before")
+    @classmethod
+    def _merge_defaults(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - set(VECTOR_OPS_PER_ELEMENT))
+            if unknown:
+                raise configio.FieldError((unknown[0],), "unknown op; known: " + ", ".join(VECTOR_OPS_PER_ELEMENT))
+            return {**VECTOR_OPS_PER_ELEMENT, **value}
+        return value
+
+
 class L2Spec(Strict):
     """Cache shared by all cores, between their SRAM and DRAM."""
 
@@ -250,6 +294,7 @@ class Hardware(Strict):
     core: CoreSpec
     dram: DramSpec
     l2: L2Spec | None = Field(None, description="Shared L2 cache (multi-core parts); absent = none.")
+    vector: VectorSpec = Field(default_factory=VectorSpec)
     activations: Literal["dram", "l2_if_fits"] = Field(
         "dram", description="Where inter-layer activations live: always DRAM, or L2 when the tensor fits "
                             "(then a layer's B input and C output cost no DRAM traffic).")

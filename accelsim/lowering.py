@@ -1,4 +1,4 @@
-"""Lowering: each workload layer becomes a Kernel with a path (sparse | dense) and the reason."""
+"""Lowering: each workload op becomes a Kernel with a path (sparse | dense | vector) and the reason."""
 
 from __future__ import annotations
 
@@ -7,22 +7,32 @@ from typing import Any
 
 from .hardware import Hardware
 from .sparsity import Pattern, best_container, parse_pattern
-from .workload import Workload
+from .workload import VECTOR_OPS, Workload
 
 # Reason codes, in precedence order: when several apply, the first listed wins.
 REASON_CODES: dict[str, str] = {
-    "no_sparse_support": "the hardware has no sparse datapath; the layer runs dense",
-    "pattern_unsupported": "no native pattern of the hardware contains the requested one; the layer runs dense",
+    "kept_dense": "the workload's sparsity plan keeps this layer dense (sparsity: dense under a model-wide pattern)",
+    "activation_operands": "both operands are activations (attention QK^T / AV): weight sparsity cannot apply",
+    "op_no_sparse_kernel": "the op type has no sparse kernel (grouped / depthwise convolution)",
+    "no_sparse_support": "the hardware has no sparse datapath",
+    "pattern_unsupported": "no native pattern of the hardware contains the requested one",
+    "dtype_unsupported": "the sparse datapath does not support this element type (core.sparse.dtypes)",
+    "shape_below_minimum": "the weight's rows or columns are not a multiple of the library's minimum "
+                           "(core.sparse.weight_shape_multiple)",
+    "slower_than_dense": "policy 'fastest': the sparse kernel was simulated slower than dense, so dense is used",
     "pattern_promoted": "runs sparse on a coarser native pattern that contains the requested one (e.g. 1:4 as 2:4)",
-    "n_padded": "runs sparse; the library pads the dense operand's n up to its alignment (core.sparse."
-                "dense_operand_align), computing the padded columns",
+    "n_padded": "runs sparse; the library pads the dense operand's n up to its alignment "
+                "(core.sparse.dense_operand_align), computing the padded columns",
     "k_padded": "runs sparse; k is not a multiple of M and is zero-padded up to one",
 }
+FALLBACK_REASONS = ("activation_operands", "op_no_sparse_kernel", "no_sparse_support", "pattern_unsupported",
+                    "dtype_unsupported", "shape_below_minimum", "slower_than_dense")
+POLICIES = ("sparse-if-supported", "fastest")
 
 
 @dataclass(frozen=True)
 class Kernel:
-    """One layer as the engine sees it: a GEMM view plus the sparse decision."""
+    """One op as the engine sees it: a GEMM view (array ops) or element work (vector ops)."""
 
     name: str
     op: str
@@ -31,7 +41,7 @@ class Kernel:
     k: int
     dtype: str
     dtype_bytes: int
-    path: str  # "sparse" | "dense"
+    path: str  # "sparse" | "dense" | "vector"
     pattern_requested: str | None
     pattern_executed: str | None
     reason: str | None
@@ -40,15 +50,20 @@ class Kernel:
     metadata_bits: int = 0
     padding: dict[str, list[int]] = field(default_factory=dict)
     b_unique: int = 0  # distinct elements of B in memory (conv: the ifmap); 0 = k * n
-
-    @property
-    def b_elements(self) -> int:
-        """Distinct B elements: the ifmap for a conv (im2col duplicates them), else k * n."""
-        return min(self.b_unique, self.k * self.n) if self.b_unique else self.k * self.n
+    batch: int = 1  # independent copies of the GEMM (matmul batch, conv groups)
+    weight: bool = True  # A is a weight (False for activation x activation matmuls)
+    elements: int = 0  # vector ops: output elements
+    vector_ops: float = 0.0  # vector ops: element operations
+    read_bytes: int = 0  # vector ops: bytes read
+    write_bytes: int = 0  # vector ops: bytes written
 
     @property
     def sparse(self) -> bool:
         return self.path == "sparse"
+
+    @property
+    def vector(self) -> bool:
+        return self.path == "vector"
 
     @property
     def executed_pattern(self) -> Pattern | None:
@@ -60,9 +75,14 @@ class Kernel:
         return self.padding["n"][1] if "n" in self.padding else self.n
 
     @property
+    def b_elements(self) -> int:
+        """Distinct B elements: the ifmap for a conv (im2col duplicates them), else k * n."""
+        return min(self.b_unique, self.k * self.n) if self.b_unique else self.k * self.n
+
+    @property
     def macs(self) -> int:
-        """Dense-equivalent multiply-accumulates of the layer."""
-        return self.m * self.n * self.k
+        """Dense-equivalent multiply-accumulates of the op."""
+        return self.m * self.n * self.k * self.batch
 
     @property
     def k_padded(self) -> int:
@@ -75,17 +95,21 @@ class Kernel:
 
     @property
     def macs_executed(self) -> int:
-        return self.m * self.n * self.k_compressed
+        return self.m * self.n * self.k_compressed * self.batch
 
-    def as_dense(self) -> Kernel:
-        """The same layer run dense: the baseline for speedup_vs_dense."""
-        return Kernel(self.name, self.op, self.m, self.n, self.k, self.dtype, self.dtype_bytes,
-                      "dense", None, None, None, b_unique=self.b_unique)
+    def as_dense(self, reason: str | None = None) -> Kernel:
+        """The same op run dense: the baseline for speedup_vs_dense."""
+        if self.vector or self.path == "dense":
+            return self if reason is None else Kernel(**{**asdict(self), "reason": reason})
+        return Kernel(self.name, self.op, self.m, self.n, self.k, self.dtype, self.dtype_bytes, "dense",
+                      self.pattern_requested if reason else None, None, reason, b_unique=self.b_unique,
+                      batch=self.batch, weight=self.weight)
 
     def cache_key(self) -> tuple[Any, ...]:
-        """Everything the engine result depends on (names excluded)."""
-        return (self.m, self.n, self.k, self.dtype_bytes, self.path, self.keep_n, self.group_m,
-                self.metadata_bits, self.b_unique, tuple(self.padding.get("n", ())))
+        """Everything the engine result depends on (names and reasons excluded)."""
+        return (self.path, self.m, self.n, self.k, self.dtype, self.keep_n, self.group_m, self.metadata_bits,
+                self.b_unique, tuple(self.padding.get("n", ())), self.batch, self.elements, self.vector_ops,
+                self.read_bytes, self.write_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,37 +131,92 @@ def resolve_pattern(requested: Pattern | None, hw: Hardware) -> tuple[Pattern | 
     return container, "pattern_promoted"
 
 
-def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | None, hw: Hardware) -> Kernel:
-    """One layer to a Kernel."""
+def _vector_kernel(layer: Any, dtype: str, e: int, hw: Hardware, requested: str | None,
+                   reason: str | None) -> Kernel:
+    ops_table = hw.vector.ops_per_element
+    op = layer.op
+    if op == "conv2d":  # depthwise on the vector unit
+        oh, ow = layer.output_hw()
+        out = layer.filters * oh * ow * layer.batch
+        window = layer.kernel[0] * layer.kernel[1]
+        ops = out * window * ops_table["depthwise"]
+        reads = layer.ifmap[0] * layer.ifmap[1] * layer.channels * layer.batch + layer.filters * window
+        writes = out
+    elif op == "embedding":
+        out = layer.tokens * layer.dim
+        ops, reads, writes = out * ops_table["embedding"], out, out
+    elif op == "pool":
+        oh, ow = layer.output_hw()
+        out = layer.channels * oh * ow * layer.batch
+        ops = out * layer.kernel[0] * layer.kernel[1] * ops_table["pool"]
+        reads = layer.ifmap[0] * layer.ifmap[1] * layer.channels * layer.batch
+        writes = out
+    else:
+        out = layer.elements
+        key = layer.function if op == "activation" else op
+        ops = out * ops_table[key]
+        reads = out * (layer.inputs if op == "elementwise" else 1)
+        writes = out
+    return Kernel(layer.name, op, 0, 0, 0, dtype, e, "vector", requested, None, reason, elements=int(out),
+                  vector_ops=float(ops), read_bytes=int(reads * e), write_bytes=int(writes * e))
+
+
+def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | None, hw: Hardware,
+                kept_dense: bool = False) -> Kernel:
+    """One op to a Kernel. ``requested_text`` is the plan's pattern for it (None = dense)."""
+    e = dtype_bytes
+    if layer.op in VECTOR_OPS:
+        return _vector_kernel(layer, dtype, e, hw, None, None)
     m, n, k = layer.gemm_shape()
-    b_unique = layer.ifmap_elements() if hasattr(layer, "ifmap_elements") else 0
+    batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
+    b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
     requested = parse_pattern(requested_text) if requested_text else None
+    req_str = str(requested) if requested else None
+    if layer.op == "conv2d" and layer.groups > 1:
+        reason = "op_no_sparse_kernel" if requested else None
+        if layer.depthwise and hw.vector.depthwise == "vector":
+            return _vector_kernel(layer, dtype, e, hw, req_str, reason)
+        return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique,
+                      batch=batch)
+    if layer.op == "matmul":
+        return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None,
+                      "activation_operands" if requested else None, batch=batch, weight=False)
+    if kept_dense:
+        return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", None, None, "kept_dense", b_unique=b_unique)
     executed, reason = resolve_pattern(requested, hw)
+    spec = hw.core.sparse
+    if executed is not None and spec is not None:
+        mult = spec.weight_shape_multiple
+        if spec.dtypes is not None and dtype not in spec.dtypes:
+            executed, reason = None, "dtype_unsupported"
+        elif m % mult.m or k % mult.k:
+            executed, reason = None, "shape_below_minimum"
     if executed is None:
-        return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "dense",
-                      str(requested) if requested else None, None, reason, b_unique=b_unique)
-    bits = hw.core.sparse.metadata_bits(executed)  # type: ignore[union-attr]
+        return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique)
+    bits = spec.metadata_bits(executed)  # type: ignore[union-attr]
     padding: dict[str, list[int]] = {}
-    align = hw.core.sparse.dense_operand_align  # type: ignore[union-attr]
+    align = spec.dense_operand_align  # type: ignore[union-attr]
     if n % align:
         padding["n"] = [n, -(-n // align) * align]
         reason = reason or "n_padded"
     if k % executed.m:
         padding["k"] = [k, -(-k // executed.m) * executed.m]
         reason = reason or "k_padded"
-    return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "sparse", str(requested), str(executed),
-                  reason, executed.n, executed.m, bits, padding, b_unique)
+    return Kernel(layer.name, layer.op, m, n, k, dtype, e, "sparse", req_str, str(executed), reason,
+                  executed.n, executed.m, bits, padding, b_unique)
 
 
 def lower(model: Workload, hw: Hardware, sparsity: str | None = None) -> list[Kernel]:
-    """Lower every layer; ``sparsity`` (a pattern or 'dense') overrides the workload's plan."""
+    """Lower every op; ``sparsity`` (a pattern or 'dense') overrides the workload's plan."""
     kernels = []
     for layer in model.layers:
+        kept = False
         if sparsity is not None:
             requested = None if sparsity == "dense" else sparsity
         else:
             requested = layer.sparsity if layer.sparsity is not None else model.sparsity
             if requested == "dense":
+                kept = layer.sparsity == "dense" and model.sparsity not in (None, "dense")
                 requested = None
-        kernels.append(lower_layer(layer, model.dtype, model.dtype_bytes, requested, hw))
+        kernels.append(lower_layer(layer, model.dtype, model.dtype_bytes, requested, hw, kept))
     return kernels

@@ -117,6 +117,9 @@ class RunResult:
     peak_macs_per_cycle: float
     meta: dict[str, Any] = field(default_factory=dict)
     dense_total_cycles: int = 0
+    policy: str = "sparse-if-supported"
+    footprint: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def total_cycles(self) -> int:
@@ -135,6 +138,7 @@ class RunResult:
         paths: dict[str, int] = {}
         for r in self.layers:
             paths[r.path] = paths.get(r.path, 0) + 1
+        fallback = [r for r in self.layers if r.pattern_requested and r.path != "sparse"]
         return {
             "cycles": cycles,
             "latency_us": round(total / (self.clock_ghz * 1e3), 6),
@@ -146,7 +150,29 @@ class RunResult:
             "layers_by_path": dict(sorted(paths.items())),
             "dense_total_cycles": self.dense_total_cycles,
             "speedup_vs_dense": round(self.dense_total_cycles / total, 6) if total else 1.0,
+            "fallback": {"layers": len(fallback),
+                         "cycles": sum(r.cycles["total"] for r in fallback),
+                         "share_of_time": round(sum(r.cycles["total"] for r in fallback) / total, 6)
+                         if total else 0.0},
         }
+
+    def by_op_type(self) -> list[dict[str, Any]]:
+        """Counts and time per (op type, path), largest time first."""
+        groups: dict[tuple[str, str], dict[str, Any]] = {}
+        total = self.total_cycles or 1
+        for r in self.layers:
+            g = groups.setdefault((r.op, r.path), {"op": r.op, "path": r.path, "count": 0, "cycles": 0,
+                                                   "dense_cycles": 0, "reasons": {}})
+            g["count"] += 1
+            g["cycles"] += r.cycles["total"]
+            g["dense_cycles"] += round(r.cycles["total"] * r.speedup_vs_dense)
+            if r.reason:
+                g["reasons"][r.reason] = g["reasons"].get(r.reason, 0) + 1
+        out = sorted(groups.values(), key=lambda g: (-g["cycles"], g["op"], g["path"]))
+        for g in out:
+            g["share_of_time"] = round(g["cycles"] / total, 6)
+            g["reasons"] = dict(sorted(g["reasons"].items()))
+        return out
 
     def body(self) -> dict[str, Any]:
         """Everything except ``meta``: byte-identical for identical inputs."""
@@ -155,8 +181,12 @@ class RunResult:
             "hardware": self.hardware,
             "workload": self.workload,
             "sparsity": self.sparsity,
+            "policy": self.policy,
             "layers": [r.to_dict() for r in self.layers],
             "totals": self.totals(),
+            "by_op_type": self.by_op_type(),
+            "footprint": self.footprint,
+            "warnings": self.warnings,
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .engine import simulate
 from .hardware import Hardware
-from .lowering import Kernel, lower
+from .lowering import POLICIES, Kernel, lower
 from .results import KernelResult, RunResult, build_meta
-from .workload import Workload
+from .workload import WEIGHT_OPS, Workload
 
 
 def peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
@@ -19,35 +20,102 @@ def peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
     return float(comp.rows * comp.cols * hw.cores)
 
 
-def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, hw_source: str = "<hardware>",
-        keep_tiles: bool = False, progress: Callable[[int, int], None] | None = None,
-        command: list[str] | None = None) -> RunResult:
-    """Simulate every layer of ``model`` on ``hw`` (plus each layer's dense baseline)."""
-    kernels = lower(model, hw, sparsity)
-    cache: dict[tuple, KernelResult] = {}
+class Simulator:
+    """Simulates kernels on one hardware config, once per distinct kernel (cached)."""
 
-    def sim(kernel: Kernel) -> KernelResult:
+    def __init__(self, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = False) -> None:
+        self.hw = hw
+        self.source = source
+        self.keep_tiles = keep_tiles
+        self._cache: dict[tuple, KernelResult] = {}
+
+    def __call__(self, kernel: Kernel) -> KernelResult:
         key = kernel.cache_key()
-        hit = cache.get(key)
-        if hit is None or keep_tiles:
-            hit = simulate(kernel, hw, hw_source, keep_tiles=keep_tiles)
-            cache[key] = hit
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = simulate(kernel, self.hw, self.source, keep_tiles=self.keep_tiles)
+            self._cache[key] = hit
         return hit
 
+
+def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelResult:
+    out = KernelResult(**{**res.__dict__})
+    out.name, out.op, out.reason = kernel.name, kernel.op, kernel.reason
+    out.path, out.pattern_requested, out.pattern_executed = kernel.path, kernel.pattern_requested, \
+        kernel.pattern_executed
+    out.speedup_vs_dense = base.cycles["total"] / res.cycles["total"] if res.cycles["total"] else 1.0
+    return out
+
+
+def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str, Any]:
+    """Memory footprint: weights dense vs as deployed (compressed + metadata), activations, KV cache."""
+    e = model.dtype_bytes
+    dense_w = 0.0
+    deployed = 0.0
+    metadata = 0.0
+    act_peak = 0
+    for layer, kern in zip(model.layers, kernels, strict=True):
+        if layer.op in WEIGHT_OPS:
+            m, _, k = layer.gemm_shape()
+            w = m * k * getattr(layer, "groups", 1) * e
+            dense_w += w
+            if kern.sparse:
+                kept = m * kern.k_compressed
+                deployed += kept * e
+                metadata += kept * kern.metadata_bits / 8
+            else:
+                deployed += w
+        elif layer.op == "embedding":
+            dense_w += layer.vocab * layer.dim * e
+            deployed += layer.vocab * layer.dim * e
+        if kern.vector:
+            act = kern.read_bytes + kern.write_bytes
+        else:
+            act = (kern.b_elements + kern.m * kern.n) * kern.batch * e
+            if not kern.weight:
+                act += kern.m * kern.k * kern.batch * e
+        act_peak = max(act_peak, act)
+    kv = model.kv_cache_elements * e
+    total = deployed + metadata + act_peak + kv
+    cap = hw.dram.capacity_bytes
+    return {"weights_dense_bytes": int(dense_w), "weights_deployed_bytes": int(deployed + metadata),
+            "weights_metadata_bytes": int(metadata), "activations_peak_bytes": int(act_peak),
+            "kv_cache_bytes": int(kv), "total_bytes": int(total), "dram_capacity_bytes": cap,
+            "fits": None if cap is None else bool(total <= cap)}
+
+
+def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: str = "sparse-if-supported",
+        hw_source: str = "<hardware>", keep_tiles: bool = False,
+        progress: Callable[[int, int], None] | None = None, command: list[str] | None = None,
+        simulator: Simulator | None = None) -> RunResult:
+    """Simulate every op of ``model`` on ``hw`` (plus each op's dense baseline).
+
+    ``policy``: 'sparse-if-supported' runs sparse wherever the hardware can; 'fastest' also
+    simulates dense and keeps the faster kernel (reason 'slower_than_dense').
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    kernels = lower(model, hw, sparsity)
+    sim = simulator or Simulator(hw, hw_source, keep_tiles)
     results: list[KernelResult] = []
     dense_total = 0
     for i, kernel in enumerate(kernels):
         res = sim(kernel)
-        base = res if not kernel.sparse else sim(kernel.as_dense())
-        out = KernelResult(**{**res.__dict__})
-        out.name, out.op, out.reason = kernel.name, kernel.op, kernel.reason
-        out.pattern_requested = kernel.pattern_requested
-        out.speedup_vs_dense = base.cycles["total"] / res.cycles["total"] if res.cycles["total"] else 1.0
+        base = sim(kernel.as_dense()) if kernel.sparse else res
+        if kernel.sparse and policy == "fastest" and base.cycles["total"] < res.cycles["total"]:
+            kernel = kernel.as_dense("slower_than_dense")
+            kernels[i] = kernel
+            res = base
         dense_total += base.cycles["total"]
-        results.append(out)
+        results.append(_labelled(res, kernel, base))
         if progress is not None:
             progress(i + 1, len(kernels))
+    fp = footprint(model, kernels, hw)
+    warnings = []
+    if fp["fits"] is False:
+        warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
+                        f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,}")
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
     return RunResult(hardware=hw.to_dict(), workload=model.to_dict(), sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,
-                     dense_total_cycles=dense_total)
+                     dense_total_cycles=dense_total, policy=policy, footprint=fp, warnings=warnings)

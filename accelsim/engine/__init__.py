@@ -63,11 +63,51 @@ def _decode_params(kernel: Kernel, hw: Hardware) -> tuple[float, float]:
 
 def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True) -> KernelResult:
     """Simulate one kernel on ``hw``, tile by tile; raises InfeasibleError if no tile fits."""
-    if isinstance(hw.core.compute, TensorCoreCompute):
-        segments, tiling, peak = _tensor_core(kernel, hw, source)
+    if kernel.vector:
+        segments, tiling, peak = _vector(kernel, hw)
+        launch = hw.vector.launch_overhead_cycles
     else:
-        segments, tiling, peak = _systolic(kernel, hw, source)
-    return _assemble(kernel, hw, segments, tiling, peak, keep_tiles)
+        if isinstance(hw.core.compute, TensorCoreCompute):
+            segments, tiling, peak = _tensor_core(kernel, hw, source)
+        else:
+            segments, tiling, peak = _systolic(kernel, hw, source)
+            segments[0].count = kernel.batch  # independent copies run back to back
+            if kernel.batch > 1:
+                tiling["batch"] = kernel.batch
+        launch = hw.launch_overhead_cycles.sparse if kernel.sparse else hw.launch_overhead_cycles.dense
+    return _assemble(kernel, hw, segments, tiling, peak, keep_tiles, launch)
+
+
+# -- vector unit ---------------------------------------------------------------------------
+
+def _vector(kernel: Kernel, hw: Hardware) -> tuple[list[_Segment], dict, float]:
+    """Element-wise work streamed through the vector unit in chunks: load, compute, write back."""
+    total_bytes = kernel.read_bytes + kernel.write_bytes
+    n_tiles = int(min(64, max(1, -(-total_bytes // 65536))))
+    work = np.zeros((n_tiles, tl.N_TILE_COLS))
+    work[:, tl.T_CHUNK] = np.arange(n_tiles)
+    col_in = tl.T_DRAM_A_VALUES if kernel.op == "embedding" else tl.T_DRAM_B
+    sram_in = tl.T_SRAM_A_VALUES if kernel.op == "embedding" else tl.T_SRAM_B
+    in_l2 = (hw.activations == "l2_if_fits" and hw.l2 is not None and kernel.op != "embedding"
+             and total_bytes <= hw.l2.bytes)
+    work[:, sram_in] = kernel.read_bytes / n_tiles
+    work[:, tl.T_SRAM_C] = kernel.write_bytes / n_tiles
+    work[:, tl.T_CYCLES] = kernel.vector_ops / hw.vector.ops_per_cycle / n_tiles
+    fill = hw.fill_bytes_per_cycle() * hw.cores
+    if hw.l2 is not None:
+        fill = min(fill, hw.l2.bandwidth_bytes_per_cycle)
+    rate = fill if in_l2 else min(fill, hw.dram_bytes_per_cycle())
+    xfer = work.copy()
+    xfer[:, col_in] = work[:, sram_in]
+    xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
+    if not in_l2:
+        work[:, col_in] = work[:, sram_in]
+        work[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
+    bw = np.full(n_tiles, rate)
+    times = pl.run_pipeline(xfer, bw, 0.0 if in_l2 else hw.dram_latency_cycles(), math.inf, 0.0, 2, 0.0)
+    tiling = {"tiles": n_tiles, "unit": "vector", "elements": kernel.elements,
+              "ops": round(kernel.vector_ops, 3), "in_l2": in_l2}
+    return [_Segment(work, times, bw)], tiling, float(hw.vector.ops_per_cycle)
 
 
 # -- systolic ------------------------------------------------------------------------------
@@ -159,22 +199,23 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     comp = hw.core.compute
     bm, bn, bk = tile
     m, n, k_total = kernel.m, kernel.n_exec, kernel.k_padded
-    grid_m, grid_n = -(-m // bm), -(-n // bn)
+    batch = kernel.batch  # independent products: more CTAs along m, each with its own A and B
+    grid_m, grid_n = -(-m // bm) * batch, -(-n // bn)
     steps = -(-k_total // bk)
     k_slice = -(-steps // split) * bk  # logical k per CTA
     ctas = grid_m * grid_n * split
     slots = hw.cores * comp.ctas_per_core
     k_c = kernel.k_compressed
-    a_total = m * k_c * (e + mbits / 8)
-    b_total = k_total * n * e
-    c_total = m * kernel.n * e
+    a_total = m * batch * k_c * (e + mbits / 8)
+    b_total = k_total * n * e * batch
+    c_total = m * kernel.n * e * batch
     # split-k: every CTA writes an fp32 partial tile; a reduction reads them back and writes C
-    c_traffic = c_total if split == 1 else (m * n * 4.0 * split * 2 + c_total)
+    c_traffic = c_total if split == 1 else (m * batch * n * 4.0 * split * 2 + c_total)
     l2 = hw.l2
     l2_bytes = l2.bytes if l2 is not None else 0
     all_fit = l2 is not None and a_total + b_total <= l2_bytes
     b_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and b_total <= l2_bytes
-    c_footprint = c_total + (m * n * 4.0 * split if split > 1 else 0.0)  # C plus split-k partials
+    c_footprint = c_total + (m * batch * n * 4.0 * split if split > 1 else 0.0)  # C plus split-k partials
     c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_footprint <= l2_bytes
     if l2 is None:  # no cache between cores and DRAM: every CTA reads its own blocks
         classes = tc.wave_classes(1, 1, ctas, slots, a_total * grid_n / ctas, b_total * grid_m / ctas, False)
@@ -250,8 +291,7 @@ def _records(segments: list[_Segment], launch: int) -> np.ndarray:
 
 
 def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: dict, peak: float,
-              keep_tiles: bool) -> KernelResult:
-    launch = hw.launch_overhead_cycles.sparse if kernel.sparse else hw.launch_overhead_cycles.dense
+              keep_tiles: bool, launch: int) -> KernelResult:
     end = launch + sum(s.count * s.end for s in segments)
     total = _ceil(end)
     compute_f = sum(s.count * s.work[:, tl.T_CYCLES].sum() for s in segments)
@@ -280,13 +320,15 @@ def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: di
     ranked = max(range(4), key=lambda i: (busy[BINDING_NAMES[i]], -i))
     macs_exec = kernel.macs_executed
     return KernelResult(
-        name=kernel.name, op=kernel.op, shape={"m": kernel.m, "n": kernel.n, "k": kernel.k},
+        name=kernel.name, op=kernel.op,
+        shape={"elements": kernel.elements} if kernel.vector else
+        ({"m": kernel.m, "n": kernel.n, "k": kernel.k} | ({"batch": kernel.batch} if kernel.batch > 1 else {})),
         path=kernel.path, pattern_requested=kernel.pattern_requested,
         pattern_executed=kernel.pattern_executed, reason=kernel.reason, padding=dict(kernel.padding),
         cycles={"total": total, "compute": compute, "stall_memory": stall_memory,
                 "stall_decode": stall_decode, "launch": int(launch)},
         macs=kernel.macs, macs_executed=macs_exec,
-        utilization=macs_exec / (total * peak) if total else 0.0,
+        utilization=(kernel.vector_ops if kernel.vector else macs_exec) / (total * peak) if total else 0.0,
         bytes={"dram": dram, "sram": sram}, binding=BINDING_NAMES[ranked], busy=busy, tiling=tiling,
         tiles=_records(segments, launch) if keep_tiles else None,
     )
