@@ -1,0 +1,175 @@
+"""The sparse reality check: a ladder of counterfactual runs from the nominal M/N to the real speedup.
+
+Every rung keeps the real dense run as the baseline and changes only the sparse run, adding
+one real effect at a time, so the speedups telescope exactly from nominal to real:
+
+1. nominal            M/N of the pattern (the datasheet figure)
+2. + non-sparse work  only the MAC time (compute cycles) of ops that run sparse shrinks by M/N;
+                      their stalls and fixed costs stay, and fallbacks, activation x activation
+                      matmuls and vector ops keep their dense time (Amdahl)
+3. + padding / shape  that MAC time shrinks instead by the compute-only sparse/dense ratio of the
+                      real kernels (padding, alignment, fold / CTA-tile quantisation)
+4. + data movement    sparse ops simulated with real memory, compressed values, no metadata,
+                      the dense kernel's efficiency and fixed cost
+5. + metadata         metadata bytes, decode throughput and latency
+6. + kernel efficiency  the sparse kernel's sustained share of its peak (tensor-core parts)
+7. + fixed costs      the sparse kernel's launch / prologue cost = the real run
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .hardware import Hardware, hardware_from_dict
+from .lowering import FALLBACK_REASONS, Kernel
+from .runner import Simulator, run
+from .sparsity import parse_pattern
+from .workload import Workload
+
+RUNGS = [
+    ("nominal", "nominal (datasheet M/N)"),
+    ("amdahl", "+ non-sparse work (Amdahl)"),
+    ("padding", "+ padding, alignment, tile shape"),
+    ("data_movement", "+ compressed data movement"),
+    ("metadata", "+ metadata bytes and decode"),
+    ("efficiency", "+ sparse kernel efficiency"),
+    ("fixed_cost", "+ sparse kernel fixed cost = real"),
+]
+
+_HUGE = 1e18
+
+
+def _variant(hw: Hardware, *, ideal_memory: bool = False, free_metadata: bool = False,
+             dense_efficiency: bool = False, dense_launch: bool = False, no_launch: bool = False) -> Hardware:
+    """A counterfactual copy of ``hw`` with some real effects switched off."""
+    d = copy.deepcopy(hw.to_dict())
+    if ideal_memory:
+        d["dram"]["bandwidth_gb_s"] = "unlimited"
+        d["dram"]["latency_ns"] = 0.0
+        d["core"]["sram"]["bandwidth_bytes_per_cycle"] = "unlimited"
+        if d.get("l2"):
+            d["l2"]["bandwidth_bytes_per_cycle"] = _HUGE
+    sp = d["core"].get("sparse")
+    if free_metadata and sp:
+        for spec in sp["patterns"].values():
+            spec["metadata_bits_per_value"] = 0
+        sp["decode_groups_per_cycle"] = "unlimited"
+        sp["decode_latency_cycles"] = 0
+    comp = d["core"]["compute"]
+    if dense_efficiency and comp["kind"] == "tensor_core":
+        comp["efficiency"]["sparse"] = comp["efficiency"]["dense"]
+    if dense_launch:
+        d["launch_overhead_cycles"]["sparse"] = d["launch_overhead_cycles"]["dense"]
+    if no_launch:
+        d["launch_overhead_cycles"] = {"dense": 0, "sparse": 0}
+        d["vector"]["launch_overhead_cycles"] = 0
+    return hardware_from_dict(d, f"<{hw.name} counterfactual>")
+
+
+def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *,
+                  policy: str = "sparse-if-supported", hw_source: str = "<hardware>") -> dict[str, Any]:
+    """Simulate the ladder; return rungs, losses, the three bars and the reasons, as plain data."""
+    real = run(model, hw, sparsity, policy=policy, hw_source=hw_source)
+    dense = run(model, hw, "dense", hw_source=hw_source)
+    dense_t = [lay.cycles["total"] for lay in dense.layers]
+    dense_total = sum(dense_t)
+    sparse_total = real.total_cycles
+    from .lowering import lower
+
+    kernels: list[Kernel] = lower(model, hw, sparsity)
+    on_sparse = [lay.path == "sparse" for lay in real.layers]
+    patterns = sorted({lay.pattern_executed for lay in real.layers if lay.path == "sparse"})
+    requested = sorted({lay.pattern_requested for lay in real.layers if lay.pattern_requested})
+    nominal_pat = parse_pattern(sparsity) if sparsity not in (None, "dense") else (
+        parse_pattern(requested[0]) if requested else None)
+    nominal = nominal_pat.m / nominal_pat.n if nominal_pat else 1.0
+
+    dense_compute = [lay.cycles["compute"] for lay in dense.layers]
+
+    def sparse_times(variant: Hardware) -> list[float]:
+        """Per-op times of the sparse run under ``variant`` (fallback / vector ops: real dense time)."""
+        sim = Simulator(variant)
+        return [float(sim(kern).cycles["total"]) if on_sparse[i] else float(dense_t[i])
+                for i, kern in enumerate(kernels)]
+
+    def mac_scaled(ratio: list[float]) -> float:
+        """Dense time of each sparse op with its MAC time scaled by ``ratio``; other ops unchanged."""
+        return sum(dense_t[i] - dense_compute[i] * (1.0 - ratio[i]) if on_sparse[i] else float(dense_t[i])
+                   for i in range(len(kernels)))
+
+    ideal = Simulator(_variant(hw, ideal_memory=True, free_metadata=True, dense_efficiency=True, no_launch=True))
+    compute_ratio = []
+    for i, kern in enumerate(kernels):
+        if on_sparse[i]:
+            cd = ideal(kern.as_dense()).cycles["compute"]
+            compute_ratio.append(ideal(kern).cycles["compute"] / cd if cd else 1.0)
+        else:
+            compute_ratio.append(1.0)
+    totals = {
+        "nominal": dense_total / nominal,
+        "amdahl": mac_scaled([1.0 / nominal] * len(kernels)),
+        "padding": mac_scaled(compute_ratio),
+        "data_movement": sum(sparse_times(_variant(hw, free_metadata=True, dense_efficiency=True,
+                                                   dense_launch=True))),
+        "metadata": sum(sparse_times(_variant(hw, dense_efficiency=True, dense_launch=True))),
+        "efficiency": sum(sparse_times(_variant(hw, dense_launch=True))),
+        "fixed_cost": float(sparse_total),
+    }
+    rungs = []
+    prev = None
+    for key, label in RUNGS:
+        speedup = dense_total / totals[key] if totals[key] else 1.0
+        rung = {"rung": key, "label": label, "sparse_cycles": round(totals[key], 3), "speedup": speedup}
+        if prev is not None:
+            rung["change"] = speedup - prev
+        rungs.append(rung)
+        prev = speedup
+    gap = nominal - rungs[-1]["speedup"]
+    losses = []
+    for rung in rungs[1:]:
+        loss = -rung["change"]
+        losses.append({"rung": rung["rung"], "label": rung["label"], "loss": loss,
+                       "share_of_gap": loss / gap if abs(gap) > 1e-12 else 0.0,
+                       "kind": "gain" if loss < 0 else "loss"})
+    fallback = [lay for lay in real.layers if lay.pattern_requested and lay.path != "sparse"]
+    fallback_cycles = sum(lay.cycles["total"] for lay in fallback)
+    reasons: dict[str, dict[str, Any]] = {}
+    for lay in fallback:
+        r = reasons.setdefault(lay.reason or "none", {"layers": 0, "cycles": 0})
+        r["layers"] += 1
+        r["cycles"] += lay.cycles["total"]
+    slower = [lay.name for lay in real.layers if lay.path == "sparse" and lay.speedup_vs_dense < 1.0]
+    explanation = []
+    real_speedup = rungs[-1]["speedup"]
+    if real_speedup < 1.0:
+        worst = max(losses, key=lambda x: x["loss"])
+        explanation.append(f"sparse is slower than dense ({real_speedup:.3f}x); the largest loss is "
+                           f"'{worst['label']}' ({worst['loss']:.3f}x)")
+        if slower:
+            explanation.append(f"{len(slower)} sparse layer(s) run slower than their dense kernel: "
+                               + ", ".join(slower[:5]) + (" ..." if len(slower) > 5 else ""))
+    return {
+        "schema_version": 1,
+        "hardware": hw.name,
+        "workload": model.name,
+        "params": dict(model.params),
+        "sparsity": sparsity,
+        "policy": policy,
+        "patterns_executed": patterns,
+        "inputs": {"hardware_hash": hw.config_hash(), "workload_hash": model.config_hash()},
+        "dense_total_cycles": dense_total,
+        "sparse_total_cycles": sparse_total,
+        "clock_ghz": hw.clock_ghz,
+        "rungs": rungs,
+        "losses": losses,
+        "gap": gap,
+        "bars": {"nominal_speedup": nominal, "real_speedup": real_speedup,
+                 "fallback_overhead": fallback_cycles / sparse_total if sparse_total else 0.0},
+        "fallback": {"layers": len(fallback), "cycles": fallback_cycles,
+                     "by_reason": dict(sorted(reasons.items())), "reason_codes": list(FALLBACK_REASONS)},
+        "sparse_layers": sum(on_sparse),
+        "layers": len(kernels),
+        "slower_sparse_layers": slower,
+        "explanation": explanation,
+    }
