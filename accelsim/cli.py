@@ -145,20 +145,9 @@ def _progress_bar(total_hint: int):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .hardware import load_hardware
     from .runner import run
-    from .sparsity import normalize_pattern
-    from .templating import parse_sets
-    from .workload import load_workload
 
-    hw = load_hardware(args.hw, args.hw_set)
-    model = load_workload(args.workload, parse_sets(args.set, args.workload))
-    sparsity = None
-    if args.sparsity is not None:
-        try:
-            sparsity = normalize_pattern(args.sparsity)
-        except ValueError as exc:
-            raise AccelsimError(f"--sparsity: {exc}") from None
+    hw, model, sparsity = _load_pair(args)
     bar, update = _progress_bar(len(model.layers))
     try:
         result = run(model, hw, sparsity, policy=args.policy, hw_source=args.hw, progress=update,
@@ -213,6 +202,46 @@ def cmd_functional_check(args: argparse.Namespace) -> int:
     return 0 if result["passed"] else 1
 
 
+def _load_pair(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
+    from .hardware import load_hardware
+    from .sparsity import normalize_pattern
+    from .templating import parse_sets
+    from .workload import load_workload
+
+    hw = load_hardware(args.hw, getattr(args, "hw_set", []))
+    model = load_workload(args.workload, parse_sets(args.set, args.workload))
+    sparsity = None
+    if args.sparsity is not None:
+        try:
+            sparsity = normalize_pattern(args.sparsity)
+        except ValueError as exc:
+            raise AccelsimError(f"--sparsity: {exc}") from None
+    return hw, model, sparsity
+
+
+def cmd_reality_check(args: argparse.Namespace) -> int:
+    import json
+
+    from .reality import reality_check
+    from .report.reality_chart import render_reality_check, save_chart, text_bars
+
+    hw, model, sparsity = _load_pair(args)
+    if sparsity in (None, "dense") and model.sparsity in (None, "dense"):
+        raise AccelsimError("reality-check needs a pattern: pass --sparsity N:M (e.g. 2:4) or give the workload "
+                            "a sparsity plan")
+    data = reality_check(model, hw, sparsity or model.sparsity, policy=args.policy, hw_source=args.hw)
+    print(text_bars(data))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        fig, _ = render_reality_check(data)
+        paths = save_chart(fig, out)
+        _write_atomic(str(out / "reality_check.json"), json.dumps(data, indent=2) + "\n")
+        for path in [*paths, out / "reality_check.json"]:
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
                                             "workloads.")
@@ -233,6 +262,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=["table", "json", "csv"], default="table")
     r.add_argument("-o", "--out", help="write the output to this file instead of stdout")
     r.set_defaults(func=cmd_run)
+
+    rc = sub.add_parser("reality-check", help="nominal vs real sparse speedup, every loss explained, as a chart")
+    rc.add_argument("--hw", required=True)
+    rc.add_argument("--workload", required=True)
+    rc.add_argument("--sparsity", default="2:4", help="N:M pattern (default 2:4)")
+    rc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    rc.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
+    rc.add_argument("--policy", choices=["sparse-if-supported", "fastest"], default="sparse-if-supported")
+    rc.add_argument("-o", "--out", help="directory for reality_check.png/.svg/.json")
+    rc.set_defaults(func=cmd_reality_check)
 
     f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
                                                  "compare with numpy")

@@ -467,15 +467,17 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     exe_n, exe_m, bits, reason = req_n, req_m, metadata_bits_for(req_m), None
     if hw is not None and req_n == req_m:
         exe_n, exe_m, bits = 1, 1, 0  # M:M lowers to dense, as in accelsim.lowering
-    elif hw is not None:
-        from .lowering import resolve_pattern
+    elif hw is not None:  # the same decision as lowering: native pattern, dtype and shape rules
+        from .lowering import lower_layer
+        from .workload import Gemm
 
-        executed, reason = resolve_pattern(Pattern(req_n, req_m), hw)
-        if executed is None:
-            exe_n, exe_m, bits = 1, 1, 0
+        kern = lower_layer(Gemm(name="functional", op="gemm", m=m, n=n, k=k), dtype, _DTYPE_BYTES[dtype],
+                           f"{req_n}:{req_m}", hw)
+        reason = kern.reason
+        if kern.sparse:
+            exe_n, exe_m, bits = kern.keep_n, kern.group_m, kern.metadata_bits
         else:
-            exe_n, exe_m = executed.n, executed.m
-            bits = hw.core.sparse.metadata_bits(executed)
+            exe_n, exe_m, bits = 1, 1, 0
     elem = _DTYPE_BYTES[dtype]
     if tiling is None or hw is not None:
         tiles_cfg = _plan_tiles(hw, source or "<hardware>", m, n, k, exe_n, exe_m, elem, bits)
