@@ -242,6 +242,16 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_onnx(args: argparse.Namespace) -> int:
+    from .onnx_import import cmd_import_onnx as convert
+
+    code, lines = convert(args)
+    stream = sys.stderr if args.out else sys.stdout
+    for line in lines:
+        print(line, file=stream)
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
                                             "workloads.")
@@ -272,6 +282,15 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--policy", choices=["sparse-if-supported", "fastest"], default="sparse-if-supported")
     rc.add_argument("-o", "--out", help="directory for reality_check.png/.svg/.json")
     rc.set_defaults(func=cmd_reality_check)
+
+    i = sub.add_parser("import-onnx", help="convert an ONNX model to a workload YAML (shapes only; weights are "
+                                           "never read)")
+    i.add_argument("model", help="MODEL.onnx (external weight data may be absent)")
+    i.add_argument("-o", "--out", help="workload YAML to write (default: print it)")
+    i.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="size a symbolic dimension, e.g. batch=8 (repeatable)")
+    i.add_argument("--name", help="workload name (default: the file's stem)")
+    i.set_defaults(func=cmd_import_onnx)
 
     f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
                                                  "compare with numpy")
