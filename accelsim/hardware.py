@@ -278,6 +278,41 @@ class L2Spec(Strict):
     bandwidth_bytes_per_cycle: PosFloat = Field(description="Total L2 -> core bandwidth, shared by active cores.")
 
 
+class StaticPower(Strict):
+    """Leakage / static power, drawn for the whole run."""
+
+    core_w: NonNegFloat = Field(0.0, description="Watts per core.")
+    l2_w: NonNegFloat = Field(0.0, description="Watts for the L2.")
+    dram_w: NonNegFloat = Field(0.0, description="Watts for DRAM (refresh, PHY, background).")
+
+
+class PowerCap(Strict):
+    """A sustained power limit enforced by a simple clock governor."""
+
+    tdp_w: PosFloat = Field(description="Power limit in watts, compared with the moving-average power.")
+    time_constant_s: PosFloat = Field(0.005, description="Time constant of the exponential moving average.")
+    min_clock_fraction: Fraction = Field(0.3, description="Lowest clock the governor may set, as a fraction.")
+    gain: PosFloat = Field(0.5, description="Governor step: clock *= 1 + gain * (tdp - avg) / tdp per window.")
+    window_s: PosFloat = Field(2e-5, description="Governor update interval (power is binned at this width).")
+
+
+class EnergySpec(Strict):
+    """Per-access energies and static power (pJ, W): the energy model."""
+
+    mac_pj: dict[DtypeName, NonNegFloat] = Field(description="pJ per MAC on the dense datapath, by dtype.")
+    sparse_mac_pj: dict[DtypeName, NonNegFloat] | None = Field(
+        None, description="pJ per executed MAC on the sparse datapath (operand muxing included); default mac_pj.")
+    sram_read_pj_per_byte: NonNegFloat = Field(description="pJ per byte read from SRAM / shared memory.")
+    sram_write_pj_per_byte: NonNegFloat = Field(description="pJ per byte written to SRAM / shared memory.")
+    l2_pj_per_byte: NonNegFloat = Field(0.0, description="pJ per byte through the L2.")
+    dram_pj_per_byte: NonNegFloat = Field(description="pJ per byte read from or written to DRAM.")
+    decode_pj_per_group: NonNegFloat = Field(0.0, description="pJ per N:M metadata group decoded.")
+    vector_pj_per_op: NonNegFloat = Field(0.0, description="pJ per vector-unit element operation.")
+    static: StaticPower = Field(default_factory=StaticPower)
+    power_cap: PowerCap | None = Field(None, description="Optional sustained power limit (off when absent).")
+    source: str = Field("", description="Where these figures come from (free text, echoed).")
+
+
 class LaunchOverhead(Strict):
     """Fixed cost per kernel (layer), before its first tile."""
 
@@ -295,6 +330,7 @@ class Hardware(Strict):
     dram: DramSpec
     l2: L2Spec | None = Field(None, description="Shared L2 cache (multi-core parts); absent = none.")
     vector: VectorSpec = Field(default_factory=VectorSpec)
+    energy: EnergySpec | None = Field(None, description="Energy model; absent = no energy figures.")
     activations: Literal["dram", "l2_if_fits"] = Field(
         "dram", description="Where inter-layer activations live: always DRAM, or L2 when the tensor fits "
                             "(then a layer's B input and C output cost no DRAM traffic).")

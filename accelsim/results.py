@@ -58,7 +58,9 @@ class KernelResult:
     busy: dict[str, int]
     tiling: dict[str, Any]
     speedup_vs_dense: float = 1.0
+    counts: dict[str, float] = field(default_factory=dict)
     tiles: np.ndarray | None = field(default=None, repr=False)
+    energy: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON body of this layer (no per-tile records)."""
@@ -70,6 +72,7 @@ class KernelResult:
             "utilization": round(self.utilization, 6), "bytes": self.bytes, "binding": self.binding,
             "busy": self.busy, "tiling": self.tiling,
             "speedup_vs_dense": round(self.speedup_vs_dense, 6),
+            **({"energy": self.energy} if self.energy is not None else {}),
         }
 
 
@@ -150,11 +153,24 @@ class RunResult:
             "layers_by_path": dict(sorted(paths.items())),
             "dense_total_cycles": self.dense_total_cycles,
             "speedup_vs_dense": round(self.dense_total_cycles / total, 6) if total else 1.0,
+            **({"energy": self.energy_totals()} if self.layers and self.layers[0].energy is not None else {}),
             "fallback": {"layers": len(fallback),
                          "cycles": sum(r.cycles["total"] for r in fallback),
                          "share_of_time": round(sum(r.cycles["total"] for r in fallback) / total, 6)
                          if total else 0.0},
         }
+
+    def energy_totals(self) -> dict[str, Any]:
+        """Model energy by component and tensor, power, inferences per joule, and dense vs this run."""
+        from .energy import rounded, sum_energy
+
+        seconds = self.total_cycles / (self.clock_ghz * 1e9)
+        parts = [r.energy for r in self.layers if r.energy is not None]
+        out = sum_energy(parts, seconds)
+        dense_j = sum(p["dense_total_j"] for p in parts)
+        out["dense_total_j"] = dense_j
+        out["perf_per_watt_vs_dense"] = dense_j / out["total_j"] if out["total_j"] else 1.0
+        return rounded(out)
 
     def by_op_type(self) -> list[dict[str, Any]]:
         """Counts and time per (op type, path), largest time first."""

@@ -84,6 +84,17 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
             "fits": None if cap is None else bool(total <= cap)}
 
 
+def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> None:
+    from .energy import layer_energy, rounded
+
+    for res, base in zip(results, bases, strict=True):
+        e = layer_energy(res, hw, dtype)
+        dense_j = layer_energy(base, hw, dtype)["total_j"] if base is not res else e["total_j"]
+        e["dense_total_j"] = dense_j
+        e["energy_ratio_vs_dense"] = dense_j / e["total_j"] if e["total_j"] else 1.0
+        res.energy = rounded(e)
+
+
 def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: str = "sparse-if-supported",
         hw_source: str = "<hardware>", keep_tiles: bool = False,
         progress: Callable[[int, int], None] | None = None, command: list[str] | None = None,
@@ -98,6 +109,7 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     kernels = lower(model, hw, sparsity)
     sim = simulator or Simulator(hw, hw_source, keep_tiles)
     results: list[KernelResult] = []
+    bases: list[KernelResult] = []
     dense_total = 0
     for i, kernel in enumerate(kernels):
         res = sim(kernel)
@@ -108,8 +120,11 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
             res = base
         dense_total += base.cycles["total"]
         results.append(_labelled(res, kernel, base))
+        bases.append(base)
         if progress is not None:
             progress(i + 1, len(kernels))
+    if hw.energy is not None:
+        _add_energy(results, bases, model.dtype, hw)
     fp = footprint(model, kernels, hw)
     warnings = []
     if fp["fits"] is False:

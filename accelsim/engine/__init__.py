@@ -330,5 +330,6 @@ def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: di
         macs=kernel.macs, macs_executed=macs_exec,
         utilization=(kernel.vector_ops if kernel.vector else macs_exec) / (total * peak) if total else 0.0,
         bytes={"dram": dram, "sram": sram}, binding=BINDING_NAMES[ranked], busy=busy, tiling=tiling,
+        counts={"decode_groups": float(col[tl.T_GROUPS]), "vector_ops": float(kernel.vector_ops)},
         tiles=_records(segments, launch) if keep_tiles else None,
     )

@@ -1,0 +1,241 @@
+"""Energy and power: per-access energies applied to a run's counts, power over time, a power cap.
+
+Energy of an op (pJ, reported in joules):
+- mac: executed MACs x mac_pj[dtype] (sparse_mac_pj on the sparse datapath);
+- vector: vector element ops x vector_pj_per_op;  decode: N:M groups decoded x decode_pj_per_group;
+- sram: bytes the array reads (A values, A metadata, B, and C on its way out) x read energy, plus
+  bytes written (fills from DRAM / L2 and C from the array) x write energy;
+- l2: bytes filled into core SRAM and C written, through the L2 (parts with an L2);
+- dram: DRAM bytes x dram_pj_per_byte;
+- static: (cores x core_w + l2_w + dram_w) x the op's time.
+Memory energy is also split by tensor (A values, A metadata (+ decode), B, C). The components
+add up to the total exactly.
+
+Power cap governor (documented, simple): power is binned in windows of ``window_s``; an
+exponential moving average with ``time_constant_s`` tracks it; after each window the clock
+fraction f becomes clamp(f * (1 + gain * (tdp - avg) / tdp), min_clock_fraction, 1). A window
+of work takes its full-clock time / f (everything slows with the clock, a simplification);
+dynamic energy per op is unchanged, so dynamic power scales with f; static power does not.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+from .hardware import Hardware
+from .results import KernelResult
+
+PJ = 1e-12
+COMPONENTS = ("mac", "vector", "decode", "sram", "l2", "dram", "static")
+TENSORS = ("a_values", "a_metadata", "b", "c")
+
+
+def static_watts(hw: Hardware) -> float:
+    """Static power of the whole part."""
+    spec = hw.energy
+    if spec is None:
+        return 0.0
+    return hw.cores * spec.static.core_w + (spec.static.l2_w if hw.l2 is not None else 0.0) + spec.static.dram_w
+
+
+def layer_energy(res: KernelResult, hw: Hardware, dtype: str) -> dict[str, Any]:
+    """Energy of one simulated op, by component and by tensor, in joules."""
+    spec = hw.energy
+    assert spec is not None
+    table = spec.sparse_mac_pj if (res.path == "sparse" and spec.sparse_mac_pj is not None) else spec.mac_pj
+    if res.macs_executed and dtype not in table:
+        key = "sparse_mac_pj" if table is spec.sparse_mac_pj else "mac_pj"
+        raise ConfigError("<hardware>", f"energy.{key}", f"no {dtype} entry: op '{res.name}' needs one")
+    d, s = res.bytes["dram"], res.bytes["sram"]
+    rd, wr = spec.sram_read_pj_per_byte, spec.sram_write_pj_per_byte
+    has_l2 = hw.l2 is not None
+    mem: dict[str, dict[str, float]] = {}
+    for t in TENSORS:
+        if t == "c":  # the array writes C into SRAM; write-back reads it out
+            sram_pj = s["c"] * wr + d["c"] * rd
+            l2_bytes = s["c"]
+        else:  # filled into SRAM (from DRAM, or L2), read by the array
+            filled = s[t] if has_l2 else d[t]
+            sram_pj = filled * wr + s[t] * rd
+            l2_bytes = s[t]
+        mem[t] = {"sram": sram_pj, "l2": l2_bytes * spec.l2_pj_per_byte if has_l2 else 0.0,
+                  "dram": d[t] * spec.dram_pj_per_byte}
+    seconds = res.cycles["total"] / (hw.clock_ghz * 1e9)
+    decode_pj = res.counts.get("decode_groups", 0.0) * spec.decode_pj_per_group
+    comp = {
+        "mac": res.macs_executed * table.get(dtype, 0.0) * PJ,
+        "vector": res.counts.get("vector_ops", 0.0) * spec.vector_pj_per_op * PJ,
+        "decode": decode_pj * PJ,
+        "sram": sum(m["sram"] for m in mem.values()) * PJ,
+        "l2": sum(m["l2"] for m in mem.values()) * PJ,
+        "dram": sum(m["dram"] for m in mem.values()) * PJ,
+        "static": static_watts(hw) * seconds,
+    }
+    by_tensor = {t: sum(mem[t].values()) * PJ for t in TENSORS}
+    by_tensor["a_metadata"] += decode_pj * PJ
+    total = sum(comp.values())
+    return {"total_j": total, "by_component_j": comp, "by_tensor_j": by_tensor,
+            "avg_power_w": total / seconds if seconds else 0.0}
+
+
+def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """Add per-op energies into a model total."""
+    comp = {c: sum(p["by_component_j"][c] for p in parts) for c in COMPONENTS}
+    tens = {t: sum(p["by_tensor_j"][t] for p in parts) for t in TENSORS}
+    total = sum(comp.values())
+    return {"total_j": total, "by_component_j": comp, "by_tensor_j": tens,
+            "avg_power_w": total / seconds if seconds else 0.0,
+            "inferences_per_j": 1.0 / total if total else 0.0}
+
+
+def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
+    """Round floats for stable JSON."""
+    out: dict[str, Any] = {}
+    for k, v in e.items():
+        if isinstance(v, dict):
+            out[k] = rounded(v, digits)
+        elif isinstance(v, float):
+            out[k] = float(f"{v:.{digits}g}")
+        else:
+            out[k] = v
+    return out
+
+
+# -- power over time -------------------------------------------------------------------------
+
+def power_trace(layers: list[KernelResult], energies: list[dict[str, Any]], hw: Hardware,
+                window_s: float) -> dict[str, np.ndarray]:
+    """Power in fixed windows over a run whose ops execute back to back (needs per-tile records).
+
+    Dynamic energy is placed where the work happens: MAC / vector / decode energy over each
+    tile's compute interval, memory energy over its load and write-back intervals. Rows of a
+    multi-core wave class that repeats are spread over the class's whole span.
+    """
+    clock = hw.clock_ghz * 1e9
+    total_s = sum(r.cycles["total"] for r in layers) / clock
+    n_win = max(1, int(math.ceil(total_s / window_s - 1e-9)))
+    energy = np.zeros(n_win)
+
+    def deposit(start_s: np.ndarray, end_s: np.ndarray, joules: np.ndarray) -> None:
+        for s0, s1, j in zip(start_s, end_s, joules, strict=True):
+            if j <= 0:
+                continue
+            if s1 <= s0:
+                energy[min(n_win - 1, int(s0 / window_s))] += j
+                continue
+            a, b = int(s0 / window_s), min(n_win - 1, int(s1 / window_s))
+            if a == b:
+                energy[a] += j
+                continue
+            edges = np.clip(np.arange(a, b + 2) * window_s, s0, s1)
+            energy[a:b + 1] += j * np.diff(edges) / (s1 - s0)
+
+    offset = 0.0
+    for res, e in zip(layers, energies, strict=True):
+        comp = e["by_component_j"]
+        compute_j = comp["mac"] + comp["vector"] + comp["decode"]
+        memory_j = comp["sram"] + comp["l2"] + comp["dram"]
+        t = res.tiles
+        dur = res.cycles["total"] / clock
+        if t is None or len(t) == 0:
+            deposit(np.array([offset]), np.array([offset + dur]), np.array([compute_j + memory_j]))
+        else:
+            weight = t["wave_count"].astype(float) * t["active_cores"]
+            cw = t["compute_cycles"] * weight
+            mw = (t["sram_a_values"] + t["sram_a_metadata"] + t["sram_b"] + t["sram_c"]) * weight
+            cw = cw / cw.sum() * compute_j if cw.sum() > 0 else np.zeros(len(t))
+            mw = mw / mw.sum() * memory_j if mw.sum() > 0 else np.zeros(len(t))
+            repeated = t["wave_count"] > 1
+            if repeated.any():  # spread repeated wave classes over their real span
+                starts, ends = _class_spans(t, offset, clock)
+                deposit(starts[repeated], ends[repeated], (cw + mw)[repeated])
+            single = ~repeated
+            deposit(offset + t["compute_start"][single] / clock, offset + t["compute_end"][single] / clock,
+                    cw[single])
+            deposit(offset + t["load_start"][single] / clock,
+                    offset + np.maximum(t["load_end"], t["wb_end"])[single] / clock, mw[single])
+        offset += dur
+    static = static_watts(hw)
+    widths = np.full(n_win, window_s)
+    widths[-1] = total_s - window_s * (n_win - 1) if total_s > window_s * (n_win - 1) else window_s
+    return {"t_s": np.arange(n_win) * window_s, "width_s": widths, "dynamic_j": energy,
+            "power_w": energy / widths + static, "static_w": np.full(n_win, static)}
+
+
+def _class_spans(t: np.ndarray, offset: float, clock: float) -> tuple[np.ndarray, np.ndarray]:
+    """Real start/end (s) of each row's wave class, repeated wave_count times back to back."""
+    starts = np.empty(len(t))
+    ends = np.empty(len(t))
+    first_start = float(t["compute_start"].min() if len(t) else 0.0)
+    cursor = first_start
+    for cls in np.unique(t["wave_class"]):
+        rows = t["wave_class"] == cls
+        single = float(max(t["compute_end"][rows].max(), t["wb_end"][rows].max()) - t["load_start"][rows].min())
+        span = single * int(t["wave_count"][rows][0])
+        starts[rows] = offset + cursor / clock
+        ends[rows] = offset + (cursor + span) / clock
+        cursor += span
+    return starts, ends
+
+
+def apply_power_cap(trace: dict[str, np.ndarray], hw: Hardware) -> dict[str, Any]:
+    """Run the governor over a power trace: capped latency, clock over time, average / peak power."""
+    spec = hw.energy
+    uncapped_s = float(trace["width_s"].sum())
+    if spec is None or spec.power_cap is None:
+        p = trace["power_w"]
+        return {"capped": False, "latency_s": uncapped_s, "uncapped_latency_s": uncapped_s, "throttled": False,
+                "avg_power_w": float((p * trace["width_s"]).sum() / uncapped_s) if uncapped_s else 0.0,
+                "peak_power_w": float(p.max()) if len(p) else 0.0, "clock_fraction": np.ones(len(p))}
+    cap = spec.power_cap
+    static = trace["static_w"][0] if len(trace["static_w"]) else 0.0
+    f = 1.0
+    avg = 0.0
+    clocks = np.empty(len(trace["power_w"]))
+    powers = np.empty(len(trace["power_w"]))
+    elapsed = 0.0
+    for i, (dyn, width) in enumerate(zip(trace["dynamic_j"], trace["width_s"], strict=True)):
+        dt = width / f
+        power = dyn / dt + static
+        alpha = 1.0 - math.exp(-dt / cap.time_constant_s)
+        avg += (power - avg) * alpha
+        clocks[i] = f
+        powers[i] = power
+        elapsed += dt
+        f = min(1.0, max(cap.min_clock_fraction, f * (1.0 + cap.gain * (cap.tdp_w - avg) / cap.tdp_w)))
+    widths = trace["width_s"] / clocks
+    return {"capped": True, "tdp_w": cap.tdp_w, "latency_s": elapsed, "uncapped_latency_s": uncapped_s,
+            "throttled": bool((clocks < 1.0 - 1e-9).any()), "min_clock_fraction": float(clocks.min()),
+            "avg_power_w": float((powers * widths).sum() / elapsed) if elapsed else 0.0,
+            "peak_power_w": float(powers.max()) if len(powers) else 0.0, "clock_fraction": clocks,
+            "power_w": powers}
+
+
+def power_profile(result: Any, hw: Hardware, repeats: int = 1, window_s: float | None = None) -> dict[str, Any]:
+    """Power over time of ``result`` run ``repeats`` times back to back, with and without the cap.
+
+    ``result`` must come from ``run(..., keep_tiles=True)`` on a config with an energy block.
+    """
+    if hw.energy is None:
+        raise ConfigError("<hardware>", "energy", "this hardware config has no energy block")
+    if repeats < 1:
+        raise ValueError("repeats must be at least 1")
+    cap = hw.energy.power_cap
+    width = window_s or (cap.window_s if cap is not None else 2e-5)
+    energies = [r.energy for r in result.layers]
+    if any(e is None for e in energies):
+        raise ValueError("the run has no energy figures (was it run on this hardware?)")
+    one = power_trace(result.layers, energies, hw, width)
+    trace = {k: np.tile(v, repeats) for k, v in one.items()}
+    trace["t_s"] = np.concatenate([[0.0], np.cumsum(trace["width_s"])[:-1]])
+    capped = apply_power_cap(trace, hw)
+    uncapped_total = float(trace["width_s"].sum())
+    p = trace["power_w"]
+    return {"trace": trace, "capped": capped, "repeats": repeats, "window_s": width,
+            "uncapped": {"latency_s": uncapped_total,
+                         "avg_power_w": float((p * trace["width_s"]).sum() / uncapped_total),
+                         "peak_power_w": float(p.max())}}
