@@ -104,7 +104,15 @@ def format_table(result: Any) -> str:
     foot = (f"latency {t['latency_us']:,.3f} us | DRAM bytes: A values {_fmt_int(dram['a_values'])}, "
             f"A metadata {_fmt_int(dram['a_metadata'])}, B {_fmt_int(dram['b'])}, C {_fmt_int(dram['c'])} | "
             f"dense total {_fmt_int(t['dense_total_cycles'])} cycles")
-    return "\n".join([title, line(head), sep, *[line(r) for r in rows[:-1]], sep, line(rows[-1]), foot]) + "\n"
+    lines = [title, line(head), sep, *[line(r) for r in rows[:-1]], sep, line(rows[-1]), foot]
+    if "energy" in t:
+        e = t["energy"]
+        comp = e["by_component_j"]
+        share = ", ".join(f"{k} {v / e['total_j'] * 100:.0f}%" for k, v in comp.items() if v > 0.005 * e["total_j"])
+        lines.append(f"energy {e['total_j'] * 1e3:,.3f} mJ (dense {e['dense_total_j'] * 1e3:,.3f} mJ) | "
+                     f"avg power {e['avg_power_w']:,.1f} W | perf/W vs dense {e['perf_per_watt_vs_dense']:.3f}x | "
+                     f"{share}")
+    return "\n".join(lines) + "\n"
 
 
 CSV_FIELDS = ["name", "op", "m", "n", "k", "path", "pattern_requested", "pattern_executed", "reason",
