@@ -183,6 +183,29 @@ Layer = Annotated[Gemm | Conv2d | Matmul | Embedding | BatchNorm | LayerNorm | R
                   | Activation | Pool | Unsupported, Field(discriminator="op")]
 
 
+class Quality(Strict):
+    """Quality figures from the user's own training runs: dense and per pattern, with a threshold."""
+
+    metric: str = Field(description="What is measured, e.g. 'SQuAD v1.1 F1'.")
+    higher_is_better: bool = True
+    dense: float = Field(description="The dense model's value.")
+    patterns: dict[str, float] = Field(default_factory=dict, description="Value per N:M pattern, e.g. {'2:4': 88.1}.")
+    max_drop: float | None = Field(None, ge=0, description="Largest acceptable loss vs dense, in metric units.")
+    source: str = Field("", description="Where the figures come from.")
+
+    @field_validator("patterns")
+    @classmethod
+    def _keys(cls, value: dict[str, float]) -> dict[str, float]:
+        return {normalize_pattern(k): v for k, v in value.items()}
+
+    def delta(self, pattern: str) -> float | None:
+        """Change vs dense (positive = better), or None when no figure exists for the pattern."""
+        if pattern not in self.patterns:
+            return None
+        d = self.patterns[pattern] - self.dense
+        return d if self.higher_is_better else -d
+
+
 class Workload(Strict):
     """A model: an ordered list of layers."""
 
@@ -192,6 +215,7 @@ class Workload(Strict):
     params: dict[str, int | float] = Field(default_factory=dict, description="Resolved parameters (defaults "
                                            "overridden by --set); expressions in layer fields use them.")
     kv_cache_elements: NonNegInt = Field(0, description="Elements of the KV cache (LLM decode), for the footprint.")
+    quality: Quality | None = Field(None, description="Quality figures (dense and per pattern) and a threshold.")
     sparsity: str | None = Field(None, description="Pattern applied to every weight layer without its own.")
     layers: list[Layer] = Field(min_length=1)
 
