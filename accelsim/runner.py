@@ -84,15 +84,22 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
             "fits": None if cap is None else bool(total <= cap)}
 
 
-def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> None:
+def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> str | None:
+    """Attach energy to every result; return a warning instead when the energy table lacks the dtype."""
     from .energy import layer_energy, rounded
 
+    spec = hw.energy
+    needed = [spec.mac_pj] + ([spec.sparse_mac_pj] if spec.sparse_mac_pj is not None else [])  # type: ignore[union-attr]
+    if any(dtype not in table for table in needed) and any(r.macs_executed for r in results):
+        return (f"no energy figures: the hardware's energy.mac_pj / sparse_mac_pj have no {dtype} entry "
+                "(add one to report energy)")
     for res, base in zip(results, bases, strict=True):
         e = layer_energy(res, hw, dtype)
         dense_j = layer_energy(base, hw, dtype)["total_j"] if base is not res else e["total_j"]
         e["dense_total_j"] = dense_j
         e["energy_ratio_vs_dense"] = dense_j / e["total_j"] if e["total_j"] else 1.0
         res.energy = rounded(e)
+    return None
 
 
 def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: str = "sparse-if-supported",
@@ -123,10 +130,12 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         bases.append(base)
         if progress is not None:
             progress(i + 1, len(kernels))
-    if hw.energy is not None:
-        _add_energy(results, bases, model.dtype, hw)
-    fp = footprint(model, kernels, hw)
     warnings = []
+    if hw.energy is not None:
+        problem = _add_energy(results, bases, model.dtype, hw)
+        if problem:
+            warnings.append(problem)
+    fp = footprint(model, kernels, hw)
     if fp["fits"] is False:
         warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
                         f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,}")
