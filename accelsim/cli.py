@@ -29,6 +29,7 @@ def _write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

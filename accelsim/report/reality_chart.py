@@ -1,0 +1,341 @@
+"""The sparse reality check as a chart and as terminal bars.
+
+Input is the plain dict of :func:`accelsim.reality.reality_check`. Library code: nothing here
+prints or exits, and matplotlib is used through :class:`~matplotlib.figure.Figure` with the Agg
+canvas directly (no pyplot, no global state; rcParams are only touched inside ``rc_context``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+
+FIGSIZE = (13.0, 5.5)
+DPI = 100
+BASENAME = "reality_check"
+SVG_HASHSALT = "accelsim-reality-check"
+
+COLOR_NOMINAL = "#6b8cae"   # grey-blue
+COLOR_GAIN = "#2e9e4f"      # green
+COLOR_LOSS = "#d64541"      # red
+COLOR_FALLBACK = "#f28e2b"  # orange
+COLOR_GRID = "#d9d9d9"
+COLOR_TEXT = "#222222"
+
+# rung key -> short cause name for the waterfall's x axis and the text ladder
+SHORT_NAMES = {
+    "nominal": "nominal",
+    "executed_pattern": "executed pattern",
+    "amdahl": "non-sparse ops",
+    "non_mac_time": "non-MAC time",
+    "padding": "padding / shape",
+    "data_movement": "data movement",
+    "metadata": "metadata",
+    "efficiency": "kernel efficiency",
+    "fixed_cost": "fixed cost",
+}
+
+_LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "pad": 1.0, "alpha": 0.85}
+
+BAR_CHAR = "\u2588"
+TEXT_LABELS = ("nominal sparsity", "real speedup", "fallback overhead")
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+def format_params(params: dict[str, Any] | None) -> str:
+    """``{'batch': 16, 'seq': 128}`` -> ``'batch 16, seq 128'`` (empty string for no params)."""
+    return ", ".join(f"{k} {v}" for k, v in (params or {}).items())
+
+
+def _subject(data: dict[str, Any]) -> str:
+    """``bert-base (batch 16, seq 128) on a100-like, 2:4``."""
+    params = format_params(data.get("params"))
+    workload = f"{data.get('workload', '?')} ({params})" if params else str(data.get("workload", "?"))
+    return f"{workload} on {data.get('hardware', '?')}, {data.get('sparsity')}"
+
+
+def _executed_note(data: dict[str, Any]) -> str:
+    """'1:4 requested, executed as 2:4' when the hardware ran another pattern than asked for; else ''."""
+    executed = list(data.get("patterns_executed") or [])
+    if executed and executed != [data.get("sparsity")]:
+        return f"{data.get('sparsity')} requested, executed as {', '.join(executed)}"
+    return ""
+
+
+def _short_name(rung: dict[str, Any]) -> str:
+    return SHORT_NAMES.get(rung.get("rung", ""), str(rung.get("label", rung.get("rung", "?"))).lstrip("+ "))
+
+
+def _wrap(name: str) -> str:
+    """Two lines for a long tick label: 'kernel efficiency' -> 'kernel\nefficiency'."""
+    if len(name) <= 7 or " " not in name:
+        return name
+    words = name.split(" ")
+    def cost(i: int) -> int:  # balanced lines, and never a line that starts with '/'
+        return abs(len(" ".join(words[:i])) - len(" ".join(words[i:]))) + (99 if not words[i][0].isalnum() else 0)
+
+    best = min(range(1, len(words)), key=cost)
+    return " ".join(words[:best]) + "\n" + " ".join(words[best:])
+
+
+def _real_color(real: float) -> str:
+    return COLOR_GAIN if real >= 1.0 else COLOR_LOSS
+
+
+def _percent(fraction: float) -> str:
+    """A fraction as a whole percentage, never '-0%'."""
+    value = round(100.0 * fraction)
+    return f"{value if value else 0:d}%"
+
+
+def _signed(x: float) -> str:
+    """A change in x with an explicit sign; a zero change (or -0.0) prints as +0.00x."""
+    if abs(x) < 0.005:
+        return "\u00b10.00x"
+    return f"{x:+.2f}x"
+
+
+# ----------------------------------------------------------------------------------------------- chart
+
+def render_reality_check(data: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
+    """Draw the reality check: three bars (left) and the ladder as a waterfall (right).
+
+    Returns ``(fig, artists)`` with ``artists = {"bars": {"nominal", "real", "fallback"}: Rectangle,
+    "axes": {"speedup", "fallback", "ladder"}: Axes, "ladder_bars": [Rectangle, ...]}``. The
+    speedup bars are in x on the ``speedup`` axis, the fallback bar in percent of the sparse run's
+    time on the ``fallback`` axis (twin of ``speedup``). ``ladder_bars`` are the waterfall's bars
+    in order: nominal, one per rung after the first (bottom = the lower of the two speedups, height
+    = |change|, a zero change drawn as a hairline), real. The layout is fixed (no layout engine),
+    so data-to-pixel transforms read before saving hold for the saved PNG.
+    """
+    bars = data["bars"]
+    nominal = float(bars["nominal_speedup"])
+    real = float(bars["real_speedup"])
+    fallback_pct = 100.0 * float(bars["fallback_overhead"])
+    rungs = list(data.get("rungs", []))
+
+    fig = Figure(figsize=FIGSIZE, dpi=DPI)
+    FigureCanvasAgg(fig)
+    # fixed layout (no constrained/tight layout) so axes positions do not move at draw time
+    grid = fig.add_gridspec(1, 2, width_ratios=[1.0, 1.75], left=0.06, right=0.985, top=0.82, bottom=0.14,
+                            wspace=0.30)
+    ax = fig.add_subplot(grid[0, 0])
+    ax3 = fig.add_subplot(grid[0, 1])
+
+    fig.suptitle(f"Sparse reality check: {_subject(data)}", fontsize=14, fontweight="bold", y=0.975,
+                 color=COLOR_TEXT)
+    fig.text(0.5, 0.905, _subtitle(data), ha="center", va="center", fontsize=10, color="#555555",
+             linespacing=1.3)
+
+    # ---- left: nominal / real / fallback
+    ymax = max(nominal, real, 1.0) * 1.22
+    labels = ["nominal\nsparsity", "real\nspeedup", "fallback\noverhead"]
+    b_nom = ax.bar(0, nominal, width=0.6, color=COLOR_NOMINAL, zorder=3)[0]
+    b_real = ax.bar(1, real, width=0.6, color=_real_color(real), zorder=3)[0]
+    ax.set_ylim(0, ymax)
+    ax.set_xlim(-0.6, 2.6)
+    ax.set_xticks([0, 1, 2], labels, fontsize=10)
+    ax.set_ylabel("speedup over dense (x)", fontsize=10)
+    # the dense line spans the two speedup bars only (the fallback bar has its own % axis)
+    ax.plot([-0.6, 1.36], [1.0, 1.0], color="#444444", linestyle="--", linewidth=1.0, zorder=4)
+    ax.text(1.38, 1.0, "dense", ha="left", va="center", fontsize=8.5, color="#444444", zorder=5, bbox=_LABEL_BOX)
+    ax.grid(axis="y", color=COLOR_GRID, linewidth=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    for spine in ("top",):
+        ax.spines[spine].set_visible(False)
+    off = ymax * 0.015
+    ax.text(0, nominal + off, f"{nominal:.2f}x", ha="center", va="bottom", fontsize=12, fontweight="bold",
+            color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
+    ax.text(1, real + off, f"{real:.2f}x", ha="center", va="bottom", fontsize=12, fontweight="bold",
+            color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
+    ax.set_title("nominal vs real", fontsize=11, color=COLOR_TEXT)
+
+    ax2 = ax.twinx()
+    b_fb = ax2.bar(2, fallback_pct, width=0.6, color=COLOR_FALLBACK, zorder=3)[0]
+    ax2.set_ylim(0, max(100.0, fallback_pct) * 1.22)
+    ax2.set_yticks([0, 20, 40, 60, 80, 100])
+    ax2.set_ylabel("fallback overhead (% of sparse-run time)", fontsize=10, color=COLOR_FALLBACK)
+    ax2.tick_params(axis="y", colors=COLOR_FALLBACK)
+    ax2.spines["right"].set_color(COLOR_FALLBACK)
+    ax2.spines["top"].set_visible(False)
+    ax2.text(2, fallback_pct + ax2.get_ylim()[1] * 0.015, f"{fallback_pct:.0f}%", ha="center", va="bottom",
+             fontsize=12, fontweight="bold", color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
+
+    # ---- right: the ladder as a waterfall
+    ladder_bars = _waterfall(ax3, rungs, nominal, real)
+
+    artists = {"bars": {"nominal": b_nom, "real": b_real, "fallback": b_fb},
+               "axes": {"speedup": ax, "fallback": ax2, "ladder": ax3},
+               "ladder_bars": ladder_bars}
+    return fig, artists
+
+
+def _subtitle(data: dict[str, Any]) -> str:
+    parts = [f"policy: {data.get('policy', '?')}"]
+    if _executed_note(data):
+        parts.append(_executed_note(data))
+    if "sparse_layers" in data and "layers" in data:
+        parts.append(f"{data['sparse_layers']} of {data['layers']} ops run sparse")
+    fb = data.get("fallback") or {}
+    if fb.get("layers"):
+        by = sorted((fb.get("by_reason") or {}).items(), key=lambda kv: (-kv[1].get("cycles", 0), kv[0]))
+        reasons = ", ".join(f"{k} {v['layers']}" for k, v in by[:3]) + (f", +{len(by) - 3} more" if len(by) > 3 else "")
+        parts.append(f"{fb['layers']} fell back to dense" + (f" ({reasons})" if reasons else ""))
+    text = "   \u00b7   ".join(parts)
+    if len(text) > 150 and len(parts) > 2:  # many fallback reasons: they get a line of their own
+        text = "   \u00b7   ".join(parts[:-1]) + "\n" + parts[-1]
+    return text
+
+
+def _waterfall(ax3: Any, rungs: list[dict[str, Any]], nominal: float, real: float) -> list[Rectangle]:
+    """Nominal bar, one floating bar per rung's change, the real bar; returns the bars in that order."""
+    steps = [r for r in rungs if r.get("rung") != "nominal"]
+    names = ["nominal"] + [_short_name(r) for r in steps] + ["real"]
+    values = [float(r["speedup"]) for r in rungs] if rungs else [nominal, real]
+    top = max([nominal, real, 1.0, *values])
+    ymax = top * 1.22
+    off = ymax * 0.015
+    ax3.set_ylim(0, ymax)
+    ax3.set_xlim(-0.6, len(names) - 0.4)
+    ax3.grid(axis="y", color=COLOR_GRID, linewidth=0.6, zorder=0)
+    ax3.set_axisbelow(True)
+    ax3.spines["top"].set_visible(False)
+    ax3.spines["right"].set_visible(False)
+    ax3.axhline(1.0, color="#444444", linestyle="--", linewidth=1.0, zorder=4)
+    ax3.set_ylabel("speedup over dense (x)", fontsize=10)
+    ax3.set_title("where the speedup goes: each rung adds one real effect to the sparse run", fontsize=11,
+                  color=COLOR_TEXT)
+
+    out = [ax3.bar(0, nominal, width=0.6, color=COLOR_NOMINAL, zorder=3)[0]]
+    ax3.text(0, nominal + off, f"{nominal:.2f}x", ha="center", va="bottom", fontsize=10, fontweight="bold",
+             color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
+    prev = nominal
+    for i, rung in enumerate(steps, start=1):
+        cur = float(rung["speedup"])
+        change = cur - prev
+        lo, hi = min(prev, cur), max(prev, cur)
+        color = COLOR_LOSS if change < 0 else COLOR_GAIN
+        # a zero change still gets a hairline so the rung is visibly "nothing lost here"
+        out.append(ax3.bar(i, max(hi - lo, ymax * 0.004), bottom=lo, width=0.6,
+                           color=color if hi > lo else "#888888", zorder=3)[0])
+        ax3.plot([i - 1 + 0.3, i - 0.3], [prev, prev], color="#888888", linewidth=0.8, linestyle=":", zorder=2)
+        if change <= -0.005:  # a visible loss: label under the bar; gains and ~zero changes: above
+            ax3.text(i, lo - off, _signed(change), ha="center", va="top", fontsize=9.5,
+                     color=COLOR_LOSS, fontweight="bold", zorder=5, bbox=_LABEL_BOX)
+        else:
+            ax3.text(i, hi + off, _signed(change), ha="center", va="bottom", fontsize=9.5,
+                     color=COLOR_GAIN if change >= 0.005 else "#666666", fontweight="bold", zorder=5,
+                     bbox=_LABEL_BOX)
+        prev = cur
+    last = len(names) - 1
+    ax3.plot([last - 1 + 0.3, last - 0.3], [prev, prev], color="#888888", linewidth=0.8, linestyle=":", zorder=2)
+    out.append(ax3.bar(last, real, width=0.6, color=_real_color(real), zorder=3)[0])
+    ax3.text(last, real + off, f"{real:.2f}x", ha="center", va="bottom", fontsize=10, fontweight="bold",
+             color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
+    ax3.set_xticks(range(len(names)), [_wrap(n) for n in names], fontsize=8.5 if len(names) > 8 else 9.5)
+    ax3.legend(handles=[Patch(color=COLOR_LOSS, label="loss"), Patch(color=COLOR_GAIN, label="gain"),
+                        Line2D([], [], color="#444444", linestyle="--", label="dense = 1.0x")],
+               loc="upper right", fontsize=9, frameon=False, ncol=3)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- files
+
+def save_chart(fig: Figure, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write ``reality_check.png`` and ``reality_check.svg`` into ``out_dir``; return their paths.
+
+    Both files are deterministic for identical figures: no date or software metadata, and a fixed
+    SVG hash salt. Each file is written to a temporary name and renamed into place.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT, "svg.fonttype": "path"}):
+        for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
+            target = out / f"{BASENAME}.{fmt}"
+            _write_bytes_atomic(target, buf.getvalue())
+            paths.append(target)
+    return paths
+
+
+def _write_bytes_atomic(target: Path, payload: bytes) -> None:
+    """Temp file + rename. ``open`` (not ``mkstemp``) so the file gets the usual umask permissions, not 0600."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# ----------------------------------------------------------------------------------------------- text
+
+def _bar(chars: int, width: int) -> str:
+    return (BAR_CHAR * chars).ljust(width)
+
+
+def bar_lengths(data: dict[str, Any], width: int = 40) -> tuple[int, int, int]:
+    """Characters of the nominal, real and fallback bars of :func:`text_bars`.
+
+    The two speedup bars share one scale (the larger speedup = ``width``); the fallback bar is its
+    fraction of the sparse run's time times ``width``.
+    """
+    bars = data["bars"]
+    nominal, real = float(bars["nominal_speedup"]), float(bars["real_speedup"])
+    scale = max(nominal, real)
+    n_nom = round(width * nominal / scale) if scale > 0 else 0
+    n_real = round(width * real / scale) if scale > 0 else 0
+    n_fb = min(width, max(0, round(width * float(bars["fallback_overhead"]))))
+    return n_nom, n_real, n_fb
+
+
+def text_bars(data: dict[str, Any], width: int = 40) -> str:
+    """The terminal view: a header, three bars, the ladder rung by rung and the explanation.
+
+    Lines joined by newlines, no trailing newline (``print(text_bars(data))``).
+    """
+    bars = data["bars"]
+    nominal, real = float(bars["nominal_speedup"]), float(bars["real_speedup"])
+    fallback = float(bars["fallback_overhead"])
+    n_nom, n_real, n_fb = bar_lengths(data, width)
+    lab = max(len(t) for t in TEXT_LABELS) + 2
+    lines = [
+        f"SPARSE REALITY CHECK  {_subject(data)}",
+        f"{TEXT_LABELS[0]:<{lab}}{_bar(n_nom, width)}  {nominal:.2f}x",
+        f"{TEXT_LABELS[1]:<{lab}}{_bar(n_real, width)}  {real:.2f}x",
+        f"{TEXT_LABELS[2]:<{lab}}{_bar(n_fb, width)}  {100.0 * fallback:.0f}% of sparse-run time",
+    ]
+    rungs = data.get("rungs") or []
+    if rungs:
+        shares = {loss["rung"]: loss for loss in data.get("losses") or []}
+        rw = max(len(r["label"]) for r in rungs)
+        lines.append("")
+        lines.append("ladder (one real effect added per rung; speedup over the real dense run):")
+        for rung in rungs:
+            line = f"  {rung['label']:<{rw}}  {float(rung['speedup']):.2f}x"
+            if "change" in rung:
+                share = shares.get(rung["rung"], {}).get("share_of_gap", 0.0)
+                line += f"  ({_signed(float(rung['change']))}, {_percent(share)} of the gap)"
+            lines.append(line)
+    explanation = data.get("explanation") or []
+    if _executed_note(data) or explanation:
+        lines.append("")
+    if _executed_note(data):
+        lines.append(f"note: {_executed_note(data)}")
+    if explanation:
+        lines.extend(f"why: {e}" for e in explanation)
+    return "\n".join(lines)
