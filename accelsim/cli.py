@@ -261,6 +261,14 @@ def cmd_import_onnx(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_regress(args: argparse.Namespace) -> int:
+    from .report.regress import regress_command
+
+    code, text = regress_command(args.baseline, args.candidate, args.tolerances, args.out, bless=args.bless)
+    (sys.stderr if code == 2 else sys.stdout).write(text if text.endswith("\n") else text + "\n")
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
                                             "workloads.")
@@ -300,6 +308,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="size a symbolic dimension, e.g. batch=8 (repeatable)")
     i.add_argument("--name", help="workload name (default: the file's stem)")
     i.set_defaults(func=cmd_import_onnx)
+
+    g = sub.add_parser("regress", help="compare results (files or directories) with baselines: exit 0 ok, "
+                                       "1 drift, 2 error")
+    g.add_argument("baseline")
+    g.add_argument("candidate")
+    g.add_argument("--tolerances", metavar="YAML", help="default_rtol/default_atol, per-metric overrides, ignore")
+    g.add_argument("-o", "--out", metavar="DIR", help="write regress.json and regress.md (a PR-ready diff) here")
+    g.add_argument("--bless", action="store_true", help="rewrite BASELINE from CANDIDATE (bodies only)")
+    g.set_defaults(func=cmd_regress)
 
     f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
                                                  "compare with numpy")

@@ -1,0 +1,99 @@
+"""Generate accelsim's golden matrix: every shipped hwconfig x small workloads x {dense, 2:4}.
+
+    python tests/golden/make_goldens.py OUT_DIR     # write candidate bodies into OUT_DIR
+    python tests/golden/make_goldens.py --bless     # regenerate and bless tests/golden/bodies (lists changes)
+
+Each case is written as ``OUT_DIR/<hwconfig>/<workload>.<dense|2-4>.json``: the result body
+(no ``meta``: keys sorted, indent 2, trailing newline), exactly what ``accelsim regress --bless``
+stores. The matrix is fixed here so that the test suite and the bless command agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN_DIR = Path(__file__).resolve().parent
+BODIES = GOLDEN_DIR / "bodies"
+TOLERANCES = GOLDEN_DIR / "tolerances.yaml"
+
+# (workload file, parameters): the shipped workloads at small sizes
+WORKLOADS: list[tuple[str, dict[str, Any]]] = [
+    ("gemm-microbench.yaml", {}),
+    ("resnet18.yaml", {}),
+    ("bert-base.yaml", {"batch": 1, "seq": 64}),
+    ("mobilenetv2.yaml", {}),
+    ("llama2-7b-decode.yaml", {"kv_len": 128}),
+]
+SPARSITIES = ("dense", "2:4")
+
+
+@dataclass(frozen=True)
+class Case:
+    hw: str                      # relative to the repository root
+    workload: str
+    params: dict[str, Any] = field(default_factory=dict, hash=False)
+    sparsity: str = "dense"
+
+    @property
+    def relpath(self) -> str:
+        return f"{Path(self.hw).stem}/{Path(self.workload).stem}.{self.sparsity.replace(':', '-')}.json"
+
+
+def matrix() -> list[Case]:
+    """Every shipped hardware config x WORKLOADS x SPARSITIES, in a fixed order."""
+    hws = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "hwconfigs").glob("*.yaml"))
+    return [Case(hw, f"workloads/{wl}", params, sp) for hw in hws for wl, params in WORKLOADS for sp in SPARSITIES]
+
+
+def generate(out_dir: str | Path, cases: list[Case] | None = None) -> list[Path]:
+    """Simulate each case and write its golden body under ``out_dir``; return the written paths."""
+    from accelsim.hardware import load_hardware
+    from accelsim.report.regress import golden_body, golden_text, write_atomic
+    from accelsim.runner import run
+    from accelsim.workload import load_workload
+
+    out = Path(out_dir)
+    written = []
+    hw_cache: dict[str, Any] = {}
+    for case in cases if cases is not None else matrix():
+        hw = hw_cache.get(case.hw)
+        if hw is None:
+            hw = hw_cache[case.hw] = load_hardware(ROOT / case.hw)
+        model = load_workload(ROOT / case.workload, dict(case.params))
+        result = run(model, hw, case.sparsity, hw_source=case.hw)
+        path = out / case.relpath
+        write_atomic(path, golden_text(golden_body(result)))
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="make_goldens.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("out", nargs="?", help="directory to write the candidate bodies into")
+    p.add_argument("--bless", action="store_true", help="regenerate the matrix and bless tests/golden/bodies with it")
+    args = p.parse_args(argv)
+    if args.bless == bool(args.out):
+        p.error("give either OUT_DIR or --bless")
+    if args.out:
+        paths = generate(args.out)
+        print(f"wrote {len(paths)} golden bodies into {args.out}")
+        return 0
+    from accelsim.report.regress import regress_command
+
+    with tempfile.TemporaryDirectory(prefix="accelsim-goldens-") as tmp:
+        generate(tmp)
+        code, text = regress_command(BODIES, tmp, TOLERANCES, bless=True)
+    text = text.replace(tmp, "<regenerated>").replace(f"{ROOT}{os.sep}", "")
+    (sys.stderr if code == 2 else sys.stdout).write(text)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
