@@ -140,6 +140,6 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
                         f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,}")
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
-    return RunResult(hardware=hw.to_dict(), workload=model.to_dict(), sparsity=sparsity, layers=results,
+    return RunResult(hardware=hw.to_dict(), workload=model.summary(), sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,
                      dense_total_cycles=dense_total, policy=policy, footprint=fp, warnings=warnings)

@@ -241,6 +241,13 @@ class Workload(Strict):
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
 
+    def summary(self) -> dict[str, Any]:
+        """The workload as echoed into results: everything but the expanded layer list, plus its hash."""
+        out = self.model_dump(mode="json", exclude_none=True, exclude={"layers"})
+        out["layers"] = len(self.layers)
+        out["hash"] = self.config_hash()
+        return out
+
     def config_hash(self) -> str:
         return configio.canonical_hash(self.to_dict())
 

@@ -155,7 +155,8 @@ def load_result(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
+        tail = text.rstrip()
+        hint = " (truncated?)" if exc.pos >= len(tail) - 64 or not tail.endswith(("}", "]")) else ""
         raise ResultFileError(src, f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}{hint}") from None
     except RecursionError:  # pragma: no cover - pathological nesting
         raise ResultFileError(src, "not JSON (nested too deeply)") from None
