@@ -269,6 +269,59 @@ def cmd_regress(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report.deploy import report_command
+
+    paths, lines = report_command(args.hw, args.workload, args.out, args.sparsity, args.set, args.hw_set,
+                                  args.policy, args.patterns, args.quality_threshold, args.weights,
+                                  command=["accelsim", *sys.argv[1:]])
+    for line in lines:
+        print(line)
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
+    return 3 if args.fail_on_breach and lines and "BREACH" in lines[0] else 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import sweep_command
+
+    bar = None
+    try:
+        from tqdm import tqdm
+
+        bar = tqdm(unit="config", file=sys.stderr, disable=None, dynamic_ncols=True)
+    except ImportError:  # pragma: no cover
+        pass
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    try:
+        summary = sweep_command(args.spec, args.out, dask=args.dask, resume=args.resume, workers=args.workers,
+                                progress=progress, command=["accelsim", *sys.argv[1:]])
+    finally:
+        if bar is not None:
+            bar.close()
+    for warning in summary.get("warnings", []):
+        print(f"accelsim: warning: {warning}", file=sys.stderr)
+    print(f"sweep: {summary.get('points', '?')} configs, {summary.get('rows', '?')} rows "
+          f"({summary.get('infeasible', 0)} infeasible) in {summary.get('wall_s', 0):.1f} s "
+          f"({summary.get('configs_per_s', 0):,.0f} configs/s)")
+    for path in summary.get("files", []):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_sweep_plot(args: argparse.Namespace) -> int:
+    from .sweep import sweep_plot_command
+
+    for path in sweep_plot_command(args.results, args.out):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
                                             "workloads.")
@@ -317,6 +370,34 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-o", "--out", metavar="DIR", help="write regress.json and regress.md (a PR-ready diff) here")
     g.add_argument("--bless", action="store_true", help="rewrite BASELINE from CANDIDATE (bodies only)")
     g.set_defaults(func=cmd_regress)
+
+    rp = sub.add_parser("report", help="sparsity deployment report: report.md, report.html, report.json")
+    rp.add_argument("--hw", required=True)
+    rp.add_argument("--workload", required=True)
+    rp.add_argument("--sparsity", default="2:4")
+    rp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    rp.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
+    rp.add_argument("--policy", choices=["sparse-if-supported", "fastest"], default="sparse-if-supported")
+    rp.add_argument("--patterns", help="also tabulate these patterns in the supported-layer matrix, e.g. 2:4,1:4")
+    rp.add_argument("--quality-threshold", type=float, help="largest acceptable quality drop (overrides max_drop)")
+    rp.add_argument("--weights", help=".npz of weights by layer name (or .npy) for the pruning-error proxy")
+    rp.add_argument("--fail-on-breach", action="store_true", help="exit 3 when the quality guardrail trips")
+    rp.add_argument("-o", "--out", required=True, help="output directory")
+    rp.set_defaults(func=cmd_report)
+
+    sw = sub.add_parser("sweep", help="design-space sweep over hardware fields, workloads, params, patterns")
+    sw.add_argument("spec", help="sweep spec YAML (sweeps/*.yaml)")
+    sw.add_argument("-o", "--out", required=True, help="results directory")
+    sw.add_argument("--dask", metavar="ADDRESS", help="run on a dask.distributed scheduler, or 'local' for a "
+                                                       "LocalCluster")
+    sw.add_argument("--workers", type=int, help="local processes (default: all cores)")
+    sw.add_argument("--resume", action="store_true", help="continue a killed sweep in the same directory")
+    sw.set_defaults(func=cmd_sweep)
+
+    sp = sub.add_parser("sweep-plot", help="Pareto, heatmaps and where-sparsity-pays plots of a sweep")
+    sp.add_argument("results", help="a sweep's results directory")
+    sp.add_argument("-o", "--out", help="plot directory (default RESULTS/plots)")
+    sp.set_defaults(func=cmd_sweep_plot)
 
     f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
                                                  "compare with numpy")

@@ -107,7 +107,8 @@ class Kernel:
 
     def cache_key(self) -> tuple[Any, ...]:
         """Everything the engine result depends on (names and reasons excluded)."""
-        return (self.path, self.m, self.n, self.k, self.dtype, self.keep_n, self.group_m, self.metadata_bits,
+        return (self.path, self.op if self.vector else None, self.m, self.n, self.k, self.dtype, self.keep_n,
+                self.group_m, self.metadata_bits,
                 self.b_unique, tuple(self.padding.get("n", ())), self.batch, self.elements, self.vector_ops,
                 self.read_bytes, self.write_bytes)
 

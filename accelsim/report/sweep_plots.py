@@ -1,0 +1,373 @@
+"""Plots of a sweep's results: Pareto fronts, heatmaps with the binding constraint, where sparsity pays.
+
+Input is a finished sweep folder (``results.csv`` and ``meta.json`` from :func:`accelsim.sweep.run_sweep`).
+Library code: nothing here prints or exits; figures are :class:`~matplotlib.figure.Figure` objects
+drawn on the Agg canvas directly (no pyplot, no global state).
+
+- **Pareto** (per workload setting): latency against a cost proxy, every feasible point faint,
+  and per sparsity pattern the Pareto front (no other point of that pattern is both cheaper and
+  faster). The cost is the spec's ``cost`` expression over result columns (dotted paths with
+  ``.`` written ``_``; ``pes`` = peak MACs/cycle), default ``pes * sram_bytes`` (PEs x SRAM bytes).
+- **Heatmaps** (per workload setting; needs two ``grid`` parameters): latency over the first two grid
+  parameters, one panel per sparsity pattern, each cell marked with the model's binding constraint
+  (C compute, M memory, D decode, L launch: the resource whose layers take most of the time).
+  Other grid parameters are held at their first listed value; random points are not used.
+- **Where sparsity pays**: speedup vs dense of each sparse pattern over the same two parameters,
+  green above 1x, red below.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
+from matplotlib.figure import Figure
+
+DPI = 110
+MAX_SETTINGS = 6
+BINDING_MARK = {"compute": "C", "memory": "M", "decode": "D", "launch": "L"}
+PATTERN_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
+PATTERN_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+PATTERN_LINES = ["-", "--", ":", "-.", "-", "--", ":", "-."]
+DEFAULT_COST = "peak_macs_per_cycle * sram_bytes"
+DEFAULT_COST_LABEL = "PEs x SRAM bytes"
+
+
+class SweepTable:
+    """A sweep's rows with column access, and the spec facts the plots need (from meta.json)."""
+
+    def __init__(self, columns: list[str], rows: list[list[Any]], sweep: dict[str, Any]) -> None:
+        self.columns = columns
+        self.rows = rows
+        self.sweep = sweep
+        self.idx = {c: i for i, c in enumerate(columns)}
+
+    def get(self, row: Sequence[Any], col: str) -> Any:
+        return row[self.idx[col]]
+
+    @property
+    def set_keys(self) -> list[str]:
+        return list(self.sweep.get("set") or [])
+
+    @property
+    def grid_keys(self) -> list[str]:
+        return [k for k in (self.sweep.get("grid") or {}) if k in self.idx]
+
+    def settings(self) -> list[tuple[Any, ...]]:
+        """Distinct (workload, *set params) in row order."""
+        seen: dict[tuple[Any, ...], None] = {}
+        for r in self.rows:
+            seen.setdefault(self.setting(r), None)
+        return list(seen)
+
+    def setting(self, row: Sequence[Any]) -> tuple[Any, ...]:
+        return (self.get(row, "workload"), *(self.get(row, k) for k in self.set_keys))
+
+    def sparsities(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for r in self.rows:
+            seen.setdefault(self.get(r, "sparsity"), None)
+        return list(seen)
+
+    def label(self, setting: tuple[Any, ...]) -> str:
+        params = ", ".join(f"{k} {_num(v)}" for k, v in zip(self.set_keys, setting[1:], strict=True) if v is not None)
+        return f"{setting[0]} ({params})" if params else str(setting[0])
+
+    def slug(self, setting: tuple[Any, ...]) -> str:
+        parts = [str(setting[0])] + [f"{k}{_num(v)}" for k, v in zip(self.set_keys, setting[1:], strict=True)
+                                     if v is not None]
+        return re.sub(r"[^0-9A-Za-z_.-]+", "-", "_".join(parts))
+
+
+def load_table(results_dir: str | os.PathLike[str]) -> SweepTable:
+    from ..sweep import load_results
+
+    cols, rows = load_results(results_dir)
+    meta_path = Path(results_dir) / "meta.json"
+    sweep: dict[str, Any] = {}
+    if meta_path.is_file():
+        sweep = json.loads(meta_path.read_text()).get("sweep", {})
+    return SweepTable(cols, rows, sweep)
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float):
+        if v.is_integer():
+            return f"{int(v):,}"
+        return f"{v:.4g}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+def _short_bytes(v: Any) -> str:
+    if isinstance(v, int | float) and not isinstance(v, bool) and v >= 1024:
+        for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if v >= size:
+                q = v / size
+                return f"{q:.3g} {unit}"
+    return _num(v)
+
+
+def _value_label(path: str, v: Any) -> str:
+    return _short_bytes(v) if path.endswith("bytes") else _num(v)
+
+
+# ------------------------------------------------------------------------------------------- pareto
+
+def cost_values(table: SweepTable, expr: str | None) -> list[float | None]:
+    """The cost expression evaluated per row (None where a name is empty or the result is not finite)."""
+    from ..sweep import cost_names
+    from ..templating import evaluate
+
+    expr = expr or DEFAULT_COST
+    names = cost_names(table.columns)
+    used = [n for n in names if re.search(rf"\b{re.escape(n)}\b", expr)]
+    out: list[float | None] = []
+    for r in table.rows:
+        env = {}
+        for n in used:
+            v = table.get(r, names[n])
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                env[n] = v
+        try:
+            val = float(evaluate(expr, env))
+        except (ValueError, ZeroDivisionError, OverflowError):
+            out.append(None)
+            continue
+        out.append(val if math.isfinite(val) else None)
+    return out
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Points (cost, value) no other point beats on both (lower cost and lower value), by cost."""
+    front: list[tuple[float, float]] = []
+    best = math.inf
+    for c, v in sorted(points):
+        if v < best:
+            front.append((c, v))
+            best = v
+    return front
+
+
+def pareto_figure(table: SweepTable, setting: tuple[Any, ...], cost: list[float | None], cost_label: str,
+                  title: str = "") -> Figure:
+    fig = Figure(figsize=(8.5, 5.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    for j, sp in enumerate(table.sparsities()):
+        pts = [(cost[i], table.get(r, "latency_us")) for i, r in enumerate(table.rows)
+               if table.setting(r) == setting and table.get(r, "sparsity") == sp and table.get(r, "feasible")
+               and cost[i] is not None and table.get(r, "latency_us")]
+        if not pts:
+            continue
+        color = PATTERN_COLORS[j % len(PATTERN_COLORS)]
+        marker = PATTERN_MARKERS[j % len(PATTERN_MARKERS)]
+        xs_all += [p[0] for p in pts]
+        ys_all += [p[1] for p in pts]
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=14, color=color, marker=marker, alpha=0.25,
+                   linewidths=0)
+        front = pareto_front(pts)
+        ax.step([p[0] for p in front], [p[1] for p in front], where="post", color=color, linewidth=1.5,
+                linestyle=PATTERN_LINES[j % len(PATTERN_LINES)])
+        ax.scatter([p[0] for p in front], [p[1] for p in front], s=34, color=color, marker=marker,
+                   edgecolors="black", linewidths=0.5, label=f"{sp} (front: {len(front)} of {len(pts)})", zorder=3)
+    if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) > 20:
+        ax.set_xscale("log")
+    if ys_all and min(ys_all) > 0 and max(ys_all) / min(ys_all) > 20:
+        ax.set_yscale("log")
+    ax.set_xlabel(f"cost: {cost_label}")
+    ax.set_ylabel("latency (us, lower is better)")
+    ax.grid(True, which="both", color="#e0e0e0", linewidth=0.5)
+    ax.legend(title="sparsity", fontsize=8, title_fontsize=8, loc="best")
+    ax.set_title(title or f"{table.label(setting)}: latency vs cost, Pareto front per pattern "
+                 "(lower left is better)", fontsize=10)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------ heatmaps
+
+def _grid_cells(table: SweepTable, setting: tuple[Any, ...], sp: str, ykey: str, xkey: str
+                ) -> tuple[list[Any], list[Any], dict[tuple[Any, Any], Sequence[Any]]]:
+    grid = table.sweep.get("grid") or {}
+    fixed = {k: _first_resolved(table, k, v) for k, v in grid.items() if k not in (xkey, ykey) and k in table.idx}
+    cells: dict[tuple[Any, Any], Sequence[Any]] = {}
+    for r in table.rows:
+        if table.get(r, "origin") != "grid" or table.setting(r) != setting or table.get(r, "sparsity") != sp:
+            continue
+        if any(table.get(r, k) != v for k, v in fixed.items()):
+            continue
+        cells.setdefault((table.get(r, ykey), table.get(r, xkey)), r)
+    ys = sorted({k[0] for k in cells}, key=_sort_key)
+    xs = sorted({k[1] for k in cells}, key=_sort_key)
+    return ys, xs, cells
+
+
+def _first_resolved(table: SweepTable, key: str, values: list[Any]) -> Any:
+    """The table's value for the first listed grid value (the table holds resolved values, e.g. 100 -> 100.0)."""
+    first = values[0]
+    for r in table.rows:
+        v = table.get(r, key)
+        if table.get(r, "origin") == "grid" and (v == first or str(v) == str(first)):
+            return v
+    return first
+
+
+def _sort_key(v: Any) -> tuple[int, Any]:
+    return (0, v) if isinstance(v, int | float) and not isinstance(v, bool) else (1, str(v))
+
+
+def _layout(n: int) -> tuple[int, int]:
+    """(rows, cols) of panels: at most 3 a row, 4 as 2 x 2."""
+    cols = 2 if n == 4 else min(n, 3)
+    return math.ceil(n / cols), cols
+
+
+def _panel_figure(n: int) -> tuple[Figure, list[Any]]:
+    rows, cols = _layout(n)
+    fig = Figure(figsize=(4.4 * cols + 1.4, 3.6 * rows + 0.7), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
+
+
+def _heat_panel(ax: Any, table: SweepTable, ys: list[Any], xs: list[Any], cells: dict, value: str, norm: Any,
+                cmap: str, text: Any, ykey: str, xkey: str, ylabel: bool = True) -> Any:
+    import numpy as np
+
+    data = np.full((len(ys), len(xs)), np.nan)
+    for (y, x), r in cells.items():
+        v = table.get(r, value)
+        if table.get(r, "feasible") and isinstance(v, int | float):
+            data[ys.index(y), xs.index(x)] = v
+    im = ax.imshow(np.ma.masked_invalid(data), origin="lower", aspect="auto", cmap=cmap, norm=norm)
+    ax.set_facecolor("#bbbbbb")
+    for (y, x), r in cells.items():
+        i, j = ys.index(y), xs.index(x)
+        label = text(r) if table.get(r, "feasible") else "infeasible"
+        color = "black"
+        if not np.isnan(data[i, j]):
+            red, green, blue, _ = im.cmap(im.norm(data[i, j]))
+            color = "white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black"
+        ax.text(j, i, label, ha="center", va="center", fontsize=7, color=color)
+    ax.set_xticks(range(len(xs)), [_value_label(xkey, v) for v in xs], fontsize=7, rotation=30)
+    ax.set_yticks(range(len(ys)), [_value_label(ykey, v) for v in ys], fontsize=7)
+    ax.set_xlabel(xkey, fontsize=8)
+    if ylabel:
+        ax.set_ylabel(ykey, fontsize=8)
+    return im
+
+
+def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey: str) -> Figure | None:
+    """Latency over two grid parameters, a panel per sparsity, the binding constraint in each cell."""
+    sps = table.sparsities()
+    panels = [(sp, *_grid_cells(table, setting, sp, ykey, xkey)) for sp in sps]
+    panels = [p for p in panels if p[3]]
+    if not panels:
+        return None
+    vals = [table.get(r, "latency_us") for _, _, _, cells in panels for r in cells.values()
+            if table.get(r, "feasible") and table.get(r, "latency_us")]
+    if not vals:
+        return None
+    norm = LogNorm(min(vals), max(vals)) if min(vals) > 0 and max(vals) > min(vals) else Normalize(min(vals),
+                                                                                                 max(vals) + 1e-9)
+    fig, axes = _panel_figure(len(panels))
+    im = None
+    cols = _layout(len(panels))[1]
+    for i, (ax, (sp, ys, xs, cells)) in enumerate(zip(axes, panels, strict=True)):
+        im = _heat_panel(ax, table, ys, xs, cells, "latency_us", norm, "viridis_r",
+                         lambda r: f"{BINDING_MARK.get(table.get(r, 'binding'), '?')}\n"
+                                   f"{_num(round(table.get(r, 'latency_us')))}", ykey, xkey, i % cols == 0)
+        ax.set_title(f"{sp}", fontsize=9)
+    fig.colorbar(im, ax=axes, label="latency (us)", shrink=0.85)
+    others = [k for k in table.grid_keys if k not in (xkey, ykey)]
+    held = f"; {', '.join(others)} at first value" if others else ""
+    fig.suptitle(f"{table.label(setting)}: latency; binding C compute, M memory, D decode, L launch{held}",
+                 fontsize=10)
+    return fig
+
+
+def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey: str) -> Figure | None:
+    """Speedup of each sparse pattern over dense on the same hardware, over two grid parameters."""
+    sps = [sp for sp in table.sparsities() if sp != "dense"]
+    panels = [(sp, *_grid_cells(table, setting, sp, ykey, xkey)) for sp in sps]
+    panels = [p for p in panels if p[3]]
+    if not panels:
+        return None
+    vals = [table.get(r, "speedup_vs_dense") for _, _, _, cells in panels for r in cells.values()
+            if table.get(r, "feasible") and table.get(r, "speedup_vs_dense")]
+    if not vals:
+        return None
+    span = max(max(vals), 1 / min(vals), 1.01)  # symmetric in ratio: 0.8x is as red as 1.25x is green
+    norm = TwoSlopeNorm(vcenter=1.0, vmin=1 / span, vmax=span)
+    fig, axes = _panel_figure(len(panels))
+    im = None
+    cols = _layout(len(panels))[1]
+    for i, (ax, (sp, ys, xs, cells)) in enumerate(zip(axes, panels, strict=True)):
+        im = _heat_panel(ax, table, ys, xs, cells, "speedup_vs_dense", norm, "RdYlGn",
+                         lambda r: f"{table.get(r, 'speedup_vs_dense'):.2f}x", ykey, xkey, i % cols == 0)
+        ax.set_title(f"{sp} vs dense", fontsize=9)
+    fig.colorbar(im, ax=axes, label="speedup vs dense (same hardware)", shrink=0.85)
+    fig.suptitle(f"{table.label(setting)}: where does sparsity pay?", fontsize=10)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------- files
+
+def _save(fig: Figure, path: Path) -> Path:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(buf.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def sweep_figures(table: SweepTable, cost: str | None = None) -> list[tuple[str, Figure]]:
+    """(file stem, Figure) for every plot the table supports."""
+    expr = cost or table.sweep.get("cost") or DEFAULT_COST
+    label = DEFAULT_COST_LABEL if expr == DEFAULT_COST else expr
+    costs = cost_values(table, expr)
+    out: list[tuple[str, Figure]] = []
+    grid = table.grid_keys
+    for setting in table.settings()[:MAX_SETTINGS]:
+        slug = table.slug(setting)
+        out.append((f"pareto_{slug}", pareto_figure(table, setting, costs, label)))
+        if len(grid) >= 2:
+            ykey, xkey = grid[0], grid[1]
+            heat = heatmap_figure(table, setting, ykey, xkey)
+            if heat is not None:
+                out.append((f"heatmap_{slug}", heat))
+            pays = sparsity_pays_figure(table, setting, ykey, xkey)
+            if pays is not None:
+                out.append((f"sparsity_pays_{slug}", pays))
+    return out
+
+
+def sweep_plot(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str],
+               cost: str | None = None) -> list[Path]:
+    """Write the sweep's plots as PNG files into ``out_dir``; return their paths.
+
+    ``cost``: an area-model expression over result columns (overrides the spec's ``cost``).
+    """
+    table = load_table(results_dir)
+    if not table.rows:
+        return []
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [_save(fig, out / f"{stem}.png") for stem, fig in sweep_figures(table, cost)]
