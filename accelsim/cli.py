@@ -322,6 +322,82 @@ def cmd_sweep_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_serve(result: dict[str, Any]) -> str:
+    """Dense and sparse serving figures side by side, capacity at SLA, quality at equal budget."""
+    labels = result["sparsities"]
+    res = result["results"]
+    llm = result["mode"] == "llm"
+    lines = [f"SERVING  {result['workload']} on {result['hardware']}, {result['rate_rps']} req/s for "
+             f"{result['duration_s']} s (seed {result['seed']}, variability "
+             f"{'on' if result['variability_enabled'] else 'off'})"]
+    metric_rows: list[tuple[str, Any]] = []
+    if llm:
+        for m in ("ttft_ms", "tpot_ms"):
+            for q in ("p50", "p95", "p99"):
+                metric_rows.append((f"{m[:-3]} {q} (ms)", lambda r, m=m, q=q: r.get(m, {}).get(q)))
+    else:
+        for q in ("p50", "p95", "p99", "max"):
+            metric_rows.append((f"latency {q} (ms)", lambda r, q=q: r["latency_ms"][q]))
+        metric_rows.append(("queueing mean (ms)", lambda r: r["queueing_delay_ms"]["mean"]))
+        metric_rows.append(("mean batch", lambda r: r["batch_size"]["mean"]))
+    metric_rows.append(("throughput (req/s)", lambda r: r.get("throughput_rps")))
+    metric_rows.append(("utilisation", lambda r: r.get("utilisation")))
+    if res[labels[0]].get("sla"):
+        metric_rows.append(("SLA attainment", lambda r: r["sla"]["attainment"]))
+    width = max(len(name) for name, _ in metric_rows)
+    lines.append(" " * width + "".join(f"{lab:>14s}" for lab in labels))
+    for name, get in metric_rows:
+        vals = []
+        for lab in labels:
+            v = get(res[lab])
+            vals.append(f"{v:14,.3f}" if isinstance(v, int | float) else f"{'-':>14s}")
+        lines.append(name.ljust(width) + "".join(vals))
+    cap = result.get("capacity")
+    if cap:
+        lines.append("")
+        lines.append(f"capacity at p99 {cap['metric']} <= {cap['budget_ms']} ms:")
+        for lab, c in cap["results"].items():
+            rate = c.get("max_rate_rps")
+            lines.append(f"  {lab:8s} {rate:10,.1f} req/s ({c['status']})" if rate is not None
+                         else f"  {lab:8s} {'-':>10s} ({c['status']})")
+        if cap.get("sparse_over_dense"):
+            lines.append(f"  sparse / dense: {cap['sparse_over_dense']:.3f}x")
+    q = result.get("quality")
+    if q:
+        lines.append("")
+        lines.append(f"quality at equal latency budget (p99 <= {q.get('budget_ms')} ms):")
+        for v in q.get("variants", []):
+            lines.append(f"  {v['name']:22s} quality {v['quality']:8.2f}  p99 {v['p99_ms']:9.3f} ms  "
+                         f"{'holds' if v['holds'] else 'misses'}")
+        if q.get("best"):
+            lines.append(f"  best that holds: {q['best']} ({q['best_quality']}); dense baseline that holds: "
+                         f"{q.get('dense_baseline')} ({q.get('dense_baseline_quality')}); "
+                         f"delta {q.get('quality_delta'):+}")
+        else:
+            lines.append("  no variant holds the budget")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import json
+
+    from .runtime import serve_command
+
+    result = serve_command(args.hw, args.workload, args.rate, args.sparsity, duration_s=args.duration,
+                           seed=args.seed, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+                           sla_p99_ms=args.sla_p99, find_max_rate=args.find_max_rate, variants=args.variants,
+                           out=args.out, set_params=args.set, budget_ms=args.budget_ms, instances=args.instances,
+                           sizes=args.sizes, trace=args.trace, runtime_config=args.runtime_config,
+                           hw_set=args.hw_set)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result, indent=2, default=float) + "\n")
+    else:
+        sys.stdout.write(format_serve(result))
+    for path in result.get("files", []):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
                                             "workloads.")
@@ -398,6 +474,30 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("results", help="a sweep's results directory")
     sp.add_argument("-o", "--out", help="plot directory (default RESULTS/plots)")
     sp.set_defaults(func=cmd_sweep_plot)
+
+    sv = sub.add_parser("serve", help="request-level serving model (simpy): latency percentiles, capacity at SLA, "
+                                      "quality at equal latency budget")
+    sv.add_argument("--hw", required=True)
+    sv.add_argument("--workload", required=True)
+    sv.add_argument("--rate", type=float, help="arrival rate, requests/s (Poisson)")
+    sv.add_argument("--sparsity", help="pattern run beside dense (default: the workload's plan)")
+    sv.add_argument("--duration", type=float, default=10.0, help="simulated seconds (default 10)")
+    sv.add_argument("--seed", type=int, default=0)
+    sv.add_argument("--max-batch", type=int, default=8)
+    sv.add_argument("--max-wait-ms", type=float, default=2.0)
+    sv.add_argument("--instances", type=int, default=1)
+    sv.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sv.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
+    sv.add_argument("--sizes", help="request sizes: fixed:N, uniform:A:B or choice:a,b@wa,wb")
+    sv.add_argument("--trace", help="CSV of arrival_s and sizes to replay")
+    sv.add_argument("--runtime-config", help="YAML of runtime fields (batching, buckets, variability sources)")
+    sv.add_argument("--sla-p99", type=float, metavar="MS", help="p99 latency budget in ms")
+    sv.add_argument("--find-max-rate", action="store_true", help="highest rate holding the p99 budget")
+    sv.add_argument("--variants", help="variants YAML (workload, sparsity, quality) for quality at equal budget")
+    sv.add_argument("--budget-ms", type=float, help="latency budget for --variants (default --sla-p99)")
+    sv.add_argument("--format", choices=["table", "json"], default="table")
+    sv.add_argument("-o", "--out", help="directory for serve.json and the latency plots")
+    sv.set_defaults(func=cmd_serve)
 
     f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
                                                  "compare with numpy")
