@@ -398,6 +398,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from .report.trace import trace_command
+
+    try:
+        stats = trace_command(args.hw, args.workload, args.out, args.sparsity, args.layer or None, args.max_events,
+                              args.set, args.hw_set)
+    except ValueError as exc:
+        raise AccelsimError(str(exc)) from None
+    red = stats.get("reduction") or {}
+    print(f"wrote {stats['path']}: {stats['events']:,} events, {stats['bytes'] / 1e6:.1f} MB, "
+          f"{stats.get('span_us', 0):,.1f} us simulated; reduction: {red.get('description', 'none')}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .report.plots import plot_command
+
+    try:
+        paths = plot_command(args.kind, args.hw, args.workload, args.out, args.sparsity, args.layer, args.set,
+                             args.hw_set)
+    except ValueError as exc:
+        raise AccelsimError(str(exc)) from None
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
                                             "workloads.")
@@ -498,6 +526,29 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--format", choices=["table", "json"], default="table")
     sv.add_argument("-o", "--out", help="directory for serve.json and the latency plots")
     sv.set_defaults(func=cmd_serve)
+
+    tr = sub.add_parser("trace", help="per-tile Chrome/Perfetto trace (open in ui.perfetto.dev)")
+    tr.add_argument("--hw", required=True)
+    tr.add_argument("--workload", required=True)
+    tr.add_argument("--sparsity", help="N:M pattern or dense (default: the workload's plan)")
+    tr.add_argument("--layer", action="append", default=[], metavar="NAME", help="only these layers (repeatable)")
+    tr.add_argument("--max-events", type=int, help="bound on events; reduced deterministically (default 500,000; "
+                                                      "0 = no bound)")
+    tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    tr.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
+    tr.add_argument("-o", "--out", required=True, help="trace JSON file")
+    tr.set_defaults(func=cmd_trace)
+
+    pl = sub.add_parser("plot", help="timeline, occupancy, roofline, traffic or power plot (PNG + SVG)")
+    pl.add_argument("kind", choices=["timeline", "occupancy", "roofline", "traffic", "power"])
+    pl.add_argument("--hw", required=True)
+    pl.add_argument("--workload", required=True)
+    pl.add_argument("--sparsity", default="2:4")
+    pl.add_argument("--layer", help="timeline: only this layer")
+    pl.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    pl.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
+    pl.add_argument("-o", "--out", required=True, help="output directory")
+    pl.set_defaults(func=cmd_plot)
 
     f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
                                                  "compare with numpy")

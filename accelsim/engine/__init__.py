@@ -250,7 +250,9 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         xfer[:, tl.T_DRAM_A_META] = work[:, tl.T_SRAM_A_META]
         xfer[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B]
         xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
-        times = pl.run_pipeline(xfer, bw, hw.dram_latency_cycles(), dec_rate, dec_lat, stages, 0.0)
+        # C goes to DRAM (or stays in L2): its own share of the memory system, not the loads'
+        wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.full(len(work), fc), active, fill, l2_bw, dram_bw)
+        times = pl.run_pipeline_split(xfer, bw, wb_bw, hw.dram_latency_cycles(), dec_rate, dec_lat, stages, 0.0)
         segs.append(_Segment(work, times, bw, count=count, active=active, wave_class=idx))
     waves = -(-ctas // slots)
     last = ctas - (waves - 1) * slots

@@ -37,9 +37,17 @@ def _load(tiles: np.ndarray, times: np.ndarray, i: int, ready: float, dram_free:
 @njit(cache=True)
 def run_pipeline(tiles: np.ndarray, bw: np.ndarray, latency: float, decode_rate: float, decode_latency: float,
                  n_buffers: int, start: float) -> np.ndarray:
+    """Schedule every tile with one transfer rate per tile for loads and write-backs alike."""
+    return run_pipeline_split(tiles, bw, bw, latency, decode_rate, decode_latency, n_buffers, start)
+
+
+@njit(cache=True)
+def run_pipeline_split(tiles: np.ndarray, bw: np.ndarray, wb_bw: np.ndarray, latency: float, decode_rate: float,
+                       decode_latency: float, n_buffers: int, start: float) -> np.ndarray:
     """Schedule every tile; return the timing array (one row per tile, P_* columns).
 
-    ``bw[i]`` is the bytes/cycle tile i's transfers get (its share of the memory system).
+    ``bw[i]`` is the bytes/cycle tile i's loads get (its share of the memory system); ``wb_bw[i]`` its
+    write-back's (where C goes may differ from where A and B come from).
     """
     n = tiles.shape[0]
     times = np.zeros((n, N_TIME_COLS), dtype=np.float64)
@@ -98,7 +106,7 @@ def run_pipeline(tiles: np.ndarray, bw: np.ndarray, latency: float, decode_rate:
         wbytes = tiles[i, T_DRAM_C_WRITE]
         if wbytes > 0.0:
             ws = max(ce, dram_free)
-            we = ws + wbytes / bw[i]
+            we = ws + wbytes / wb_bw[i]
             dram_free = we
             times[i, P_WB_START] = ws
             times[i, P_WB_END] = we + 0.0

@@ -1,0 +1,472 @@
+"""Timeline, occupancy, roofline and data-movement plots of simulated runs (matplotlib).
+
+Every function returns a :class:`~matplotlib.figure.Figure` drawn on the Agg canvas directly:
+no pyplot, no global state (rcParams are only touched inside ``rc_context`` when saving).
+Stage colours are the trace's (:mod:`accelsim.report.timeline`). Library code: nothing prints.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ..hardware import Hardware
+from ..results import RunResult
+from . import timeline as tl
+
+__all__ = ["plot_timeline", "plot_occupancy", "plot_roofline", "plot_traffic", "save_figure", "plot_command",
+           "PLOT_KINDS", "FIGSIZE", "DPI"]
+
+DPI = 100
+FIGSIZE = {"timeline": (13.0, 5.0), "occupancy": (13.0, 6.0), "roofline": (9.0, 6.5), "traffic": (9.0, 6.0),
+           "power": (12.0, 5.5)}
+PLOT_KINDS = tuple(FIGSIZE)
+SVG_HASHSALT = "accelsim-plots"
+OCC_WINDOWS = 32  # counter windows per layer in the occupancy plot (as the trace)
+TRAFFIC_COLORS = {"a_values": "#4c72b0", "a_metadata": "#dd8452", "b": "#55a868", "c": "#c44e52"}
+TRAFFIC_LABELS = {"a_values": "A values", "a_metadata": "A metadata", "b": "B", "c": "C"}
+TEXT = "#222222"
+GRID = "#d9d9d9"
+
+
+def _figure(kind: str) -> Figure:
+    fig = Figure(figsize=FIGSIZE[kind], dpi=DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _names(result: RunResult) -> tuple[str, str, str]:
+    hw = str(result.hardware.get("name", "hardware"))
+    wl = str(result.workload.get("name", "workload"))
+    if result.sparsity:
+        pat = result.sparsity
+    else:
+        plan = result.workload.get("sparsity")
+        pat = str(plan) if plan else "dense"
+    return hw, wl, pat
+
+
+def _us(cycles: Any, clock: float) -> Any:
+    return tl.cycles_to_us(np.asarray(cycles, dtype=np.float64), clock)
+
+
+# -- timeline ----------------------------------------------------------------------------------
+
+def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
+                  window: tuple[float, float] | None = None) -> Figure:
+    """Gantt chart of core 0's stages (load, decode, compute, write-back, vector unit) over time.
+
+    ``layer``: only that layer; ``window``: (start, end) in microseconds of the run's time axis
+    (the trace's). Idle array time is shaded by cause (waiting on memory / on metadata decode).
+    """
+    clock = float(hw.clock_ghz)
+    scheds = tl.schedule(result, hw)
+    if layer is not None:
+        scheds = tl.select(scheds, [layer])
+    if window is not None:
+        w0, w1 = float(window[0]), float(window[1])
+        if not w1 > w0:
+            raise ValueError(f"window must be (start, end) with end > start, got {window}")
+        scheds = [s for s in scheds if _us(s.end, clock) > w0 and _us(s.start, clock) < w1]
+    elif scheds:
+        w0, w1 = float(_us(scheds[0].start, clock)), float(_us(scheds[-1].end, clock))
+    else:
+        w0, w1 = 0.0, 1.0
+    hw_name, wl, pat = _names(result)
+    fig = _figure("timeline")
+    ax = fig.add_axes((0.17, 0.2, 0.8, 0.64))
+    rows = ["layers", "launch", "load", "decode", "compute", "writeback", "vector"]
+    bars: dict[str, list[tuple[float, float]]] = {r: [] for r in rows}
+    idle: dict[str, list[tuple[float, float]]] = {"memory": [], "decode": []}
+    tags: dict[str, list[tuple[float, float, int]]] = {r: [] for r in rows}
+    layer_boxes = []
+    multi = 1
+    for ls in scheds:
+        layer_boxes.append((float(_us(ls.start, clock)), float(_us(ls.end - ls.start, clock)), ls))
+        if ls.result.cycles["launch"] > 0:
+            bars["launch"].append((float(_us(ls.start, clock)), float(_us(ls.result.cycles["launch"], clock))))
+        groups = ls.slot_groups()
+        runs = groups[0][2]  # slot 0 runs every class
+        multi = max(multi, max(c.active for c in ls.classes) if ls.classes else 1)
+        for stage in tl.STAGES:
+            iv = tl.stage_intervals(ls, stage, runs)
+            if not len(iv):
+                continue
+            s, e = _us(iv.start, clock), _us(iv.end, clock)
+            bars[stage].extend(zip(s.tolist(), (e - s).tolist(), strict=True))
+            tags[stage].extend(zip(s.tolist(), (e - s).tolist(), ls.tiles["tile"][iv.row].tolist(), strict=True))
+            if stage in ("compute", "vector"):
+                t = ls.tiles[iv.row]
+                sm, sd = _us(t["stall_memory"], clock), _us(t["stall_decode"], clock)
+                for start, m, d in zip(s.tolist(), sm.tolist(), sd.tolist(), strict=True):
+                    if m > 0:
+                        idle["memory"].append((start - d - m, m))
+                    if d > 0:
+                        idle["decode"].append((start - d, d))
+    shown = ["layers"] + [r for r in rows[1:] if bars[r]]
+    ypos = {r: len(shown) - 1 - i for i, r in enumerate(shown)}
+    height = 0.7
+    for r in shown[1:]:
+        y = ypos[r] - height / 2
+        ax.broken_barh(bars[r], (y, height), facecolors=tl.STAGE_COLORS[r], edgecolors="white", linewidths=0.3)
+    if "compute" in ypos or "vector" in ypos:
+        yc = ypos.get("compute", ypos.get("vector", 0)) - height / 2
+        ax.broken_barh(idle["memory"], (yc, height), facecolors="none", edgecolors=tl.STAGE_COLORS["load"],
+                       hatch="////", linewidths=0.0)
+        ax.broken_barh(idle["decode"], (yc, height), facecolors="none", edgecolors=tl.STAGE_COLORS["decode"],
+                       hatch="\\\\\\\\", linewidths=0.0)
+    span = w1 - w0
+    for r in shown[1:]:
+        wide = [x for x in tags[r] if x[1] > 0.035 * span and x[0] + x[1] > w0 and x[0] < w1]
+        if len(wide) <= 80:
+            for start, dur, tile in wide:
+                ax.text(start + dur / 2, ypos[r], f"t{tile}", ha="center", va="center", fontsize=7, color="white",
+                        clip_on=True)
+    for start, dur, ls in layer_boxes:
+        color = tl.PATH_COLORS.get(ls.result.path, "#dddddd")
+        ax.broken_barh([(start, dur)], (ypos["layers"] - height / 2, height), facecolors=color,
+                       edgecolors="#666666", linewidths=0.6)
+        vis0, vis1 = max(start, w0), min(start + dur, w1)
+        if vis1 - vis0 > 0.08 * span:
+            ax.text((vis0 + vis1) / 2, ypos["layers"], ls.name, ha="center", va="center", fontsize=8,
+                    color=TEXT, clip_on=True)
+        if len(layer_boxes) > 1:
+            ax.axvline(start, color="#999999", linewidth=0.5, zorder=0)
+    labels = {"layers": "layers (path)", "launch": "kernel launch", **tl.STAGE_LABELS}
+    if multi > 1:
+        labels["compute"] = "tensor cores"
+    ax.set_yticks([ypos[r] for r in shown], [labels[r] for r in shown], fontsize=9)
+    ax.set_ylim(-0.6, len(shown) - 0.4)
+    pad = 0.01 * span
+    ax.set_xlim(w0 - pad, w1 + pad)
+    ax.set_xlabel("time (\u00b5s)")
+    ax.grid(axis="x", color=GRID, linewidth=0.6)
+    ax.set_axisbelow(True)
+    what = f"layer {layer}" if layer else (f"{w0:.1f}\u2013{w1:.1f} \u00b5s" if window else "whole run")
+    fig.suptitle(f"Tile timeline \u2014 {hw_name} \u00b7 {wl} \u00b7 {pat} \u2014 {what}", fontsize=12,
+                 color=TEXT, y=0.985)
+    sub = (f"core 0 of {multi} active (identical cores run the same timeline)" if multi > 1
+           else "single core") + f"; clock {clock:g} GHz; idle array time hatched by cause"
+    if layer is not None and scheds:
+        k = scheds[0].result
+        c = k.cycles
+        sub += (f"\n{k.path}" + (f" {k.pattern_executed}" if k.pattern_executed else "")
+                + f", {c['total']:,} cycles: compute {c['compute']:,}, memory stall {c['stall_memory']:,}, "
+                f"decode stall {c['stall_decode']:,}, launch {c['launch']:,}; binding {k.binding}")
+    fig.text(0.5, 0.935, sub, ha="center", va="top", fontsize=9, color="#555555")
+    handles = [Patch(facecolor=tl.STAGE_COLORS[r], label=labels[r]) for r in shown[1:]]
+    if idle["memory"]:
+        handles.append(Patch(facecolor="white", edgecolor=tl.STAGE_COLORS["load"], hatch="////",
+                             label="array idle: waiting on memory"))
+    if idle["decode"]:
+        handles.append(Patch(facecolor="white", edgecolor=tl.STAGE_COLORS["decode"], hatch="\\\\\\\\",
+                             label="array idle: waiting on decode"))
+    paths = sorted({b[2].result.path for b in layer_boxes})
+    handles += [Patch(facecolor=tl.PATH_COLORS.get(p, "#dddddd"), edgecolor="#666666", label=f"{p} layer")
+                for p in paths]
+    fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), fontsize=8, frameon=False)
+    return fig
+
+
+# -- occupancy ---------------------------------------------------------------------------------
+
+def occupancy_series(result: RunResult, hw: Hardware, windows: int = OCC_WINDOWS) -> dict[str, np.ndarray]:
+    """Window edges (µs) and per-window counters of a whole run (``timeline.layer_counters``)."""
+    edges: list[np.ndarray] = []
+    vals: dict[str, list[np.ndarray]] = {k: [] for k in tl.COUNTERS}
+    for ls in tl.schedule(result, hw):
+        e, c = tl.layer_counters(ls, hw, tl.default_windows(ls, windows))
+        edges.append(e[:-1])
+        for k in tl.COUNTERS:
+            vals[k].append(c[k])
+    clock = float(hw.clock_ghz)
+    total = float(result.total_cycles)
+    out = {"t_us": _us(np.r_[np.concatenate(edges) if edges else np.zeros(0), total], clock)}
+    for k in tl.COUNTERS:
+        v = np.concatenate(vals[k]) if vals[k] else np.zeros(0)
+        out[k] = np.r_[v, v[-1] if len(v) else 0.0]
+    return out
+
+
+def plot_occupancy(dense_result: RunResult, sparse_result: RunResult, hw: Hardware) -> Figure:
+    """Array occupancy and DRAM bandwidth over time, dense and sparse on the same axes."""
+    hw_name, wl, pat = _names(sparse_result)
+    fig = _figure("occupancy")
+    ax1 = fig.add_axes((0.08, 0.54, 0.88, 0.33))
+    ax2 = fig.add_axes((0.08, 0.12, 0.88, 0.33), sharex=ax1)
+    clock = float(hw.clock_ghz)
+    for res, label, color in ((dense_result, "dense", tl.DENSE_COLOR), (sparse_result, pat, tl.SPARSE_COLOR)):
+        s = occupancy_series(res, hw)
+        lat = res.totals()["latency_us"]
+        ax1.step(s["t_us"], s["array_occupancy_pct"], where="post", color=color, linewidth=1.1,
+                 label=f"{label} ({lat:,.1f} \u00b5s)")
+        if s["vector_occupancy_pct"].any():
+            ax1.step(s["t_us"], s["vector_occupancy_pct"], where="post", color=color, linewidth=0.8,
+                     linestyle=":", label=f"{label}: vector unit")
+        ax2.step(s["t_us"], s["dram_bytes_per_cycle"] * clock, where="post", color=color, linewidth=1.1,
+                 label=label)
+    peak = hw.dram_bytes_per_cycle() * clock
+    if np.isfinite(peak):
+        ax2.axhline(peak, color="#444444", linestyle="--", linewidth=0.9, label=f"DRAM peak {peak:,.0f} GB/s")
+    ax1.set_ylim(0, 105)
+    ax1.set_ylabel("array occupancy (%)")
+    ax2.set_ylabel("DRAM bandwidth (GB/s)")
+    ax2.set_ylim(bottom=0)
+    ax2.set_xlabel("time (\u00b5s)")
+    ax1.tick_params(labelbottom=False)
+    for ax in (ax1, ax2):
+        ax.grid(color=GRID, linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.legend(fontsize=8, loc="upper right", frameon=False)
+    fig.suptitle(f"Occupancy over time \u2014 {hw_name} \u00b7 {wl} \u00b7 dense vs {pat}", fontsize=12, color=TEXT,
+                 y=0.965)
+    fig.text(0.5, 0.905, "share of array (all cores) busy and DRAM bytes moved, averaged per window "
+             f"({OCC_WINDOWS} windows per layer)", ha="center", fontsize=9, color="#555555")
+    return fig
+
+
+# -- roofline ----------------------------------------------------------------------------------
+
+def _sparse_rate(result: RunResult, hw: Hardware) -> tuple[float, str | None]:
+    from ..sparsity import parse_pattern
+
+    pats = Counter(k.pattern_executed for k in result.layers if k.path == "sparse" and k.pattern_executed)
+    if not pats or hw.core.sparse is None:
+        return 1.0, None
+    text = pats.most_common(1)[0][0]
+    pat = parse_pattern(text)
+    if pat is None:
+        return 1.0, None
+    try:
+        return float(hw.core.sparse.rate(pat)), text
+    except KeyError:
+        return pat.m / pat.n, text
+
+
+def roofline_points(result: RunResult) -> list[dict[str, Any]]:
+    """Per array layer: arithmetic intensity (dense-equivalent MACs / DRAM bytes) and MACs/cycle."""
+    out = []
+    for k in result.layers:
+        dram = sum(k.bytes["dram"].values())
+        if k.path == "vector" or k.macs <= 0 or dram <= 0 or k.cycles["total"] <= 0:
+            continue
+        out.append({"name": k.name, "path": k.path, "ai": k.macs / dram, "perf": k.macs / k.cycles["total"]})
+    return out
+
+
+def plot_roofline(dense_result: RunResult, sparse_result: RunResult, hw: Hardware) -> Figure:
+    """Roofline of ``hw``: each array layer a point, dense and sparse, with the dense and sparse roofs.
+
+    x: arithmetic intensity, dense-equivalent MACs per DRAM byte (sparse layers move compressed
+    bytes, so they sit to the right); y: achieved dense-equivalent MACs per cycle. Roofs:
+    min(peak, AI x DRAM bytes/cycle) dense, and with the sparse pattern's rate (2x for 2:4).
+    """
+    hw_name, wl, pat = _names(sparse_result)
+    fig = _figure("roofline")
+    ax = fig.add_axes((0.11, 0.11, 0.85, 0.76))
+    peak = float(sparse_result.peak_macs_per_cycle or dense_result.peak_macs_per_cycle)
+    rate, pat_exec = _sparse_rate(sparse_result, hw)
+    bw = hw.dram_bytes_per_cycle()
+    dense_pts = roofline_points(dense_result)
+    sparse_pts = roofline_points(sparse_result)
+    ais = [p["ai"] for p in dense_pts + sparse_pts]
+    lo = min(ais) / 2 if ais else 0.1
+    hi = max(ais) * 2 if ais else 1e4
+    if np.isfinite(bw):
+        lo, hi = min(lo, peak / bw / 8), max(hi, peak * rate / bw * 4)
+    x = np.geomspace(lo, hi, 400)
+    roof_d = np.minimum(peak, x * bw) if np.isfinite(bw) else np.full_like(x, peak)
+    ax.plot(x, roof_d, color=tl.DENSE_COLOR, linewidth=2.0, label=f"dense roof ({peak:,.0f} MACs/cycle)")
+    if rate > 1.0:
+        roof_s = np.minimum(peak * rate, x * bw) if np.isfinite(bw) else np.full_like(x, peak * rate)
+        ax.plot(x, roof_s, color=tl.SPARSE_COLOR, linewidth=2.0, linestyle="--",
+                label=f"sparse roof {pat_exec}: {rate:g}x compute ({peak * rate:,.0f})")
+    by_name = {p["name"]: p for p in dense_pts}
+    for p in sparse_pts:
+        d = by_name.get(p["name"])
+        if d is not None:
+            ax.plot([d["ai"], p["ai"]], [d["perf"], p["perf"]], color="#bbbbbb", linewidth=0.6, zorder=1)
+    if dense_pts:
+        ax.scatter([p["ai"] for p in dense_pts], [p["perf"] for p in dense_pts], s=22, marker="o",
+                   color=tl.DENSE_COLOR, label="layer, dense run", zorder=3)
+    sp = [p for p in sparse_pts if p["path"] == "sparse"]
+    fb = [p for p in sparse_pts if p["path"] != "sparse"]
+    if sp:
+        ax.scatter([p["ai"] for p in sp], [p["perf"] for p in sp], s=26, marker="^", color=tl.SPARSE_COLOR,
+                   label=f"layer, {pat} run (sparse path)", zorder=4)
+    if fb:
+        ax.scatter([p["ai"] for p in fb], [p["perf"] for p in fb], s=26, marker="x", color="#ee8e00",
+                   label=f"layer, {pat} run (fell back to dense)", zorder=4)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ys = [p["perf"] for p in dense_pts + sparse_pts]
+    ax.set_ylim(min(ys + [peak]) / 3 if ys else peak / 1e3, peak * max(rate, 1.0) * 2)
+    ax.set_xlabel("arithmetic intensity (dense-equivalent MACs / DRAM byte)")
+    ax.set_ylabel("achieved MACs / cycle (dense-equivalent)")
+    ax.grid(which="both", color=GRID, linewidth=0.5)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=8, loc="lower right", frameon=False)
+    fig.suptitle(f"Roofline \u2014 {hw_name} \u00b7 {wl} \u00b7 dense vs {pat}", fontsize=12, color=TEXT, y=0.965)
+    bw_text = "unlimited" if not np.isfinite(bw) else f"{bw:,.1f} B/cycle"
+    fig.text(0.5, 0.905, f"DRAM {bw_text}; sparse layers move compressed A (values + metadata), so they "
+             "shift right; grey lines join a layer's dense and sparse points", ha="center", fontsize=8.5,
+             color="#555555")
+    return fig
+
+
+# -- traffic -----------------------------------------------------------------------------------
+
+def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
+    """Bytes moved per memory level, stacked by tensor (A values, A metadata, B, C), dense vs sparse."""
+    hw_name, wl, pat = _names(sparse_result)
+    fig = _figure("traffic")
+    ax = fig.add_axes((0.11, 0.1, 0.62, 0.77))
+    td, ts = dense_result.totals()["bytes"], sparse_result.totals()["bytes"]
+    levels = [lvl for lvl in ("dram", "l2", "sram") if lvl in td or lvl in ts]
+    width = 0.36
+    for i, lvl in enumerate(levels):
+        for j, (tot, label) in enumerate(((td.get(lvl, {}), "dense"), (ts.get(lvl, {}), pat))):
+            x = i + (j - 0.5) * (width + 0.04)
+            bottom = 0.0
+            for key in TRAFFIC_COLORS:
+                v = tot.get(key, 0) / 1e6
+                ax.bar(x, v, width, bottom=bottom, color=TRAFFIC_COLORS[key], edgecolor="white", linewidth=0.5)
+                bottom += v
+            ax.text(x, bottom, f"{label}\n{bottom:,.1f} MB", ha="center", va="bottom", fontsize=8, color=TEXT)
+    ticks = []
+    for lvl in levels:
+        d_sum, s_sum = sum(td.get(lvl, {}).values()), sum(ts.get(lvl, {}).values())
+        ticks.append(lvl.upper() + (f"\n{pat}: {s_sum / d_sum:.2f}x of dense" if d_sum else ""))
+    ax.set_xticks(range(len(levels)), ticks)
+    ax.set_ylabel("bytes moved (MB)")
+    top = max([sum(t.get(lvl, {}).values()) for t in (td, ts) for lvl in levels] + [1]) / 1e6
+    ax.set_ylim(0, top * 1.18)
+    ax.grid(axis="y", color=GRID, linewidth=0.6)
+    ax.set_axisbelow(True)
+    handles = [Patch(facecolor=TRAFFIC_COLORS[k], label=TRAFFIC_LABELS[k]) for k in reversed(TRAFFIC_COLORS)]
+    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(0.75, 0.5), fontsize=9, frameon=False)
+    fig.suptitle(f"Data movement \u2014 {hw_name} \u00b7 {wl} \u00b7 dense vs {pat}", fontsize=12, color=TEXT,
+                 y=0.965)
+    fig.text(0.42, 0.905, "left bar dense, right bar sparse; SRAM = bytes the array reads from on-chip buffers",
+             ha="center", fontsize=8.5, color="#555555")
+    return fig
+
+
+# -- files -------------------------------------------------------------------------------------
+
+def save_figure(fig: Figure, out_base: str | os.PathLike[str]) -> list[Path]:
+    """Write ``<out_base>.png`` and ``<out_base>.svg`` (deterministic, atomic); return their paths."""
+    base = Path(out_base)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT, "svg.fonttype": "path"}):
+        for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
+            target = base.with_name(f"{base.name}.{fmt}")
+            _write_atomic(target, buf.getvalue())
+            paths.append(target)
+    return paths
+
+
+def _write_atomic(target: Path, payload: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=str(target.parent), prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def plot_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: int = 1) -> Figure:
+    """Power over time, dense vs sparse, with the power cap's clock when the config has one."""
+    from ..energy import power_profile
+
+    profiles = {"dense": power_profile(dense, hw, repeats), sparse.sparsity or "sparse": power_profile(sparse, hw,
+                                                                                                        repeats)}
+    fig = Figure(figsize=FIGSIZE["power"], dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0.07, 0.36, 0.9, 0.52))
+    axc = fig.add_axes((0.07, 0.09, 0.9, 0.17), sharex=ax)
+    colours = {"dense": "#6b8cae"}
+    cap = hw.energy.power_cap if hw.energy is not None else None
+    for i, (label, prof) in enumerate(profiles.items()):
+        colour = colours.get(label, "#2ca25f" if i else "#6b8cae")
+        tr = prof["trace"]
+        t_ms = np.concatenate([tr["t_s"], [tr["t_s"][-1] + tr["width_s"][-1]]]) * 1e3
+        unc = prof["uncapped"]
+        ax.stairs(tr["power_w"], t_ms, color=colour, lw=1.4,
+                  label=f"{label}: avg {unc['avg_power_w']:.0f} W, peak {unc['peak_power_w']:.0f} W")
+        capped = prof["capped"]
+        if capped.get("capped"):
+            widths = tr["width_s"] / capped["clock_fraction"]
+            edges = np.concatenate([[0.0], np.cumsum(widths)]) * 1e3
+            axc.stairs(capped["clock_fraction"], edges, color=colour, lw=1.2,
+                       label=f"{label}: {capped['latency_s'] * 1e3:.2f} ms capped vs "
+                             f"{prof['uncapped']['latency_s'] * 1e3:.2f} ms")
+    if cap is not None:
+        ax.axhline(cap.tdp_w, color="#d62728", ls="--", lw=1, label=f"cap {cap.tdp_w:g} W")
+    ax.set_ylabel("power (W)")
+    ax.legend(loc="upper right", fontsize=8, frameon=False)
+    ax.grid(True, color="#e0e0e0", lw=0.6)
+    axc.set_ylabel("clock")
+    axc.set_xlabel("time (ms)")
+    axc.set_ylim(0, 1.05)
+    if cap is not None:
+        axc.legend(loc="lower right", fontsize=8, frameon=False)
+    fig.suptitle(f"Power over time: {dense.workload.get('name', '')} on {hw.name}, dense vs "
+                 f"{sparse.sparsity or 'plan'}" + (f" (x{repeats})" if repeats > 1 else ""), fontsize=12)
+    return fig
+
+
+def plot_command(kind: str, hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
+                 out_dir: str | os.PathLike[str], sparsity: str | None = "2:4", layer: str | None = None,
+                 set_params: Any = None, hw_set: list[str] | None = None) -> list[Path]:
+    """``accelsim plot KIND``: load, run (dense and/or sparse), draw, write ``<out_dir>/<KIND>.{png,svg}``.
+
+    ``timeline`` draws the sparse run (``layer`` optional); the other kinds compare a dense run
+    with the ``sparsity`` run (None: the workload's own plan). ``set_params``: workload
+    parameters as a dict or ``KEY=VALUE`` strings.
+    """
+    from ..hardware import load_hardware
+    from ..runner import run
+    from ..sparsity import normalize_pattern
+    from ..workload import load_workload
+    from .trace import _params
+
+    if kind not in PLOT_KINDS:
+        raise ValueError(f"unknown plot {kind!r}; expected one of {', '.join(PLOT_KINDS)}")
+    hw = load_hardware(hw_path, list(hw_set or []))
+    model = load_workload(workload_path, _params(set_params))
+    pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    tiles = kind in ("timeline", "occupancy", "power")
+    sparse = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=tiles)
+    if kind == "timeline":
+        fig = plot_timeline(sparse, hw, layer=layer)
+    else:
+        dense = run(model, hw, "dense", hw_source=str(hw_path), keep_tiles=tiles)
+        if kind == "occupancy":
+            fig = plot_occupancy(dense, sparse, hw)
+        elif kind == "roofline":
+            fig = plot_roofline(dense, sparse, hw)
+        elif kind == "power":
+            if hw.energy is None:
+                raise ValueError(f"{hw.name} has no energy block: power cannot be plotted")
+            fig = plot_power(dense, sparse, hw)
+        else:
+            fig = plot_traffic(dense, sparse)
+    return save_figure(fig, Path(out_dir) / kind)

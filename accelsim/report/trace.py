@@ -1,0 +1,531 @@
+"""Per-tile traces in the Chrome Trace Event Format (opens in ui.perfetto.dev and chrome://tracing).
+
+Layout of a trace written by :func:`write_trace`:
+
+- pid 1, "<workload> on <hardware>": thread "layers" (one slice per layer: path, patterns, reason,
+  cycles) and thread "kernel launch" (the fixed cost before a kernel's first tile, when non-zero);
+- pid 2, "memory system (shared)": counter tracks only, sampled per window (``COUNTER_WINDOWS``
+  equal windows per layer, fewer when the layer has fewer tile runs): array occupancy %, vector
+  unit occupancy %, DRAM bandwidth (bytes/cycle and GB/s), SRAM occupancy (bytes staged by
+  tiles in flight, all cores), metadata-decode utilisation %;
+- pid 100 + c, "core c": threads load (DRAM/L2 -> SRAM), metadata decode, compute array,
+  write-back, and on core 0 the vector unit; one complete ("X") slice per tile and stage.
+  Slices on one thread never overlap. A load slice is the transfer (the channel busy); the DRAM
+  latency after it is in args (``ready_cycle``). CTA slot s of a multi-core part runs on core
+  s mod cores (a second resident CTA per core gets its own threads, lane 1).
+
+Timestamps are microseconds, ``cycles / (clock_ghz * 1e3)``, quantised to whole nanoseconds
+(so that viewers, which store integer ns, see exactly adjacent, never overlapping slices); raw
+cycles are in args. Layers run back to back.
+
+``max_events`` bounds the number of events with a deterministic reduction, recorded in
+``otherData.reduction`` and in the returned stats, never a silent truncation:
+1. none, if the full trace fits;
+2. ``merge``: the smallest factor f >= 2 such that merging every f consecutive slices of one
+   layer on one thread into one slice (args ``tiles_merged``, ``busy_cycles``, summed bytes,
+   binding counts) fits;
+3. ``merge+collapse``: if one slice per layer and thread still does not fit, cores with identical
+   timelines in a layer are drawn once, on the first such core, with args ``cores`` = how many
+   (and the CTA range), then the smallest merge factor f >= 1 that fits;
+4. if one slice per layer and thread on collapsed cores still does not fit, the counter windows
+   per layer are halved (32, 16, ..., 1), each time with the smallest merge factor that fits;
+5. if even that does not fit, the most reduced form is written and ``bound_met`` is false.
+Counter samples, layer slices and metadata events count towards the bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from ..hardware import Hardware
+from ..results import RunResult
+from . import timeline as tl
+
+__all__ = ["write_trace", "trace_command", "DEFAULT_MAX_EVENTS", "COUNTER_WINDOWS"]
+
+DEFAULT_MAX_EVENTS = 500_000
+COUNTER_WINDOWS = 32
+LAYERS_PID, MEMORY_PID, CORE_PID0 = 1, 2, 100
+LAYERS_TID, LAUNCH_TID = 1, 2
+STAGE_TID = {"load": 1, "decode": 2, "compute": 3, "writeback": 4, "vector": 5}
+_COUNTER_EVENTS = 5  # C events per window
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+def _num(x: float) -> float | int:
+    """A JSON-friendly number: integers stay integers, others keep 3 decimals."""
+    x = float(x)
+    r = round(x)
+    return int(r) if abs(x - r) < 1e-9 else round(x, 3)
+
+
+def _ns(cycles: np.ndarray | float, clock_ghz: float) -> np.ndarray:
+    return np.rint(np.asarray(cycles, dtype=np.float64) / clock_ghz).astype(np.int64)
+
+
+def _us(ns: int) -> float:
+    return int(ns) / 1000.0
+
+
+@dataclass
+class _Group:
+    """Slots of one layer with an identical timeline, and their slice count per stage."""
+
+    layer: tl.LayerSchedule
+    first: int
+    n: int
+    runs: list[tl.ClassRun]
+    counts: dict[str, int]
+
+
+@dataclass
+class _Plan:
+    groups: list[_Group]
+    merge: int
+    collapse: bool
+    fixed: int
+    slices: int
+    meta: int
+    unreduced: int
+    bound_met: bool
+    tracks: dict[int, set[tuple[int, str]]]  # core -> {(lane, stage)}
+    has_launch: bool
+    windows: int  # counter windows per layer (at most)
+
+    @property
+    def total(self) -> int:
+        return self.fixed + self.slices + self.meta
+
+
+def _slices(groups: list[_Group], merge: int, collapse: bool) -> int:
+    total = 0
+    for g in groups:
+        per = sum(-(-c // merge) for c in g.counts.values())
+        total += per * (1 if collapse else g.n)
+    return total
+
+
+def _tracks(groups: list[_Group], hw: Hardware, collapse: bool) -> dict[int, set[tuple[int, str]]]:
+    out: dict[int, set[tuple[int, str]]] = {}
+    for g in groups:
+        slots = [g.first] if collapse else range(g.first, g.first + g.n)
+        stages = [s for s, c in g.counts.items() if c]
+        for slot in slots:
+            core, lane = tl.slot_location(hw, slot)
+            out.setdefault(core, set()).update((lane, s) for s in stages)
+    return out
+
+
+def _meta_count(tracks: dict[int, set[tuple[int, str]]], has_launch: bool) -> int:
+    procs = 2 + len(tracks)
+    threads = 1 + int(has_launch) + sum(len(v) for v in tracks.values())
+    return 3 * procs + 2 * threads
+
+
+def _plan(scheds: list[tl.LayerSchedule], hw: Hardware, max_events: int | None, windows: int) -> _Plan:
+    groups = []
+    for ls in scheds:
+        for first, n, runs in ls.slot_groups():
+            counts = {s: tl.stage_count(ls, s, runs) for s in tl.STAGES}
+            groups.append(_Group(ls, first, n, runs, counts))
+    has_launch = any(ls.result.cycles["launch"] > 0 for ls in scheds)
+
+    def fixed_for(w: int) -> int:
+        n = sum(1 + int(ls.result.cycles["launch"] > 0) for ls in scheds)
+        return n + _COUNTER_EVENTS * (sum(tl.default_windows(ls, w) for ls in scheds) + _gaps(scheds))
+
+    fixed = fixed_for(windows)
+    tracks_full = _tracks(groups, hw, False)
+    meta_full = _meta_count(tracks_full, has_launch)
+    full = _slices(groups, 1, False)
+    unreduced = fixed + meta_full + full
+    biggest = max((c for g in groups for c in g.counts.values()), default=1) or 1
+
+    def smallest(lo: int, fits: Any) -> int | None:
+        hi = max(lo, biggest)
+        if not fits(hi):
+            return None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def make(merge: int, collapse: bool, fx: int, meta: int, tracks: Any, met: bool, w: int) -> _Plan:
+        return _Plan(groups, merge, collapse, fx, _slices(groups, merge, collapse), meta, unreduced, met, tracks,
+                     has_launch, w)
+
+    if max_events is None or unreduced <= max_events:
+        return make(1, False, fixed, meta_full, tracks_full, True, windows)
+    f = smallest(2, lambda m: fixed + meta_full + _slices(groups, m, False) <= max_events)
+    if f is not None:
+        return make(f, False, fixed, meta_full, tracks_full, True, windows)
+    tracks_c = _tracks(groups, hw, True)
+    meta_c = _meta_count(tracks_c, has_launch)
+    f = smallest(1, lambda m: fixed + meta_c + _slices(groups, m, True) <= max_events)
+    if f is not None:
+        return make(f, True, fixed, meta_c, tracks_c, True, windows)
+    w = windows
+    while w > 1:  # last resort: fewer counter samples per layer
+        w = max(1, w // 2)
+        fx = fixed_for(w)
+        f = smallest(1, lambda m, fx=fx: fx + meta_c + _slices(groups, m, True) <= max_events)
+        if f is not None:
+            return make(f, True, fx, meta_c, tracks_c, True, w)
+    return make(biggest, True, fixed_for(1), meta_c, tracks_c, False, 1)
+
+
+def _gaps(scheds: list[tl.LayerSchedule]) -> int:
+    """Counter resets (zero samples) after layers not followed directly by the next traced layer."""
+    n = 0
+    for i, ls in enumerate(scheds):
+        if i + 1 == len(scheds) or scheds[i + 1].start != ls.end:
+            n += 1
+    return n
+
+
+# -- slice construction ------------------------------------------------------------------------
+
+def _tile_args(ls: tl.LayerSchedule, stage: str, row: int, hw_tc: bool) -> dict[str, Any]:
+    t = ls.tiles[row]
+    args: dict[str, Any] = {"layer": ls.name, "tile": int(t["tile"])}
+    if hw_tc and not ls.vector:
+        args["wave_class"] = int(t["wave_class"])
+        args["k_step"] = int(t["chunk"])
+    elif ls.vector:
+        args["chunk"] = int(t["chunk"])
+    else:
+        args["fold"] = [int(t["fold_r"]), int(t["fold_c"])]
+        args["chunk"] = int(t["chunk"])
+    if stage == "load":
+        args["dram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_DRAM}
+        args["sram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_SRAM}
+        args["latency_cycles"] = _num(ls.latency)
+    elif stage == "decode":
+        args["groups"] = _num(t["decode_groups"])
+        args["metadata_bytes"] = _num(t["sram_a_metadata"])
+    elif stage in ("compute", "vector"):
+        args["sram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_SRAM}
+        args["stall_memory_cycles"] = _num(t["stall_memory"])
+        args["stall_decode_cycles"] = _num(t["stall_decode"])
+    else:
+        args["dram_bytes"] = {"c_write": _num(t["dram_c_write"])}
+        args["sram_bytes"] = {"c": _num(t["sram_c"])}
+    args["binding"] = tl.binding_name(t["binding"])
+    return args
+
+
+def _merged_args(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, lo: int, hi: int) -> dict[str, Any]:
+    rows = iv.row[lo:hi]
+    t = ls.tiles[rows]
+    codes, counts = np.unique(t["binding"], return_counts=True)
+    args: dict[str, Any] = {"layer": ls.name, "tiles_merged": int(hi - lo),
+                            "first_tile": int(t["tile"][0]), "last_tile": int(t["tile"][-1]),
+                            "first_run": int(iv.run[lo]), "last_run": int(iv.run[hi - 1]),
+                            "busy_cycles": _num(float((iv.end[lo:hi] - iv.start[lo:hi]).sum())),
+                            "span_cycles": _num(float(iv.end[hi - 1] - iv.start[lo]))}
+    if stage == "load":
+        args["dram_bytes"] = {k[5:]: _num(t[k].sum()) for k in tl._LOAD_DRAM}
+        args["sram_bytes"] = {k[5:]: _num(t[k].sum()) for k in tl._LOAD_SRAM}
+    elif stage == "decode":
+        args["groups"] = _num(t["decode_groups"].sum())
+    elif stage in ("compute", "vector"):
+        args["stall_memory_cycles"] = _num(t["stall_memory"].sum())
+        args["stall_decode_cycles"] = _num(t["stall_decode"].sum())
+    else:
+        args["dram_bytes"] = {"c_write": _num(t["dram_c_write"].sum())}
+    args["binding"] = {tl.binding_name(c): int(n) for c, n in zip(codes, counts, strict=True)}
+    return args
+
+
+def _stage_slices(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, merge: int, clock: float,
+                  hw_tc: bool) -> Iterator[tuple[int, int, dict[str, Any], int, int]]:
+    """(ts_ns, dur_ns, args, run, k_step) per slice of one slot timeline."""
+    s_ns = _ns(iv.start, clock)
+    e_ns = _ns(iv.end, clock)
+    chunk = ls.tiles["chunk"]
+    if merge <= 1:
+        for i in range(len(iv)):
+            args = _tile_args(ls, stage, int(iv.row[i]), hw_tc)
+            args["start_cycle"] = _num(iv.start[i])
+            args["cycles"] = _num(iv.end[i] - iv.start[i])
+            if stage == "load":
+                args["ready_cycle"] = _num(iv.end[i] + ls.latency)
+            yield int(s_ns[i]), int(e_ns[i] - s_ns[i]), args, int(iv.run[i]), int(chunk[iv.row[i]])
+        return
+    for lo in range(0, len(iv), merge):
+        hi = min(len(iv), lo + merge)
+        args = _merged_args(ls, stage, iv, lo, hi)
+        args["start_cycle"] = _num(iv.start[lo])
+        yield int(s_ns[lo]), int(e_ns[hi - 1] - s_ns[lo]), args, -1, -1
+
+
+# -- writer ------------------------------------------------------------------------------------
+
+class _Writer:
+    def __init__(self, fh: TextIO) -> None:
+        self.fh = fh
+        self.enc = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+        self.count = 0
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.count:
+            self.fh.write(",\n")
+        self.fh.write(self.enc.encode(event))
+        self.count += 1
+
+
+def _pattern_text(result: RunResult) -> str:
+    if result.sparsity:
+        return result.sparsity
+    plan = result.workload.get("sparsity")
+    return str(plan) if plan else "dense"
+
+
+def write_trace(result: RunResult, hw: Hardware, out_path: str | os.PathLike[str],
+                layers: list[str] | None = None, max_events: int | None = None,
+                counter_windows: int = COUNTER_WINDOWS) -> dict[str, Any]:
+    """Write ``result`` (run with ``keep_tiles=True``) as a Chrome/Perfetto JSON trace.
+
+    ``layers``: only these layers (at their times in the full run); ``max_events``: bound on the
+    number of events (None: no bound), reached by the reduction described in the module doc.
+    The file is streamed event by event to a temporary file and renamed into place. Returns
+    stats: ``path``, ``events``, ``bytes``, ``reduction``, ``cores`` (core processes), ``layers``,
+    ``span_us``.
+    """
+    if max_events is not None and max_events < 1:
+        raise ValueError(f"max_events must be at least 1, got {max_events}")
+    scheds = tl.select(tl.schedule(result, hw), layers)
+    clock = float(hw.clock_ghz)
+    hw_tc = hw.core.compute.kind == "tensor_core"
+    slots_total = tl.n_slots(hw)
+    plan = _plan(scheds, hw, max_events, counter_windows)
+    wl_name = str(result.workload.get("name", "workload"))
+    pattern = _pattern_text(result)
+    if plan.collapse:
+        level = "merge+collapse" if plan.merge > 1 else "collapse"
+    else:
+        level = "merge" if plan.merge > 1 else "none"
+    reduction = {
+        "level": level, "merge_factor": plan.merge, "cores_collapsed": plan.collapse,
+        "counter_windows_per_layer": plan.windows, "max_events": max_events,
+        "events_unreduced": plan.unreduced, "bound_met": plan.bound_met,
+        "description": _reduction_text(level, plan.merge, max_events, plan.unreduced, plan.bound_met,
+                                       plan.windows if plan.windows < counter_windows else None),
+    }
+    other = {
+        "generator": "accelsim trace", "hardware": hw.name, "workload": wl_name, "sparsity": pattern,
+        "policy": result.policy, "clock_ghz": clock, "cores": hw.cores, "cta_slots": slots_total,
+        "time_unit": "ts/dur in microseconds = cycles / (clock_ghz * 1e3), quantised to 1 ns; raw cycles in args",
+        "total_cycles": result.total_cycles,
+        "layers": [s.name for s in scheds] if layers else len(scheds),
+        "reduction": reduction,
+        "accelsim_version": result.meta.get("accelsim_version"),
+    }
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(out.parent), prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write('{"displayTimeUnit":"ns","traceEvents":[\n')
+            emit = _Writer(fh)
+            _emit_metadata(emit, plan, hw, wl_name, pattern, reduction["description"])
+            for ls in scheds:
+                _emit_layer(emit, ls, clock, hw_tc)
+            for g in plan.groups:
+                _emit_group(emit, g, plan, hw, clock, hw_tc, slots_total)
+            for i, ls in enumerate(scheds):
+                nxt = scheds[i + 1] if i + 1 < len(scheds) else None
+                _emit_counters(emit, ls, hw, clock, tl.default_windows(ls, plan.windows),
+                               reset=nxt is None or nxt.start != ls.end)
+            fh.write('\n],"otherData":')
+            fh.write(json.dumps(other, separators=(",", ":"), ensure_ascii=False))
+            fh.write("}\n")
+            events = emit.count
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    if events != plan.total:  # the plan and the writer must agree: the bound is a promise
+        raise RuntimeError(f"trace wrote {events} events, planned {plan.total}")
+    span = (scheds[-1].end - scheds[0].start) if scheds else 0.0
+    return {"path": str(out), "events": events, "bytes": out.stat().st_size, "reduction": reduction,
+            "cores": len(plan.tracks), "layers": len(scheds),
+            "span_us": round(float(tl.cycles_to_us(span, clock)), 6)}
+
+
+def _reduction_text(level: str, merge: int, max_events: int | None, unreduced: int, met: bool,
+                    windows: int | None) -> str:
+    if level == "none":
+        bound = f" (bound {max_events:,})" if max_events is not None else " (no bound)"
+        return f"full detail: every tile-stage of every core{bound}"
+    parts = []
+    if merge > 1:
+        parts.append(f"every {merge} consecutive tile-stages of one layer on one thread merged into one slice "
+                     f"(args tiles_merged)")
+    if "collapse" in level:
+        parts.append("cores with identical timelines in a layer drawn once on the first of them (args cores)")
+    if windows is not None:
+        parts.append(f"counters sampled in at most {windows} window{'s' if windows > 1 else ''} per layer")
+    text = "; ".join(parts) + f" to fit max_events {max_events:,} (full detail: {unreduced:,} events)"
+    if not met:
+        text += ("; the bound cannot be met even at one slice per layer and thread and one counter sample per "
+                 "layer: most reduced form written")
+    return text
+
+
+def _emit_metadata(emit: _Writer, plan: _Plan, hw: Hardware, wl: str, pattern: str, reduction: str) -> None:
+    labels = f"{hw.name} | {wl} | {pattern}"
+    procs = [(LAYERS_PID, f"{wl} on {hw.name} ({pattern})", 0),
+             (MEMORY_PID, "memory system (shared)", 1)]
+    unit = "SM" if hw.core.compute.kind == "tensor_core" else "core"
+    for core in sorted(plan.tracks):
+        procs.append((CORE_PID0 + core, f"{unit} {core}", 2 + core))
+    for pid, name, order in procs:
+        emit({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}})
+        emit({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": order}})
+        text = labels if pid != MEMORY_PID else f"{labels} | trace reduction: {reduction}"
+        emit({"name": "process_labels", "ph": "M", "pid": pid, "tid": 0, "args": {"labels": text}})
+    threads = [(LAYERS_PID, LAYERS_TID, "layers", 0)]
+    if plan.has_launch:
+        threads.append((LAYERS_PID, LAUNCH_TID, "kernel launch (fixed cost)", 1))
+    for core in sorted(plan.tracks):
+        for lane, stage in sorted(plan.tracks[core], key=lambda x: (x[0], STAGE_TID[x[1]])):
+            name = tl.STAGE_LABELS[stage] + (f" (CTA lane {lane})" if lane else "")
+            threads.append((CORE_PID0 + core, lane * 10 + STAGE_TID[stage], name, lane * 10 + STAGE_TID[stage]))
+    for pid, tid, name, order in threads:
+        emit({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
+        emit({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": order}})
+
+
+def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, hw_tc: bool) -> None:
+    k = ls.result
+    s, e = _ns(ls.start, clock), _ns(ls.end, clock)
+    args = {"index": ls.index, "op": k.op, "shape": k.shape, "path": k.path,
+            "pattern_requested": k.pattern_requested, "pattern_executed": k.pattern_executed,
+            "reason": k.reason, "binding": k.binding, "cycles": k.cycles, "start_cycle": _num(ls.start),
+            "utilization": round(k.utilization, 6), "speedup_vs_dense": round(k.speedup_vs_dense, 6),
+            "tile_records": int(len(ls.tiles)), "runs": sum(c.count for c in ls.classes)}
+    if hw_tc and not ls.vector:
+        args["tiling"] = {key: k.tiling[key] for key in ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas",
+                                                         "wave_classes") if key in k.tiling}
+    emit({"name": k.name, "cat": f"layer,{k.path}", "ph": "X", "pid": LAYERS_PID, "tid": LAYERS_TID,
+          "ts": _us(s), "dur": _us(e - s), "cname": tl.PATH_CNAMES.get(k.path, "generic_work"), "args": args})
+    launch = k.cycles["launch"]
+    if launch > 0:
+        le = _ns(ls.start + launch, clock)
+        emit({"name": f"{k.name} launch", "cat": "launch", "ph": "X", "pid": LAYERS_PID, "tid": LAUNCH_TID,
+              "ts": _us(s), "dur": _us(le - s), "cname": tl.STAGE_CNAMES["launch"],
+              "args": {"layer": k.name, "cycles": launch, "start_cycle": _num(ls.start)}})
+
+
+def _emit_group(emit: _Writer, g: _Group, plan: _Plan, hw: Hardware, clock: float, hw_tc: bool,
+                slots_total: int) -> None:
+    ls = g.layer
+    slots = [g.first] if plan.collapse else list(range(g.first, g.first + g.n))
+    multi = hw_tc and not ls.vector
+    for stage in tl.STAGES:
+        if not g.counts[stage]:
+            continue
+        iv = tl.stage_intervals(ls, stage, g.runs)
+        pieces = list(_stage_slices(ls, stage, iv, plan.merge, clock, hw_tc))
+        for slot in slots:
+            core, lane = tl.slot_location(hw, slot)
+            pid, tid = CORE_PID0 + core, lane * 10 + STAGE_TID[stage]
+            for ts, dur, args, run, kstep in pieces:
+                if plan.merge > 1:
+                    name = f"{ls.name} \u00d7{args['tiles_merged']} tiles"
+                    a = args
+                elif multi:
+                    cta = run * slots_total + slot
+                    if plan.collapse and g.n > 1:
+                        name = f"{ls.name} wave {run} k{kstep}"
+                        a = {**args, "wave": run, "ctas": [cta, cta + g.n - 1]}
+                    else:
+                        name = f"{ls.name} cta{cta} k{kstep}"
+                        a = {**args, "wave": run, "cta": cta}
+                else:
+                    prefix = f"{ls.name} b{run} " if ls.classes[0].count > 1 else f"{ls.name} "
+                    name = f"{prefix}t{args['tile']}"
+                    a = args if ls.classes[0].count == 1 else {**args, "batch_index": run}
+                if plan.collapse and g.n > 1:
+                    a = {**a, "cores": g.n}
+                emit({"name": name, "cat": stage, "ph": "X", "pid": pid, "tid": tid, "ts": _us(ts), "dur": _us(dur),
+                      "cname": tl.STAGE_CNAMES[stage], "args": a})
+
+
+def _emit_counters(emit: _Writer, ls: tl.LayerSchedule, hw: Hardware, clock: float, windows: int,
+                   reset: bool) -> None:
+    edges, c = tl.layer_counters(ls, hw, windows)
+    ts = _ns(edges, clock)
+    for i in range(windows):
+        t = _us(ts[i])
+        bpc = float(c["dram_bytes_per_cycle"][i])
+        emit({"name": "array occupancy", "ph": "C", "pid": MEMORY_PID, "ts": t,
+              "args": {"%": round(float(c["array_occupancy_pct"][i]), 3)}})
+        emit({"name": "vector unit occupancy", "ph": "C", "pid": MEMORY_PID, "ts": t,
+              "args": {"%": round(float(c["vector_occupancy_pct"][i]), 3)}})
+        emit({"name": "DRAM bandwidth", "ph": "C", "pid": MEMORY_PID, "ts": t,
+              "args": {"bytes/cycle": round(bpc, 3), "GB/s": round(bpc * clock, 3)}})
+        emit({"name": "SRAM occupancy", "ph": "C", "pid": MEMORY_PID, "ts": t,
+              "args": {"bytes": round(float(c["sram_bytes"][i]), 1)}})
+        emit({"name": "metadata decode utilisation", "ph": "C", "pid": MEMORY_PID, "ts": t,
+              "args": {"%": round(float(c["decode_utilization_pct"][i]), 3)}})
+    if reset:
+        t = _us(ts[-1])
+        for name, key in (("array occupancy", "%"), ("vector unit occupancy", "%"), ("DRAM bandwidth", None),
+                          ("SRAM occupancy", "bytes"), ("metadata decode utilisation", "%")):
+            args = {"bytes/cycle": 0, "GB/s": 0} if key is None else {key: 0}
+            emit({"name": name, "ph": "C", "pid": MEMORY_PID, "ts": t, "args": args})
+
+
+# -- command handler ---------------------------------------------------------------------------
+
+def _params(set_params: Any) -> dict[str, Any] | None:
+    if set_params is None:
+        return None
+    if isinstance(set_params, dict):
+        return dict(set_params)
+    from ..templating import parse_sets
+
+    return parse_sets(list(set_params))
+
+
+def trace_command(hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
+                  out: str | os.PathLike[str], sparsity: str | None = None, layers: list[str] | None = None,
+                  max_events: int | None = None, set_params: Any = None,
+                  hw_set: list[str] | None = None) -> dict[str, Any]:
+    """``accelsim trace``: load the configs, run with per-tile records, write the trace.
+
+    ``set_params``: workload parameters, a dict or ``KEY=VALUE`` strings (``--set``); ``hw_set``:
+    ``dotted.path=VALUE`` hardware overrides (``--hw-set``); ``max_events``: None gives
+    ``DEFAULT_MAX_EVENTS``, 0 or less no bound. Returns :func:`write_trace`'s stats plus
+    ``total_cycles`` and ``latency_us``.
+    """
+    from ..hardware import load_hardware
+    from ..runner import run
+    from ..sparsity import normalize_pattern
+    from ..workload import load_workload
+
+    hw = load_hardware(hw_path, list(hw_set or []))
+    model = load_workload(workload_path, _params(set_params))
+    pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    result = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=True)
+    bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events <= 0 else int(max_events))
+    stats = write_trace(result, hw, out, layers=layers, max_events=bound)
+    totals = result.totals()
+    stats["total_cycles"] = totals["cycles"]["total"]
+    stats["latency_us"] = totals["latency_us"]
+    return stats

@@ -1,0 +1,97 @@
+"""Timeline, occupancy, roofline and traffic plots render to non-blank images of the expected size."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.image import imread
+
+from accelsim.hardware import load_hardware
+from accelsim.report import plots
+from accelsim.runner import run
+from accelsim.workload import load_workload
+
+ROOT = Path(__file__).resolve().parents[1]
+HW = ROOT / "hwconfigs"
+WL = ROOT / "workloads"
+
+
+@pytest.fixture(scope="module")
+def tpu_runs():
+    hw = load_hardware(HW / "tpu-like.yaml")
+    wl = load_workload(WL / "resnet18.yaml")
+    return hw, run(wl, hw, "dense", keep_tiles=True), run(wl, hw, "2:4", keep_tiles=True)
+
+
+@pytest.fixture(scope="module")
+def a100_runs():
+    hw = load_hardware(HW / "a100-like.yaml")
+    wl = load_workload(WL / "bert-base.yaml", {"seq": 64})
+    return hw, run(wl, hw, "dense", keep_tiles=True), run(wl, hw, "2:4", keep_tiles=True)
+
+
+def _check_png(path: Path, kind: str) -> None:
+    img = imread(str(path))
+    w, h = plots.FIGSIZE[kind]
+    assert img.shape[:2] == (round(h * plots.DPI), round(w * plots.DPI))
+    rgb = img[..., :3].reshape(-1, 3)
+    assert rgb.std() > 0.05, "blank image"
+    assert (rgb.min(axis=1) < 0.9).mean() > 0.02, "almost nothing drawn"
+    packed = (rgb * 255).astype(np.int64) @ np.array([65536, 256, 1])
+    assert len(np.unique(packed)) > 20
+
+
+def _render(fig: Figure, tmp: Path, kind: str) -> None:
+    assert isinstance(fig, Figure)
+    png, svg = plots.save_figure(fig, tmp / kind)
+    assert png.suffix == ".png" and svg.suffix == ".svg" and svg.stat().st_size > 1000
+    _check_png(png, kind)
+    title = fig.texts[0].get_text() if fig._suptitle is None else fig._suptitle.get_text()
+    return title
+
+
+@pytest.mark.parametrize("runs", ["tpu_runs", "a100_runs"])
+def test_each_plot_renders(request, tmp_path, runs):
+    hw, dense, sparse = request.getfixturevalue(runs)
+    figs = {
+        "timeline": plots.plot_timeline(sparse, hw, layer=sparse.layers[1].name),
+        "occupancy": plots.plot_occupancy(dense, sparse, hw),
+        "roofline": plots.plot_roofline(dense, sparse, hw),
+        "traffic": plots.plot_traffic(dense, sparse),
+    }
+    for kind, fig in figs.items():
+        title = _render(fig, tmp_path, kind)
+        assert hw.name in title and sparse.workload["name"] in title and "2:4" in title, (kind, title)
+
+
+def test_timeline_window_and_errors(tmp_path, tpu_runs):
+    hw, _, sparse = tpu_runs
+    fig = plots.plot_timeline(sparse, hw, window=(10.0, 40.0))
+    assert fig.axes[0].get_xlim()[0] < 10.0 < 40.0 < fig.axes[0].get_xlim()[1]
+    _render(fig, tmp_path, "timeline")
+    with pytest.raises(ValueError, match="unknown layer"):
+        plots.plot_timeline(sparse, hw, layer="nope")
+    with pytest.raises(ValueError, match="window"):
+        plots.plot_timeline(sparse, hw, window=(5.0, 5.0))
+
+
+def test_save_figure_is_deterministic(tmp_path, tpu_runs):
+    _, dense, sparse = tpu_runs
+    a = plots.save_figure(plots.plot_traffic(dense, sparse), tmp_path / "a")
+    b = plots.save_figure(plots.plot_traffic(dense, sparse), tmp_path / "b")
+    for x, y in zip(a, b, strict=True):
+        assert x.read_bytes() == y.read_bytes()
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("kind", plots.PLOT_KINDS)
+def test_plot_command(tmp_path, kind):
+    paths = plots.plot_command(kind, HW / "tpu-like.yaml", WL / "gemm-microbench.yaml", tmp_path / "out",
+                               sparsity="2:4", layer="g1024" if kind == "timeline" else None)
+    assert [p.name for p in paths] == [f"{kind}.png", f"{kind}.svg"]
+    _check_png(paths[0], kind)
+    with pytest.raises(ValueError, match="unknown plot"):
+        plots.plot_command("pie", HW / "tpu-like.yaml", WL / "gemm-microbench.yaml", tmp_path)
