@@ -178,8 +178,24 @@ def golden_body(result: Any) -> dict[str, Any]:
 
 
 def golden_text(body: dict[str, Any]) -> str:
-    """Canonical text of a golden body: keys sorted, indent 2, trailing newline."""
-    return json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Canonical text of a golden body: valid JSON, keys sorted, one top-level key per line and one
+    layer / op-type group per line, so a golden diff shows exactly which layer moved."""
+    def one(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+    lines = ["{"]
+    keys = sorted(body)
+    for i, key in enumerate(keys):
+        value = body[key]
+        comma = "," if i < len(keys) - 1 else ""
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines.append(f"  {json.dumps(key)}: [")
+            lines.extend(f"    {one(v)}{',' if j < len(value) - 1 else ''}" for j, v in enumerate(value))
+            lines.append(f"  ]{comma}")
+        else:
+            lines.append(f"  {json.dumps(key)}: {one(value)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------------------------------- tolerances
