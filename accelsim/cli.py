@@ -426,6 +426,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_hw(args: argparse.Namespace) -> int:
+    from .validation import validate_hw_command
+
+    code, text = validate_hw_command(args.measurements, args.hw_map, args.out)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
                                             "workloads.")
@@ -549,6 +557,13 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
     pl.add_argument("-o", "--out", required=True, help="output directory")
     pl.set_defaults(func=cmd_plot)
+
+    vh = sub.add_parser("validate-hw", help="predicted vs measured 2:4 speedups on real GPUs")
+    vh.add_argument("measurements", help="CSV in the format of shared/reference/gpu/a100_fp16_24_speedups.csv")
+    vh.add_argument("--hw-map", action="append", required=True, metavar="GPU=CONFIG",
+                    help="which config simulates which GPU, e.g. A100=hwconfigs/a100-like.yaml (repeatable)")
+    vh.add_argument("-o", "--out", help="directory for validation.json/.csv and the scatter plot")
+    vh.set_defaults(func=cmd_validate_hw)
 
     f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
                                                  "compare with numpy")
