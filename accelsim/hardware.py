@@ -238,6 +238,9 @@ class DramSpec(Strict):
     latency_ns: NonNegFloat = Field(0.0, description="Time from a transfer's issue to its last byte being usable; "
                                                      "transfers are pipelined, latency does not occupy bandwidth.")
     capacity_bytes: PosInt | None = Field(None, description="DRAM capacity, for footprint warnings.")
+    sustained_fraction: Fraction = Field(
+        1.0, description="Share of the peak bandwidth a kernel's access stream sustains (row-buffer and "
+                         "refresh losses, request scheduling); CALIBRATED where not 1.")
 
 
 VECTOR_OPS_PER_ELEMENT: dict[str, float] = {
@@ -352,7 +355,7 @@ class Hardware(Strict):
     def dram_bytes_per_cycle(self) -> float:
         """DRAM bandwidth in bytes per core clock cycle (inf when unlimited)."""
         bw = self.dram.bandwidth_gb_s
-        return float("inf") if bw == "unlimited" else float(bw) / self.clock_ghz
+        return float("inf") if bw == "unlimited" else float(bw) * self.dram.sustained_fraction / self.clock_ghz
 
     def fill_bytes_per_cycle(self) -> float:
         """DRAM -> SRAM transfer rate for one core: min(DRAM, SRAM port)."""

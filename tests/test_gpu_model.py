@@ -59,6 +59,7 @@ def test_last_partial_wave_leaves_cores_idle() -> None:
     data = A100.to_dict()
     data["core"]["compute"]["cta_tiles"] = {"dense": [[128, 128, 32]], "sparse": [[128, 128, 64]]}
     data["core"]["compute"]["split_k"] = {"dense": [1], "sparse": [1]}
+    data["dram"]["bandwidth_gb_s"] = "unlimited"  # isolate wave quantisation from memory limits
     from accelsim.hardware import hardware_from_dict
 
     hw = hardware_from_dict(data)

@@ -169,25 +169,32 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
     for bm, bn, bk in getattr(comp.cta_tiles, path):
         a_tile = bm * (bk * kernel.keep_n / kernel.group_m) * (e + mbits / 8)
         b_tile = bk * bn * e
-        need = {"filter": stages * a_tile, "ifmap": stages * b_tile}
-        fits = (stages * (a_tile + b_tile) <= hw.core.sram.bytes) if unified else \
-            (need["filter"] <= smem["filter"] and need["ifmap"] <= smem["ifmap"])
-        if not fits:
-            total_need = stages * (a_tile + b_tile)
+
+        def fits(st: int, a_tile: float = a_tile, b_tile: float = b_tile) -> bool:
+            if unified:
+                return st * (a_tile + b_tile) <= hw.core.sram.bytes
+            return st * a_tile <= smem["filter"] and st * b_tile <= smem["ifmap"]
+
+        # libraries ship fewer-stage variants of a tile for wide dtypes: use the deepest that fits
+        tile_stages = stages
+        while tile_stages > 1 and not fits(tile_stages):
+            tile_stages -= 1
+        if not fits(tile_stages):
+            total_need = a_tile + b_tile
             smallest_need = total_need if smallest_need is None else min(smallest_need, total_need)
             continue
         steps = -(-kernel.k_padded // bk)
         for split in sorted(set(getattr(comp.split_k, path))):
             if split > 1 and split > steps:
                 continue
-            segs, tiling = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, stages)
+            segs, tiling = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages)
             total = sum(s.count * s.end for s in segs)
             if best is None or total < best[0] - 1e-9:
                 best = (total, segs, tiling)
     if best is None:
         raise InfeasibleError(source, hw.core.sram.buffer_key("filter") if not unified else "core.sram.bytes",
                               f"shared memory too small for every {path} CTA tile of layer '{kernel.name}': "
-                              f"the smallest needs {math.ceil(smallest_need or 0)} bytes for {stages} stages",
+                              f"the smallest needs {math.ceil(smallest_need or 0)} bytes even single-staged",
                               kernel.name)
     peak = comp.macs_per_cycle[dtype] * hw.cores
     best[2]["candidates"] = len(getattr(comp.cta_tiles, path)) * len(set(getattr(comp.split_k, path)))
@@ -256,8 +263,8 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         segs.append(_Segment(work, times, bw, count=count, active=active, wave_class=idx))
     waves = -(-ctas // slots)
     last = ctas - (waves - 1) * slots
-    tiling = {"tiles": int(ctas * len(base)), "cta_tile": [bm, bn, bk], "split_k": split, "ctas": ctas,
-              "grid": [grid_m, grid_n, split], "slots": slots, "waves": waves, "last_wave_ctas": last,
+    tiling = {"tiles": int(ctas * len(base)), "cta_tile": [bm, bn, bk], "split_k": split, "stages": stages,
+              "ctas": ctas, "grid": [grid_m, grid_n, split], "slots": slots, "waves": waves, "last_wave_ctas": last,
               "idle_slot_fraction": round(1 - ctas / (waves * slots), 6), "k_steps": int(len(base)),
               "wave_classes": len(classes), "l2_reuse": "kernel" if all_fit else ("wave" if l2 else "none"),
               "b_from_l2": b_in_l2, "c_to_l2": c_in_l2}
