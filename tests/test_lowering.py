@@ -140,3 +140,20 @@ def test_vector_ops_are_bandwidth_or_vector_bound() -> None:
     assert sm.bytes["dram"]["b"] == elements * 2 and sm.bytes["dram"]["c"] == elements * 2
     assert sm.cycles["total"] >= elements * 6 / 1024  # ops / vector rate
     assert sm.cycles["total"] >= 2 * elements * 2 / min(256, 600 / 0.94) - 1  # bytes / bandwidth
+
+
+def test_shipped_models_fall_back_for_the_right_reasons() -> None:
+    from conftest import WL
+
+    from accelsim import load_workload
+
+    mnet = run(load_workload(WL / "mobilenetv2.yaml"), TPU, "2:4")
+    dw = [lay for lay in mnet.layers if lay.op == "conv2d" and lay.name.endswith(".dw")]
+    assert len(dw) == 17 and all((lay.path, lay.reason) == ("dense", "op_no_sparse_kernel") for lay in dw)
+    on_gpu = run(load_workload(WL / "mobilenetv2.yaml"), A100, "2:4")
+    assert all(lay.reason == "op_no_sparse_kernel" and lay.path == "vector"
+               for lay in on_gpu.layers if lay.name.endswith(".dw"))
+    bert = run(load_workload(WL / "bert-base.yaml", {"seq": 64}), TPU, "2:4")
+    mm = [lay for lay in bert.layers if lay.op == "matmul"]
+    assert len(mm) == 24 and all((lay.path, lay.reason) == ("dense", "activation_operands") for lay in mm)
+    assert {lay.path for lay in bert.layers if lay.op == "gemm"} == {"sparse"}
