@@ -72,6 +72,17 @@ def _variant(hw: Hardware, *, ideal_memory: bool = False, free_metadata: bool = 
     return hardware_from_dict(d, f"<{hw.name} counterfactual>")
 
 
+def _energy_summary(real: Any, dense: Any) -> dict[str, Any] | None:
+    """Dense vs sparse energy of the two real runs (None when the config has no energy model)."""
+    t_real, t_dense = real.totals(), dense.totals()
+    if "energy" not in t_real or "energy" not in t_dense:
+        return None
+    e_s, e_d = t_real["energy"], t_dense["energy"]
+    return {"dense_j": e_d["total_j"], "sparse_j": e_s["total_j"],
+            "perf_per_watt_vs_dense": e_d["total_j"] / e_s["total_j"] if e_s["total_j"] else 1.0,
+            "sparse_by_component_j": e_s["by_component_j"], "sparse_metadata_j": e_s["by_tensor_j"]["a_metadata"]}
+
+
 def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *,
                   policy: str = "sparse-if-supported", hw_source: str = "<hardware>") -> dict[str, Any]:
     """Simulate the ladder; return rungs, losses, the three bars and the reasons, as plain data."""
@@ -179,6 +190,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
                  "fallback_overhead": fallback_cycles / sparse_total if sparse_total else 0.0},
         "fallback": {"layers": len(fallback), "cycles": fallback_cycles,
                      "by_reason": dict(sorted(reasons.items())), "reason_codes": list(FALLBACK_REASONS)},
+        "energy": _energy_summary(real, dense),
         "sparse_layers": sum(on_sparse),
         "layers": len(kernels),
         "slower_sparse_layers": slower,
