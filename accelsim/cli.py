@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from . import __version__
 from .errors import AccelsimError
+from .fileio import write_atomic
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,19 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _write_atomic(path: str, text: str) -> None:
     """Write a file in one step (temp file + rename), so a failure leaves nothing half-written."""
-    target = Path(path)
-    if target.parent and not target.parent.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(target.parent or "."), prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, text)
 
 
 def _emit(text: str, out: str | None) -> None:

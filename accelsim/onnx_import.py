@@ -22,9 +22,7 @@ Conv and Gemm biases are not costed (a fused epilogue). ``cmd_import_onnx`` is t
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -765,16 +763,9 @@ def workload_yaml(data: dict[str, Any], notes: list[str], source: str) -> str:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .fileio import write_atomic
+
+    write_atomic(path, text)
 
 
 def cmd_import_onnx(args: Any) -> tuple[int, list[str]]:

@@ -71,9 +71,7 @@ import csv
 import heapq
 import json
 import math
-import os
 import statistics
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -1251,15 +1249,9 @@ def quality_at_budget(variants: str | Path, hw: Hardware | str | Path, budget_ms
 # ----------------------------------------------------------------------------------------------- CLI handler
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .fileio import write_atomic
+
+    write_atomic(path, data)
 
 
 def _as_params(set_params: Any) -> dict[str, Any]:

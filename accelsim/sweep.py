@@ -41,7 +41,6 @@ import multiprocessing
 import os
 import re
 import sys
-import threading
 import time
 import typing
 from collections.abc import Callable, Iterable
@@ -828,17 +827,9 @@ def _dask_chunk(ctx: dict[str, Any], index: int,
 # ------------------------------------------------------------------------------------ chunk files
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if tmp.exists():
-            tmp.unlink()
-        raise
+    from .fileio import write_atomic
+
+    write_atomic(path, data, fsync=True)
 
 
 def _encode_rows(rows: list[list[Any]]) -> bytes:

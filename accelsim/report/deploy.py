@@ -47,7 +47,6 @@ import os
 import platform
 import re
 import shlex
-import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -1411,14 +1410,9 @@ def strip_header(text: str) -> str:
 # ============================================================================================ files
 
 def _write_atomic(target: Path, payload: bytes) -> None:
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    from ..fileio import write_atomic
+
+    write_atomic(target, payload)
 
 
 def report_json(report: dict[str, Any]) -> str:

@@ -7,14 +7,11 @@ Stage colours are the trace's (:mod:`accelsim.report.timeline`). Library code: n
 
 from __future__ import annotations
 
-import io
 import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -367,29 +364,11 @@ def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
 
 def save_figure(fig: Figure, out_base: str | os.PathLike[str]) -> list[Path]:
     """Write ``<out_base>.png`` and ``<out_base>.svg`` (deterministic, atomic); return their paths."""
-    base = Path(out_base)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    paths = []
-    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT, "svg.fonttype": "path"}):
-        for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
-            target = base.with_name(f"{base.name}.{fmt}")
-            _write_atomic(target, buf.getvalue())
-            paths.append(target)
-    return paths
+    from ..fileio import save_figure as save
+
+    return save(fig, out_base, ("png", "svg"), DPI)
 
 
-def _write_atomic(target: Path, payload: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=str(target.parent), prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def plot_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: int = 1) -> Figure:

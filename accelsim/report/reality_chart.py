@@ -7,13 +7,10 @@ canvas directly (no pyplot, no global state; rcParams are only touched inside ``
 
 from __future__ import annotations
 
-import io
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -257,29 +254,11 @@ def save_chart(fig: Figure, out_dir: str | os.PathLike[str]) -> list[Path]:
     Both files are deterministic for identical figures: no date or software metadata, and a fixed
     SVG hash salt. Each file is written to a temporary name and renamed into place.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT, "svg.fonttype": "path"}):
-        for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
-            target = out / f"{BASENAME}.{fmt}"
-            _write_bytes_atomic(target, buf.getvalue())
-            paths.append(target)
-    return paths
+    from ..fileio import save_figure
+
+    return save_figure(fig, Path(out_dir) / BASENAME, ("png", "svg"), DPI)
 
 
-def _write_bytes_atomic(target: Path, payload: bytes) -> None:
-    """Temp file + rename. ``open`` (not ``mkstemp``) so the file gets the usual umask permissions, not 0600."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 # ----------------------------------------------------------------------------------------------- text

@@ -25,8 +25,6 @@ import difflib
 import fnmatch
 import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -862,17 +860,9 @@ class BlessChange:
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Write a file in one step (temp file + rename): a failure leaves the old file or nothing."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(target.parent), prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from ..fileio import write_atomic as _write
+
+    _write(path, text)
 
 
 def _bless_one(old_path: Path, new: dict[str, Any], label: str) -> BlessChange:

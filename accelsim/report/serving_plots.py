@@ -8,8 +8,6 @@ state).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -92,16 +90,7 @@ def latency_vs_load_figure(curves: Mapping[str, Sequence[Mapping[str, Any]]], *,
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
     """Write ``fig`` (format from the suffix, e.g. .png / .svg) in one step; return the path."""
+    from ..fileio import figure_bytes, write_atomic
+
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(target.parent), prefix=f".{target.name}.", suffix=target.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=target.suffix.lstrip(".") or "png", metadata={"Software": None}
-                    if target.suffix in ("", ".png") else None)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return target
+    return write_atomic(target, figure_bytes(fig, target.suffix.lstrip(".") or "png"))

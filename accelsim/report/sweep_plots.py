@@ -18,12 +18,10 @@ drawn on the Agg canvas directly (no pyplot, no global state).
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
 import re
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -325,17 +323,9 @@ def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str,
 # ------------------------------------------------------------------------------------------- files
 
 def _save(fig: Figure, path: Path) -> Path:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    from ..fileio import figure_bytes, write_atomic
+
+    return write_atomic(path, figure_bytes(fig, "png", DPI))
 
 
 def sweep_figures(table: SweepTable, cost: str | None = None) -> list[tuple[str, Figure]]:

@@ -7,14 +7,11 @@ prints, and matplotlib is used through :class:`~matplotlib.figure.Figure` with t
 
 from __future__ import annotations
 
-import io
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -103,21 +100,8 @@ def scatter_figure(result: Mapping[str, Any], *, title: str | None = None, annot
 
 def save_scatter(fig: Figure, out_dir: str | os.PathLike[str], basename: str = BASENAME) -> list[Path]:
     """Write ``<basename>.png`` and ``.svg`` into ``out_dir`` (deterministic, atomic); return the paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    with matplotlib.rc_context({"svg.hashsalt": SVG_HASHSALT, "svg.fonttype": "path"}):
-        for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
-            target = out / f"{basename}.{fmt}"
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            try:
-                with open(tmp, "wb") as fh:
-                    fh.write(buf.getvalue())
-                os.replace(tmp, target)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
-            paths.append(target)
-    return paths
+    from ..fileio import save_figure
+
+    return save_figure(fig, Path(out_dir) / basename, ("png", "svg"), DPI)
+
+
