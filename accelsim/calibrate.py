@@ -1,4 +1,4 @@
-"""Fit the four calibrated fields of a tensor-core config to measured 2:4 speedups.
+"""Fit the five calibrated fields of a tensor-core config to measured 2:4 speedups.
 
 The calibrated fields (and nothing else) are::
 
@@ -6,6 +6,7 @@ The calibrated fields (and nothing else) are::
     core.compute.efficiency.sparse   the same for the 2:4 kernel (share of its doubled peak)
     launch_overhead_cycles.dense     fixed cost per dense GEMM kernel (launch, prologue, epilogue)
     launch_overhead_cycles.sparse    fixed cost per sparse GEMM kernel
+    dram.sustained_fraction          share of the peak DRAM bandwidth a GEMM's access stream sustains
 
 There are no per-row or per-shape tables: one value per field for a whole GPU. The objective is
 the speedup MAE over the fitted rows plus a small penalty that keeps the fields physical: the
@@ -21,7 +22,16 @@ and sparse body is simulated once per efficiency on a grid, interpolated linearl
 coordinate descent at 0.01 efficiency / 50 cycle resolution from the best few coarse points).
 The fitted values are finally re-simulated exactly (:func:`calibrate` reports exact metrics).
 
-Library code: nothing here prints.
+The DRAM fraction changes every body (it is not additive), so it is searched outside: for each
+candidate fraction the body tables are rebuilt and the four fields fitted inside
+(:func:`calibrate5`, ~15 s per fraction with the default grid); the fraction whose fit has the
+lowest exact objective wins. :func:`calibrate` and :func:`leave_one_source_out` fit the four inner
+fields at the fraction the config (or the tables) already has. The outer search as a command::
+
+    python -m accelsim.calibrate ../shared/reference/gpu/a100_fp16_24_speedups.csv \
+        --hw hwconfigs/a100-like.yaml --gpu A100 [--fractions 0.70,0.75,0.80,0.85,1.0] [--loso]
+
+Library code: nothing here prints (only the ``python -m`` entry point, :func:`main`).
 """
 
 from __future__ import annotations
@@ -29,7 +39,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,12 +51,15 @@ from .runner import Simulator
 from .validation import MAIN_REGIMES, SPARSE_BOUND, Measurement, match_gpu, metrics, source_label, validate_hw
 from .workload import workload_from_dict
 
-__all__ = ["CALIBRATED_FIELDS", "DEFAULT_GRID", "Calibration", "BodyTables", "body_tables", "fit", "calibrate",
-           "leave_one_source_out", "with_calibration", "current_calibration", "select_rows"]
+__all__ = ["CALIBRATED_FIELDS", "DEFAULT_GRID", "DEFAULT_FRACTIONS", "COARSE_GRID", "Calibration", "BodyTables",
+           "body_tables", "fit", "calibrate", "calibrate5", "leave_one_source_out", "pooled", "with_calibration",
+           "current_calibration", "select_rows", "format_search", "main"]
 
 CALIBRATED_FIELDS = ("core.compute.efficiency.dense", "core.compute.efficiency.sparse",
-                     "launch_overhead_cycles.dense", "launch_overhead_cycles.sparse")
+                     "launch_overhead_cycles.dense", "launch_overhead_cycles.sparse", "dram.sustained_fraction")
 DEFAULT_GRID = (0.30, 0.40, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85, 0.90, 0.95, 1.00)
+COARSE_GRID = (0.30, 0.55, 0.70, 0.85, 1.00)  # 2.6x faster tables; same optimum on the A100 set (tests, notebook)
+DEFAULT_FRACTIONS = (0.70, 0.75, 0.80, 0.85, 1.0)  # dram.sustained_fraction candidates of the outer search
 EFF_BOUNDS = (0.30, 1.00)
 LAUNCH_MAX = 20000
 EFF_STEP = 0.01
@@ -55,12 +68,13 @@ LAUNCH_STEP = 50
 
 @dataclass(frozen=True)
 class Calibration:
-    """Values of the four calibrated fields."""
+    """Values of the five calibrated fields (in ``CALIBRATED_FIELDS`` order)."""
 
     efficiency_dense: float
     efficiency_sparse: float
     launch_dense: int
     launch_sparse: int
+    dram_sustained_fraction: float
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,7 +82,7 @@ class Calibration:
     def fields(self) -> dict[str, float | int]:
         """The values keyed by config path."""
         return dict(zip(CALIBRATED_FIELDS, (self.efficiency_dense, self.efficiency_sparse, self.launch_dense,
-                                            self.launch_sparse), strict=True))
+                                            self.launch_sparse, self.dram_sustained_fraction), strict=True))
 
 
 def _tensor_core(hw: Hardware) -> TensorCoreCompute:
@@ -81,17 +95,23 @@ def current_calibration(hw: Hardware) -> Calibration:
     """The calibrated fields as the config has them now."""
     comp = _tensor_core(hw)
     return Calibration(float(comp.efficiency.dense), float(comp.efficiency.sparse),
-                       int(hw.launch_overhead_cycles.dense), int(hw.launch_overhead_cycles.sparse))
+                       int(hw.launch_overhead_cycles.dense), int(hw.launch_overhead_cycles.sparse),
+                       float(hw.dram.sustained_fraction))
 
 
 def with_calibration(hw: Hardware, cal: Calibration) -> Hardware:
-    """A copy of ``hw`` with the four calibrated fields set to ``cal``."""
+    """A copy of ``hw`` with the five calibrated fields set to ``cal``."""
     _tensor_core(hw)
     data = copy.deepcopy(hw.to_dict())
     data["core"]["compute"]["efficiency"] = {"dense": float(cal.efficiency_dense),
                                              "sparse": float(cal.efficiency_sparse)}
     data["launch_overhead_cycles"] = {"dense": int(cal.launch_dense), "sparse": int(cal.launch_sparse)}
+    data["dram"]["sustained_fraction"] = float(cal.dram_sustained_fraction)
     return hardware_from_dict(data, f"{hw.name} (calibrated)")
+
+
+def _with_fraction(hw: Hardware, fraction: float) -> Hardware:
+    return with_calibration(hw, replace(current_calibration(hw), dram_sustained_fraction=float(fraction)))
 
 
 def select_rows(rows: Sequence[Measurement], gpu: str, keys: Sequence[str] | None = None, *,
@@ -113,11 +133,12 @@ class BodyTables:
     sparse_path: np.ndarray  # (R,) True where the 2:4 run is really sparse
     rows: list[Measurement]
     clock_ghz: float
+    dram_sustained_fraction: float  # the (fixed) fifth field the bodies were simulated with
 
     def subset(self, mask: np.ndarray) -> BodyTables:
         idx = np.flatnonzero(mask)
         return BodyTables(self.grid, self.dense[:, idx], self.sparse[:, idx], self.sparse_path[idx],
-                          [self.rows[i] for i in idx], self.clock_ghz)
+                          [self.rows[i] for i in idx], self.clock_ghz, self.dram_sustained_fraction)
 
     def at(self, efficiencies: np.ndarray, which: str) -> np.ndarray:
         """Bodies at arbitrary efficiencies: linear interpolation in 1 / efficiency. Shape (E, R)."""
@@ -132,7 +153,10 @@ class BodyTables:
 
 def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float] = DEFAULT_GRID,
                 sparsity: str = "2:4") -> BodyTables:
-    """Simulate every row dense and sparse at each grid efficiency with zero launch cost."""
+    """Simulate every row dense and sparse at each grid efficiency with zero launch cost.
+
+    The DRAM sustained fraction is ``hw``'s own (set it with :func:`with_calibration` first).
+    """
     if not rows:
         raise AccelsimError("calibration: no rows to fit")
     g = np.array(sorted(set(float(x) for x in grid)))
@@ -144,7 +168,7 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
     sparse = np.zeros((len(g), len(rows)))
     path = np.zeros(len(rows), dtype=bool)
     for gi, eff in enumerate(g):
-        hw_e = with_calibration(hw, Calibration(float(eff), float(eff), 0, 0))
+        hw_e = with_calibration(hw, Calibration(float(eff), float(eff), 0, 0, float(hw.dram.sustained_fraction)))
         sim = Simulator(hw_e)
         for ri, model in enumerate(models):
             kd = lower(model, hw_e, "dense")[0]
@@ -152,7 +176,7 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
             dense[gi, ri] = sim(kd).cycles["total"]
             sparse[gi, ri] = sim(ks).cycles["total"]
             path[ri] = ks.sparse
-    return BodyTables(g, dense, sparse, path, list(rows), float(hw.clock_ghz))
+    return BodyTables(g, dense, sparse, path, list(rows), float(hw.clock_ghz), float(hw.dram.sustained_fraction))
 
 
 # ---------------------------------------------------------------------------------------- objective
@@ -200,7 +224,11 @@ class _Search:
 
 def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, float] = EFF_BOUNDS,
         launch_max: int = LAUNCH_MAX, starts: int = 6) -> dict[str, Any]:
-    """Fit the four fields on ``tables`` (all its rows). Returns the values and the table-based objective."""
+    """Fit the four inner fields on ``tables`` (all its rows) at the tables' DRAM fraction.
+
+    Returns the values (a :class:`Calibration` carrying ``tables.dram_sustained_fraction``) and the
+    table-based objective.
+    """
     if not len(tables.rows):
         raise AccelsimError("calibration: no rows to fit")
     lo, hi = eff_bounds
@@ -242,7 +270,8 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
     obj, mae, tde, tse = search.objective(ed, es, ld, ls)
     d = search.dense[ed] + launches[ld]
     s = np.where(search.fallback, d, search.sparse[es] + launches[ls])
-    cal = Calibration(float(effs[ed]), float(effs[es]), int(launches[ld]), int(launches[ls]))
+    cal = Calibration(float(effs[ed]), float(effs[es]), int(launches[ld]), int(launches[ls]),
+                      tables.dram_sustained_fraction)
     return {"calibration": cal, "objective": obj, "mae": mae, "dense_log_err": tde, "sparse_log_err": tse,
             "right_side": float(((d / s > 1.0) == (meas > 1.0)).mean()), "rows": len(tables.rows),
             "penalty": penalty, "eff_bounds": [lo, hi], "launch_max": launch_max}
@@ -280,21 +309,31 @@ def _neighbourhood(search: _Search, point: list[int]) -> tuple[list[int], float]
 
 # ---------------------------------------------------------------------------------------- workflows
 
-def _exact(rows: Sequence[Measurement], hw: Hardware, gpu: str) -> dict[str, Any]:
-    """Exact validation metrics of ``rows`` on ``hw`` (mapped under ``gpu``)."""
+def _exact(rows: Sequence[Measurement], hw: Hardware, gpu: str, penalty: float = 0.1) -> dict[str, Any]:
+    """Exact validation metrics of ``rows`` on ``hw`` (mapped under ``gpu``), with the fit's objective."""
     res = validate_hw(rows, {gpu: hw})
     scored = [r for r in res["rows"] if r["scored"]]
-    return metrics([r["predicted"]["speedup"] for r in scored], [r["measured"]["speedup"] for r in scored],
-                   [r["dense_time_err_pct"] for r in scored], [r["sparse_time_err_pct"] for r in scored])
+    out = metrics([r["predicted"]["speedup"] for r in scored], [r["measured"]["speedup"] for r in scored],
+                  [r["dense_time_err_pct"] for r in scored], [r["sparse_time_err_pct"] for r in scored])
+    logs = []
+    for which in ("dense", "sparse"):
+        v = [abs(math.log(r["predicted"][f"{which}_us"] / r["measured"][f"{which}_us"]))
+             for r in scored if r["measured"][f"{which}_us"]]
+        logs.append(float(np.mean(v)) if v else 0.0)
+    out["dense_log_err"], out["sparse_log_err"] = logs
+    out["objective"] = None if out["mae"] is None else out["mae"] + penalty * (logs[0] + logs[1]) / 2.0
+    return out
 
 
 def calibrate(rows: Sequence[Measurement], hw: Hardware, gpu: str, *, keys: Sequence[str] | None = None,
               main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND, penalty: float = 0.1,
               grid: Sequence[float] = DEFAULT_GRID, tables: BodyTables | None = None) -> dict[str, Any]:
-    """Fit the calibrated fields of ``hw`` on the main-regime rows of ``gpu``; exact metrics before/after.
+    """Fit the four inner calibrated fields of ``hw`` on the main-regime rows of ``gpu``; exact metrics before/after.
 
-    Returns ``{"fitted": Calibration, "current": Calibration, "fit": {...}, "before": metrics,
-    "after": metrics, "improves": bool, "rows": n, "hardware": Hardware (calibrated), "tables": BodyTables}``.
+    The DRAM sustained fraction stays where ``hw`` has it (or where ``tables`` were built); search it
+    with :func:`calibrate5`. Returns ``{"fitted": Calibration, "current": Calibration, "fit": {...},
+    "before": metrics, "after": metrics, "improves": bool, "rows": n, "hardware": Hardware
+    (calibrated), "tables": BodyTables}``.
     """
     use = select_rows(rows, gpu, keys, main_regimes=main_regimes, bound=bound)
     if not use:
@@ -303,11 +342,74 @@ def calibrate(rows: Sequence[Measurement], hw: Hardware, gpu: str, *, keys: Sequ
     fitted = fit(tab, penalty=penalty)
     cal = fitted["calibration"]
     hw_cal = with_calibration(hw, cal)
-    before = _exact(use, hw, gpu)
-    after = _exact(use, hw_cal, gpu)
+    before = _exact(use, hw, gpu, penalty)
+    after = _exact(use, hw_cal, gpu, penalty)
     return {"gpu": gpu, "fitted": cal, "current": current_calibration(hw), "fit": fitted, "before": before,
             "after": after, "improves": bool(after["mae"] < before["mae"]), "rows": len(use),
             "regimes": list(main_regimes), "penalty": penalty, "hardware": hw_cal, "tables": tab}
+
+
+def calibrate5(rows: Sequence[Measurement], hw: Hardware, gpu: str,
+               fractions: Sequence[float] = DEFAULT_FRACTIONS, *, keys: Sequence[str] | None = None,
+               main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND, penalty: float = 0.1,
+               grid: Sequence[float] = DEFAULT_GRID, loso: bool = False,
+               tables: Mapping[float, BodyTables] | None = None) -> dict[str, Any]:
+    """Fit all five calibrated fields: an outer search over ``dram.sustained_fraction`` in ``fractions``.
+
+    For each fraction the body tables are rebuilt (unless ``tables`` has them, keyed by fraction) and
+    the four inner fields fitted (:func:`fit`); the fraction whose fitted config has the lowest *exact*
+    objective (speedup MAE + ``penalty`` x mean |log time error|, re-simulated) wins. ``loso=True``
+    also runs :func:`leave_one_source_out` at every fraction and a nested variant that picks the
+    fraction inside each fold by its training objective.
+
+    Returns ``{"fitted": Calibration, "current", "before", "after", "improves", "rows", "hardware",
+    "search": [per fraction: {"fraction", "fitted", "after", "objective", "best", "loso"?, "folds"?}],
+    "loso_nested"?: {"folds": [...], "pooled": {...}}}``.
+    """
+    fr = sorted({float(f) for f in fractions})
+    if not fr or fr[0] <= 0.0 or fr[-1] > 1.0:
+        raise AccelsimError(f"calibration: DRAM sustained fractions must lie in (0, 1], got {list(fractions)}")
+    use = select_rows(rows, gpu, keys, main_regimes=main_regimes, bound=bound)
+    if not use:
+        raise AccelsimError(f"calibration: no main-regime rows ({', '.join(main_regimes)}) for GPU {gpu!r}")
+    opts = {"keys": keys, "main_regimes": main_regimes, "bound": bound, "penalty": penalty}
+    given = {round(float(k), 6): v for k, v in (tables or {}).items()}
+    search: list[dict[str, Any]] = []
+    for f in fr:
+        hw_f = _with_fraction(hw, f)
+        tab = given.get(round(f, 6))
+        if tab is None:
+            tab = body_tables(use, hw_f, grid)
+        elif tab.dram_sustained_fraction != f or [r.line for r in tab.rows] != [r.line for r in use]:
+            raise AccelsimError(f"calibrate5: the tables given for fraction {f:g} were built for other rows or "
+                                f"another fraction ({tab.dram_sustained_fraction:g})")
+        fitted = fit(tab, penalty=penalty)
+        hw_cal = with_calibration(hw, fitted["calibration"])
+        after = _exact(use, hw_cal, gpu, penalty)
+        entry: dict[str, Any] = {"fraction": f, "fitted": fitted["calibration"], "fit": fitted, "after": after,
+                                 "objective": after["objective"], "hardware": hw_cal, "best": False}
+        if loso:
+            entry["folds"] = leave_one_source_out(rows, hw_f, gpu, tables=tab, reference=fitted["calibration"],
+                                                  **opts)
+            entry["loso"] = pooled(entry["folds"])
+        search.append(entry)
+    best = min(search, key=lambda e: e["objective"])
+    best["best"] = True
+    before = _exact(use, hw, gpu, penalty)
+    out: dict[str, Any] = {
+        "gpu": gpu, "fitted": best["fitted"], "current": current_calibration(hw), "before": before,
+        "after": best["after"], "improves": bool(best["after"]["mae"] < before["mae"]), "rows": len(use),
+        "regimes": list(main_regimes), "penalty": penalty, "grid": [float(g) for g in grid], "fractions": fr,
+        "hardware": best["hardware"], "search": search}
+    if loso:
+        nested = []
+        for i in range(len(search[0]["folds"])):
+            pick = min(search, key=lambda e, i=i: e["folds"][i]["train_objective"])
+            chosen = dict(pick["folds"][i])
+            chosen["fraction"] = pick["fraction"]
+            nested.append(chosen)
+        out["loso_nested"] = {"folds": nested, "pooled": pooled(nested)}
+    return out
 
 
 def leave_one_source_out(rows: Sequence[Measurement], hw: Hardware, gpu: str, *, keys: Sequence[str] | None = None,
@@ -317,8 +419,10 @@ def leave_one_source_out(rows: Sequence[Measurement], hw: Hardware, gpu: str, *,
                          reference: Calibration | None = None) -> list[dict[str, Any]]:
     """For each distinct ``source``: fit on the other sources' rows, score exactly on this source's rows.
 
-    ``reference`` (default: a fit on all rows) is scored on the same held-out rows, so each fold
-    shows what leaving the source out costs. A source whose rows are all that is left is skipped.
+    The four inner fields are refitted per fold; the DRAM sustained fraction stays at the tables' (by
+    default ``hw``'s) value. ``reference`` (default: a fit on all rows) is scored on the same held-out
+    rows, so each fold shows what leaving the source out costs. A source whose rows are all that is
+    left is skipped.
     """
     use = select_rows(rows, gpu, keys, main_regimes=main_regimes, bound=bound)
     tab = tables if tables is not None else body_tables(use, hw, grid)
@@ -338,7 +442,8 @@ def leave_one_source_out(rows: Sequence[Measurement], hw: Hardware, gpu: str, *,
         hw_fold = with_calibration(hw, fitted["calibration"])
         folds.append({"source": source, "label": source_label(source), "train_rows": int((~test).sum()),
                       "test_rows": int(test.sum()), "fitted": fitted["calibration"], "train_mae": fitted["mae"],
-                      "test": _exact(held, hw_fold, gpu), "test_with_full_fit": _exact(held, hw_ref, gpu)})
+                      "train_objective": fitted["objective"], "test": _exact(held, hw_fold, gpu, penalty),
+                      "test_with_full_fit": _exact(held, hw_ref, gpu, penalty)})
     return folds
 
 
@@ -349,4 +454,78 @@ def pooled(folds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return {"n": 0, "mae": None, "right_side": None}
     return {"n": n, "mae": sum(f["test"]["mae"] * f["test"]["n"] for f in folds) / n,
             "right_side": sum(f["test"]["right_side_rows"] for f in folds) / n,
+            "right_side_rows": sum(f["test"]["right_side_rows"] for f in folds),
             "mae_full_fit": sum(f["test_with_full_fit"]["mae"] * f["test"]["n"] for f in folds) / n}
+
+
+# ---------------------------------------------------------------------------------------- command
+
+def format_search(result: Mapping[str, Any]) -> str:
+    """The outer search of :func:`calibrate5` as a text table."""
+    hdr = (f"{'fraction':>8s}  {'eff dense/sparse':>16s}  {'launch dense/sparse':>19s}  {'MAE':>6s}  "
+           f"{'objective':>9s}  {'dense/sparse time err':>21s}  {'right side':>10s}")
+    has_loso = any("loso" in e for e in result["search"])
+    if has_loso:
+        hdr += f"  {'LOSO MAE':>8s}"
+    lines = [hdr, "-" * len(hdr)]
+    for e in result["search"]:
+        c, a = e["fitted"], e["after"]
+        line = (f"{e['fraction']:8.2f}  {c.efficiency_dense:7.2f} / {c.efficiency_sparse:<6.2f}  "
+                f"{c.launch_dense:8d} / {c.launch_sparse:<8d}  {a['mae']:6.4f}  {e['objective']:9.4f}  "
+                f"{a['dense_time_mape']:8.1f}% / {a['sparse_time_mape']:5.1f}%     "
+                f"{a['right_side_rows']:3d}/{a['n']:<3d}   ")
+        if has_loso:
+            line += f"  {e['loso']['mae']:8.3f}"
+        lines.append(line + ("  <- best" if e["best"] else ""))
+    if "loso_nested" in result:
+        nest = result["loso_nested"]
+        picks = ", ".join(f"{f['label']}: {f['fraction']:.2f}" for f in nest["folds"])
+        lines.append(f"leave-one-source-out with the fraction chosen inside each fold ({picks}): "
+                     f"pooled MAE {nest['pooled']['mae']:.3f}, right side "
+                     f"{nest['pooled']['right_side_rows']}/{nest['pooled']['n']}")
+    c = result["fitted"]
+    lines.append(f"best: dram.sustained_fraction {c.dram_sustained_fraction:.2f}, efficiency dense "
+                 f"{c.efficiency_dense:.2f} / sparse {c.efficiency_sparse:.2f}, launch dense {c.launch_dense} / "
+                 f"sparse {c.launch_sparse} cycles; shipped values: {result['current']}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m accelsim.calibrate CSV --hw CONFIG --gpu NAME``: the five-field fit, printed."""
+    import argparse
+    import sys
+
+    from .hardware import load_hardware
+    from .validation import read_measurements
+
+    ap = argparse.ArgumentParser(prog="python -m accelsim.calibrate", description=main.__doc__)
+    ap.add_argument("measurements", help="measurement CSV (accelsim validate-hw format)")
+    ap.add_argument("--hw", required=True, help="tensor-core hardware config (YAML)")
+    ap.add_argument("--gpu", required=True, help="GPU name (prefix) of the rows to fit, e.g. A100")
+    ap.add_argument("--fractions", default=",".join(f"{f:g}" for f in DEFAULT_FRACTIONS),
+                    help="comma-separated dram.sustained_fraction candidates (default: %(default)s)")
+    ap.add_argument("--grid", choices=("default", "coarse"), default="default",
+                    help="efficiency grid of the body tables (coarse: 5 points, 2.6x faster)")
+    ap.add_argument("--penalty", type=float, default=0.1, help="weight of the time-error term (default 0.1)")
+    ap.add_argument("--loso", action="store_true", help="also leave one source out at every fraction")
+    args = ap.parse_args(argv)
+    try:
+        fractions = [float(x) for x in args.fractions.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--fractions: expected numbers, got {args.fractions!r}")
+    try:
+        rows = read_measurements(args.measurements)
+        hw = load_hardware(args.hw)
+        res = calibrate5(rows, hw, args.gpu, fractions, penalty=args.penalty, loso=args.loso,
+                         grid=COARSE_GRID if args.grid == "coarse" else DEFAULT_GRID)
+    except AccelsimError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{res['rows']} main-regime rows of {args.gpu}; shipped config: MAE {res['before']['mae']:.4f}, "
+          f"objective {res['before']['objective']:.4f}")
+    print(format_search(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

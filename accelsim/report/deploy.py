@@ -80,7 +80,8 @@ PERTURBATION = 0.10
 DPI = 100
 CALIBRATED_FIELDS = {  # per compute kind: the config fields marked CALIBRATED (README, GPU-like parts)
     "tensor_core": [("core", "compute", "efficiency", "dense"), ("core", "compute", "efficiency", "sparse"),
-                    ("launch_overhead_cycles", "dense"), ("launch_overhead_cycles", "sparse")],
+                    ("launch_overhead_cycles", "dense"), ("launch_overhead_cycles", "sparse"),
+                    ("dram", "sustained_fraction")],
     "systolic": [],
 }
 PADDING_REASONS = ("n_padded", "k_padded")
@@ -643,7 +644,7 @@ def _perturbed(hw: Hardware, path: tuple[str, ...], factor: float) -> tuple[Hard
     if isinstance(old, int):
         new: float = int(round(old * factor))
     else:
-        new = min(1.0, old * factor) if "efficiency" in path else old * factor
+        new = min(1.0, old * factor) if ("efficiency" in path or "sustained_fraction" in path) else old * factor
     node[path[-1]] = new
     return hardware_from_dict(d, f"<{hw.name} perturbed>"), old, new
 
