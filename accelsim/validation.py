@@ -564,12 +564,6 @@ def validate_hw_command(measurements_csv: str | Path, hw_map: Sequence[str],
 
 
 def _write_text(target: Path, text: str) -> None:
-    import os
+    from .fileio import write_atomic
 
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(target, text)
