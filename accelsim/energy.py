@@ -44,13 +44,22 @@ def static_watts(hw: Hardware) -> float:
 
 def layer_energy(res: KernelResult, hw: Hardware, dtype: str) -> dict[str, Any]:
     """Energy of one simulated op, by component and by tensor, in joules."""
+    return op_energy(hw, dtype, res.path == "sparse", res.macs_executed, res.bytes["dram"], res.bytes["sram"],
+                     res.cycles["total"], res.counts.get("decode_groups", 0.0), res.counts.get("vector_ops", 0.0),
+                     res.name)
+
+
+def op_energy(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, dram: dict[str, int],
+              sram: dict[str, int], cycles: int, decode_groups: float, vector_ops: float,
+              name: str = "op") -> dict[str, Any]:
+    """Energy of one op from its counts (MACs, bytes per level and tensor, cycles, decode groups, vector ops)."""
     spec = hw.energy
     assert spec is not None
-    table = spec.sparse_mac_pj if (res.path == "sparse" and spec.sparse_mac_pj is not None) else spec.mac_pj
-    if res.macs_executed and dtype not in table:
+    table = spec.sparse_mac_pj if (sparse and spec.sparse_mac_pj is not None) else spec.mac_pj
+    if macs_executed and dtype not in table:
         key = "sparse_mac_pj" if table is spec.sparse_mac_pj else "mac_pj"
-        raise ConfigError("<hardware>", f"energy.{key}", f"no {dtype} entry: op '{res.name}' needs one")
-    d, s = res.bytes["dram"], res.bytes["sram"]
+        raise ConfigError("<hardware>", f"energy.{key}", f"no {dtype} entry: op '{name}' needs one")
+    d, s = dram, sram
     rd, wr = spec.sram_read_pj_per_byte, spec.sram_write_pj_per_byte
     has_l2 = hw.l2 is not None
     mem: dict[str, dict[str, float]] = {}
@@ -64,11 +73,11 @@ def layer_energy(res: KernelResult, hw: Hardware, dtype: str) -> dict[str, Any]:
             l2_bytes = s[t]
         mem[t] = {"sram": sram_pj, "l2": l2_bytes * spec.l2_pj_per_byte if has_l2 else 0.0,
                   "dram": d[t] * spec.dram_pj_per_byte}
-    seconds = res.cycles["total"] / (hw.clock_ghz * 1e9)
-    decode_pj = res.counts.get("decode_groups", 0.0) * spec.decode_pj_per_group
+    seconds = cycles / (hw.clock_ghz * 1e9)
+    decode_pj = decode_groups * spec.decode_pj_per_group
     comp = {
-        "mac": res.macs_executed * table.get(dtype, 0.0) * PJ,
-        "vector": res.counts.get("vector_ops", 0.0) * spec.vector_pj_per_op * PJ,
+        "mac": macs_executed * table.get(dtype, 0.0) * PJ,
+        "vector": vector_ops * spec.vector_pj_per_op * PJ,
         "decode": decode_pj * PJ,
         "sram": sum(m["sram"] for m in mem.values()) * PJ,
         "l2": sum(m["l2"] for m in mem.values()) * PJ,

@@ -67,7 +67,7 @@ METRICS = (
     "peak_macs_per_cycle", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
     "macs", "macs_executed", "dram_bytes", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
     "metadata_bytes", "metadata_share", "layers", "layers_sparse", "fallback_layers", "fallback_rate",
-    "fallback_time_share", "binding", "binding_share",
+    "fallback_time_share", "binding", "binding_share", "energy_j", "dense_energy_j", "perf_per_watt_vs_dense",
 )
 POINT_COLUMNS = ("point", "origin", "hw_hash")
 TEXT_COLUMNS = {"origin", "hw_hash", "workload", "sparsity", "reason", "binding"}
@@ -679,7 +679,7 @@ def _lower_groups(model: Any, hw: Hardware, sparsity: str | None) -> _Lowered:
 def _metrics(total: int, compute: int, stall_mem: int, stall_dec: int, launch: int, dense_total: int, macs: int,
              macs_exec: int, dram: tuple[int, int, int, int], layers: int, sparse_layers: int, fallback: int,
              fallback_cycles: int, requested: int, bind_cycles: list[int], peak: float,
-             clock_ghz: float) -> tuple:
+             clock_ghz: float, energy: float | None = None, dense_energy: float | None = None) -> tuple:
     from .results import BINDING_NAMES
 
     dram_total = sum(dram)
@@ -691,7 +691,14 @@ def _metrics(total: int, compute: int, stall_mem: int, stall_dec: int, launch: i
             round(dram[1] / dram_total, 6) if dram_total else 0.0, layers, sparse_layers, fallback,
             round(fallback / requested, 6) if requested else 0.0,
             round(fallback_cycles / total, 6) if total else 0.0,
-            BINDING_NAMES[best], round(bind_cycles[best] / total, 6) if total else 0.0)
+            BINDING_NAMES[best], round(bind_cycles[best] / total, 6) if total else 0.0,
+            _sig(energy), _sig(dense_energy),
+            _sig(dense_energy / energy) if energy and dense_energy is not None else None)
+
+
+def _sig(x: float | None, digits: int = 6) -> float | None:
+    """Round to ``digits`` significant digits (energies summed in different orders agree to ~1e-15)."""
+    return None if x is None else float(f"{x:.{digits}g}")
 
 
 def _infeasible(exc: InfeasibleError) -> tuple:
@@ -725,6 +732,8 @@ def _lean_row(model: Any, hw: Hardware, lh: Any, lkey: str, sparsity: str | None
     total = compute = stall_mem = stall_dec = launch = dense_total = macs = macs_exec = 0
     a_v = a_m = b = c = 0
     sparse_layers = fallback = fallback_cycles = 0
+    with_energy = hw.energy is not None and _energy_tables_cover(hw, model.dtype)
+    energy = dense_energy = 0.0
     bind = [0, 0, 0, 0]
     fastest = policy == "fastest"
     for g in low.groups:
@@ -754,9 +763,29 @@ def _lean_row(model: Any, hw: Hardware, lh: Any, lkey: str, sparsity: str | None
         elif requested:
             fallback += n
             fallback_cycles += n * res[0]
+        if with_energy:
+            e = _summary_energy(hw, model.dtype, kernel, res, path == "sparse")
+            energy += n * e
+            dense_energy += n * (_summary_energy(hw, model.dtype, g.base, base, False) if kernel.sparse else e)
     return _metrics(total, compute, stall_mem, stall_dec, launch, dense_total, macs, macs_exec, (a_v, a_m, b, c),
                     low.layers, sparse_layers, fallback, fallback_cycles, low.requested, bind,
-                    peak_macs_per_cycle(hw, model.dtype), hw.clock_ghz)
+                    peak_macs_per_cycle(hw, model.dtype), hw.clock_ghz, energy if with_energy else None,
+                    dense_energy if with_energy else None)
+
+
+def _energy_tables_cover(hw: Hardware, dtype: str) -> bool:
+    spec = hw.energy
+    return spec is not None and dtype in spec.mac_pj and (spec.sparse_mac_pj is None or dtype in spec.sparse_mac_pj)
+
+
+def _summary_energy(hw: Hardware, dtype: str, kernel: Any, res: tuple, sparse: bool) -> float:
+    """Total energy (J) of one kernel from its lean summary (the same formula as accelsim.energy)."""
+    from .energy import op_energy
+
+    dram = {"a_values": res[5], "a_metadata": res[6], "b": res[7], "c": res[8]}
+    sram = {"a_values": res[10], "a_metadata": res[11], "b": res[12], "c": res[13]}
+    return op_energy(hw, dtype, sparse, kernel.macs_executed, dram, sram, res[0], res[14],
+                     kernel.vector_ops, kernel.name)["total_j"]
 
 
 def _reference_row(model: Any, hw: Hardware, sparsity: str | None, policy: str, sim: Any) -> tuple:
@@ -774,7 +803,9 @@ def _reference_row(model: Any, hw: Hardware, sparsity: str | None, policy: str, 
                     (d["a_values"], d["a_metadata"], d["b"], d["c"]), t["layers"],
                     sum(1 for r in res.layers if r.path == "sparse"), t["fallback"]["layers"],
                     t["fallback"]["cycles"], sum(1 for r in res.layers if r.pattern_requested), bind,
-                    res.peak_macs_per_cycle, hw.clock_ghz)
+                    res.peak_macs_per_cycle, hw.clock_ghz,
+                    t["energy"]["total_j"] if "energy" in t else None,
+                    t["energy"]["dense_total_j"] if "energy" in t else None)
 
 
 def _run_points(ctx: dict[str, Any], points: list[tuple[int, dict[str, Any]]]) -> list[list[tuple]]:

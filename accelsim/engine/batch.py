@@ -40,12 +40,14 @@ from . import tiling as tl
 __all__ = ["LeanHardware", "Summary", "summarize", "summary_from_result", "BINDING_NAMES"]
 
 # A kernel summary: (total, compute, stall_memory, stall_decode, launch,
-#                    dram_a_values, dram_a_metadata, dram_b, dram_c, binding index into BINDING_NAMES)
-Summary = tuple[int, int, int, int, int, int, int, int, int, int]
+#                    dram_a_values, dram_a_metadata, dram_b, dram_c, binding index into BINDING_NAMES,
+#                    sram_a_values, sram_a_metadata, sram_b, sram_c, decode groups)
+Summary = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int, int, float]
 
 _R_END, _R_CYCLES, _R_STALL_DEC, _R_MOVED, _R_WB, _R_GROUPS = 0, 1, 2, 3, 4, 5
 _R_A_VALUES, _R_A_META, _R_B, _R_C_READ, _R_C_WRITE = 6, 7, 8, 9, 10
-_N_RAW = 11
+_R_SRAM_A_VALUES, _R_SRAM_A_META, _R_SRAM_B, _R_SRAM_C, _R_GROUPS_SEQ = 11, 12, 13, 14, 15
+_N_RAW = 16
 _INF = math.inf
 
 
@@ -184,6 +186,22 @@ def _reduce(work: np.ndarray, times: np.ndarray, busy_latency: float) -> np.ndar
     out[_R_B] = b
     out[_R_C_READ] = c_r
     out[_R_C_WRITE] = c_w
+    s_av = 0.0
+    s_am = 0.0
+    s_b = 0.0
+    s_c = 0.0
+    g = 0.0
+    for i in range(n):  # sequential, as work.sum(axis=0) in engine._assemble
+        s_av += work[i, tl.T_SRAM_A_VALUES]
+        s_am += work[i, tl.T_SRAM_A_META]
+        s_b += work[i, tl.T_SRAM_B]
+        s_c += work[i, tl.T_SRAM_C]
+        g += work[i, tl.T_GROUPS]
+    out[_R_SRAM_A_VALUES] = s_av
+    out[_R_SRAM_A_META] = s_am
+    out[_R_SRAM_B] = s_b
+    out[_R_SRAM_C] = s_c
+    out[_R_GROUPS_SEQ] = g
     return out
 
 
@@ -246,14 +264,17 @@ def _finish(raw: np.ndarray, count: int, launch: int, decode_rate: float) -> Sum
         decode_busy += count * r[_R_GROUPS] / decode_rate
     busy = (compute, _ceil(memory_busy), _ceil(decode_busy), int(launch))
     ranked = max(range(4), key=lambda i: (busy[i], -i))
-    return (total, compute, stall_memory, stall_decode, int(launch), a_values, a_meta, b, c, ranked)
+    return (total, compute, stall_memory, stall_decode, int(launch), a_values, a_meta, b, c, ranked,
+            _ceil(count * r[_R_SRAM_A_VALUES]), _ceil(count * r[_R_SRAM_A_META]), _ceil(count * r[_R_SRAM_B]),
+            _ceil(count * r[_R_SRAM_C]), float(count * r[_R_GROUPS_SEQ]))
 
 
 def summary_from_result(res: Any) -> Summary:
     """The Summary of a ``KernelResult`` (from :func:`accelsim.engine.simulate`)."""
-    c, d = res.cycles, res.bytes["dram"]
+    c, d, s = res.cycles, res.bytes["dram"], res.bytes["sram"]
     return (c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], d["a_values"],
-            d["a_metadata"], d["b"], d["c"], BINDING_NAMES.index(res.binding))
+            d["a_metadata"], d["b"], d["c"], BINDING_NAMES.index(res.binding), s["a_values"], s["a_metadata"],
+            s["b"], s["c"], float(res.counts.get("decode_groups", 0.0)))
 
 
 def _rate(value: object) -> float:

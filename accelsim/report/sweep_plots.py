@@ -333,11 +333,20 @@ def sweep_figures(table: SweepTable, cost: str | None = None) -> list[tuple[str,
     expr = cost or table.sweep.get("cost") or DEFAULT_COST
     label = DEFAULT_COST_LABEL if expr == DEFAULT_COST else expr
     costs = cost_values(table, expr)
+    energies = None
+    if "energy_j" in table.columns:
+        energies = [None if table.get(r, "energy_j") is None else table.get(r, "energy_j") * 1e3 for r in table.rows]
+        if all(e is None for e in energies):
+            energies = None
     out: list[tuple[str, Figure]] = []
     grid = table.grid_keys
     for setting in table.settings()[:MAX_SETTINGS]:
         slug = table.slug(setting)
         out.append((f"pareto_{slug}", pareto_figure(table, setting, costs, label)))
+        if energies is not None:
+            out.append((f"pareto_energy_{slug}", pareto_figure(
+                table, setting, energies, "energy per inference (mJ)",
+                title=f"{table.label(setting)}: latency vs energy, Pareto front per pattern (lower left is better)")))
         if len(grid) >= 2:
             ykey, xkey = grid[0], grid[1]
             heat = heatmap_figure(table, setting, ykey, xkey)
