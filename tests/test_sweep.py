@@ -358,7 +358,8 @@ def test_sweep_plot_writes_pareto_heatmap_and_sparsity_map(tiny: str, tmp_path: 
     run_sweep(spec, tmp_path / "res", workers=1)
     paths = sweep_plot_command(tmp_path / "res")
     names = sorted(p.name for p in paths)
-    assert names == ["heatmap_tiny_batch4.png", "pareto_tiny_batch4.png", "sparsity_pays_tiny_batch4.png"]
+    assert names == ["heatmap_tiny_batch4.png", "pareto_energy_tiny_batch4.png", "pareto_tiny_batch4.png",
+                     "sparsity_pays_tiny_batch4.png"]
     for p in paths:
         assert p.parent == tmp_path / "res" / "plots" and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
