@@ -170,37 +170,23 @@ def _reduce(work: np.ndarray, times: np.ndarray, busy_latency: float) -> np.ndar
     for i in range(n):
         col[i] = work[i, tl.T_GROUPS]
     out[_R_GROUPS] = _np_sum(col)
-    a_v = 0.0
-    a_m = 0.0
-    b = 0.0
-    c_r = 0.0
-    c_w = 0.0
-    for i in range(n):  # work.sum(axis=0) is a sequential sum over rows
-        a_v += work[i, tl.T_DRAM_A_VALUES]
-        a_m += work[i, tl.T_DRAM_A_META]
-        b += work[i, tl.T_DRAM_B]
-        c_r += work[i, tl.T_DRAM_C_READ]
-        c_w += work[i, tl.T_DRAM_C_WRITE]
-    out[_R_A_VALUES] = a_v
-    out[_R_A_META] = a_m
-    out[_R_B] = b
-    out[_R_C_READ] = c_r
-    out[_R_C_WRITE] = c_w
-    s_av = 0.0
-    s_am = 0.0
-    s_b = 0.0
-    s_c = 0.0
-    g = 0.0
-    for i in range(n):  # sequential, as work.sum(axis=0) in engine._assemble
-        s_av += work[i, tl.T_SRAM_A_VALUES]
-        s_am += work[i, tl.T_SRAM_A_META]
-        s_b += work[i, tl.T_SRAM_B]
-        s_c += work[i, tl.T_SRAM_C]
-        g += work[i, tl.T_GROUPS]
-    out[_R_SRAM_A_VALUES] = s_av
-    out[_R_SRAM_A_META] = s_am
-    out[_R_SRAM_B] = s_b
-    out[_R_SRAM_C] = s_c
+    # work.sum(axis=0) in engine._assemble is a sequential sum over rows: do the same, in one pass
+    sums = np.zeros(10)
+    cols = (tl.T_DRAM_A_VALUES, tl.T_DRAM_A_META, tl.T_DRAM_B, tl.T_DRAM_C_READ, tl.T_DRAM_C_WRITE,
+            tl.T_SRAM_A_VALUES, tl.T_SRAM_A_META, tl.T_SRAM_B, tl.T_SRAM_C, tl.T_GROUPS)
+    for i in range(n):
+        for j in range(10):
+            sums[j] += work[i, cols[j]]
+    out[_R_A_VALUES] = sums[0]
+    out[_R_A_META] = sums[1]
+    out[_R_B] = sums[2]
+    out[_R_C_READ] = sums[3]
+    out[_R_C_WRITE] = sums[4]
+    out[_R_SRAM_A_VALUES] = sums[5]
+    out[_R_SRAM_A_META] = sums[6]
+    out[_R_SRAM_B] = sums[7]
+    out[_R_SRAM_C] = sums[8]
+    g = sums[9]
     out[_R_GROUPS_SEQ] = g
     return out
 

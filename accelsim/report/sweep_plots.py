@@ -266,15 +266,19 @@ def _heat_panel(ax: Any, table: SweepTable, ys: list[Any], xs: list[Any], cells:
     return im
 
 
-def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey: str) -> Figure | None:
-    """Latency over two grid parameters, a panel per sparsity, the binding constraint in each cell."""
-    sps = table.sparsities()
+def _panels(table: SweepTable, setting: tuple[Any, ...], sps: list[Any], ykey: str, xkey: str,
+            metric: str) -> tuple[list[tuple], list[float]]:
+    """Grid panels (one per sparsity that has cells) and the feasible values of ``metric`` in them."""
     panels = [(sp, *_grid_cells(table, setting, sp, ykey, xkey)) for sp in sps]
     panels = [p for p in panels if p[3]]
-    if not panels:
-        return None
-    vals = [table.get(r, "latency_us") for _, _, _, cells in panels for r in cells.values()
-            if table.get(r, "feasible") and table.get(r, "latency_us")]
+    vals = [table.get(r, metric) for _, _, _, cells in panels for r in cells.values()
+            if table.get(r, "feasible") and table.get(r, metric)]
+    return panels, vals
+
+
+def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey: str) -> Figure | None:
+    """Latency over two grid parameters, a panel per sparsity, the binding constraint in each cell."""
+    panels, vals = _panels(table, setting, table.sparsities(), ykey, xkey, "latency_us")
     if not vals:
         return None
     norm = LogNorm(min(vals), max(vals)) if min(vals) > 0 and max(vals) > min(vals) else Normalize(min(vals),
@@ -298,12 +302,7 @@ def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey:
 def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey: str) -> Figure | None:
     """Speedup of each sparse pattern over dense on the same hardware, over two grid parameters."""
     sps = [sp for sp in table.sparsities() if sp != "dense"]
-    panels = [(sp, *_grid_cells(table, setting, sp, ykey, xkey)) for sp in sps]
-    panels = [p for p in panels if p[3]]
-    if not panels:
-        return None
-    vals = [table.get(r, "speedup_vs_dense") for _, _, _, cells in panels for r in cells.values()
-            if table.get(r, "feasible") and table.get(r, "speedup_vs_dense")]
+    panels, vals = _panels(table, setting, sps, ykey, xkey, "speedup_vs_dense")
     if not vals:
         return None
     span = max(max(vals), 1 / min(vals), 1.01)  # symmetric in ratio: 0.8x is as red as 1.25x is green
