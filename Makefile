@@ -7,9 +7,10 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test bench lint clean
 
 $(STAMP): pyproject.toml
+	@echo "setting up $(VENV): pip, then accelsim and its dependencies (first time: 1-2 minutes)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --progress-bar off -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
