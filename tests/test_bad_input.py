@@ -186,7 +186,7 @@ def test_wrong_type_mapping(capsys, bad_hw):
 
 def test_wrong_type_in_layer(capsys, bad_wl):
     path = bad_wl(lambda d: d["layers"][2].update(k="4k"))
-    assert_names(fails(capsys, "validate", path), str(path), "layers[2](g4096x128x4096).k", "integer", "'4k'")
+    assert_names(fails(capsys, "validate", path), str(path), "layers[2](g128x4096x4096).k", "integer", "'4k'")
 
 
 def test_missing_required_key(capsys, bad_wl):
@@ -244,7 +244,7 @@ def test_conv_kernel_larger_than_ifmap(capsys, tmp_path):
 def test_pattern_n_greater_than_m(capsys, bad_wl):
     path = bad_wl(lambda d: d["layers"][1].update(sparsity="8:4"))
     line = fails(capsys, "validate", path)
-    assert_names(line, str(path), "layers[1](g128x4096x4096).sparsity", "'8:4'", "N must not exceed M")
+    assert_names(line, str(path), "layers[1](g4096x128x4096).sparsity", "'8:4'", "N must not exceed M")
 
 
 def test_pattern_5_4(capsys, bad_wl):
@@ -255,7 +255,7 @@ def test_pattern_5_4(capsys, bad_wl):
 def test_pattern_with_slash(capsys, bad_wl):
     path = bad_wl(lambda d: d["layers"][3].update(sparsity="2/4"))
     line = fails(capsys, "validate", path)
-    assert_names(line, str(path), "layers[3](g512x768x3072).sparsity", "'2/4'", '"2:4"')
+    assert_names(line, str(path), "layers[3](g768x512x3072).sparsity", "'2/4'", '"2:4"')
 
 
 def test_hardware_pattern_n_greater_than_m(capsys, bad_hw):

@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,12 @@ def matrix() -> list[Case]:
     return cases
 
 
-def generate(out_dir: str | Path, cases: list[Case] | None = None) -> list[Path]:
-    """Simulate each case and write its golden body under ``out_dir``; return the written paths."""
+def generate(out_dir: str | Path, cases: list[Case] | None = None,
+             progress: Callable[[int, int], None] | None = None) -> list[Path]:
+    """Simulate each case and write its golden body under ``out_dir``; return the written paths.
+
+    ``progress(done, total)`` is called after each case.
+    """
     from accelsim.hardware import load_hardware
     from accelsim.report.regress import golden_body, golden_text, write_atomic
     from accelsim.runner import run
@@ -81,7 +86,8 @@ def generate(out_dir: str | Path, cases: list[Case] | None = None) -> list[Path]
     out = Path(out_dir)
     written = []
     hw_cache: dict[str, Any] = {}
-    for case in cases if cases is not None else matrix():
+    todo = cases if cases is not None else matrix()
+    for done, case in enumerate(todo, 1):
         hw = hw_cache.get(case.hw)
         if hw is None:
             hw = hw_cache[case.hw] = load_hardware(ROOT / case.hw)
@@ -90,7 +96,22 @@ def generate(out_dir: str | Path, cases: list[Case] | None = None) -> list[Path]
         path = out / case.relpath
         write_atomic(path, golden_text(golden_body(result)))
         written.append(path)
+        if progress is not None:
+            progress(done, len(todo))
     return written
+
+
+def _bar() -> tuple[Any, Callable[[int, int], None]]:
+    """A tqdm bar on stderr and the callback that moves it."""
+    from tqdm import tqdm
+
+    bar = tqdm(unit="case", file=sys.stderr, leave=False, disable=None)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return bar, update
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,14 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.bless == bool(args.out):
         p.error("give either OUT_DIR or --bless")
+    bar, update = _bar()
     if args.out:
-        paths = generate(args.out)
+        with bar:
+            paths = generate(args.out, progress=update)
         print(f"wrote {len(paths)} golden bodies into {args.out}")
         return 0
     from accelsim.report.regress import regress_command
 
     with tempfile.TemporaryDirectory(prefix="accelsim-goldens-") as tmp:
-        generate(tmp)
+        with bar:
+            generate(tmp, progress=update)
         code, text = regress_command(BODIES, tmp, TOLERANCES, bless=True)
     text = text.replace(tmp, "<regenerated>").replace(f"{ROOT}{os.sep}", "")
     (sys.stderr if code == 2 else sys.stdout).write(text)
