@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -353,14 +353,16 @@ def calibrate5(rows: Sequence[Measurement], hw: Hardware, gpu: str,
                fractions: Sequence[float] = DEFAULT_FRACTIONS, *, keys: Sequence[str] | None = None,
                main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND, penalty: float = 0.1,
                grid: Sequence[float] = DEFAULT_GRID, loso: bool = False,
-               tables: Mapping[float, BodyTables] | None = None) -> dict[str, Any]:
+               tables: Mapping[float, BodyTables] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Fit all five calibrated fields: an outer search over ``dram.sustained_fraction`` in ``fractions``.
 
     For each fraction the body tables are rebuilt (unless ``tables`` has them, keyed by fraction) and
     the four inner fields fitted (:func:`fit`); the fraction whose fitted config has the lowest *exact*
     objective (speedup MAE + ``penalty`` x mean |log time error|, re-simulated) wins. ``loso=True``
     also runs :func:`leave_one_source_out` at every fraction and a nested variant that picks the
-    fraction inside each fold by its training objective.
+    fraction inside each fold by its training objective. ``progress(done, total)`` is called after each
+    fraction's fit and each held-out fold.
 
     Returns ``{"fitted": Calibration, "current", "before", "after", "improves", "rows", "hardware",
     "search": [per fraction: {"fraction", "fitted", "after", "objective", "best", "loso"?, "folds"?}],
@@ -375,6 +377,16 @@ def calibrate5(rows: Sequence[Measurement], hw: Hardware, gpu: str,
     opts = {"keys": keys, "main_regimes": main_regimes, "bound": bound, "penalty": penalty}
     given = {round(float(k), 6): v for k, v in (tables or {}).items()}
     search: list[dict[str, Any]] = []
+    folds_per_fraction = len(set(r.source for r in use)) if loso else 0
+    total = len(fr) * (1 + folds_per_fraction)
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
     for f in fr:
         hw_f = _with_fraction(hw, f)
         tab = given.get(round(f, 6))
@@ -386,11 +398,12 @@ def calibrate5(rows: Sequence[Measurement], hw: Hardware, gpu: str,
         fitted = fit(tab, penalty=penalty)
         hw_cal = with_calibration(hw, fitted["calibration"])
         after = _exact(use, hw_cal, gpu, penalty)
+        step()
         entry: dict[str, Any] = {"fraction": f, "fitted": fitted["calibration"], "fit": fitted, "after": after,
                                  "objective": after["objective"], "hardware": hw_cal, "best": False}
         if loso:
             entry["folds"] = leave_one_source_out(rows, hw_f, gpu, tables=tab, reference=fitted["calibration"],
-                                                  **opts)
+                                                  on_fold=step, **opts)
             entry["loso"] = pooled(entry["folds"])
         search.append(entry)
     best = min(search, key=lambda e: e["objective"])
@@ -416,13 +429,14 @@ def leave_one_source_out(rows: Sequence[Measurement], hw: Hardware, gpu: str, *,
                          main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND,
                          penalty: float = 0.1, grid: Sequence[float] = DEFAULT_GRID,
                          tables: BodyTables | None = None,
-                         reference: Calibration | None = None) -> list[dict[str, Any]]:
+                         reference: Calibration | None = None,
+                         on_fold: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """For each distinct ``source``: fit on the other sources' rows, score exactly on this source's rows.
 
     The four inner fields are refitted per fold; the DRAM sustained fraction stays at the tables' (by
     default ``hw``'s) value. ``reference`` (default: a fit on all rows) is scored on the same held-out
     rows, so each fold shows what leaving the source out costs. A source whose rows are all that is
-    left is skipped.
+    left is skipped. ``on_fold()`` is called once per source, skipped or not.
     """
     use = select_rows(rows, gpu, keys, main_regimes=main_regimes, bound=bound)
     tab = tables if tables is not None else body_tables(use, hw, grid)
@@ -435,6 +449,8 @@ def leave_one_source_out(rows: Sequence[Measurement], hw: Hardware, gpu: str, *,
     folds = []
     for source in sources:
         test = np.array([r.source == source for r in use])
+        if on_fold is not None:
+            on_fold()
         if test.all():
             continue
         fitted = fit(tab.subset(~test), penalty=penalty)
@@ -495,6 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     import sys
 
+    from tqdm import tqdm
+
     from .hardware import load_hardware
     from .validation import read_measurements
 
@@ -516,8 +534,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rows = read_measurements(args.measurements)
         hw = load_hardware(args.hw)
-        res = calibrate5(rows, hw, args.gpu, fractions, penalty=args.penalty, loso=args.loso,
-                         grid=COARSE_GRID if args.grid == "coarse" else DEFAULT_GRID)
+        with tqdm(unit="fit", file=sys.stderr, leave=False, disable=None) as bar:
+
+            def update(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            res = calibrate5(rows, hw, args.gpu, fractions, penalty=args.penalty, loso=args.loso,
+                             grid=COARSE_GRID if args.grid == "coarse" else DEFAULT_GRID, progress=update)
     except AccelsimError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

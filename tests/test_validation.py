@@ -281,7 +281,9 @@ def test_shipped_a100_values_are_the_fit(tables) -> None:
 
 
 def test_leave_one_source_out_runs_and_reports(rows, tables) -> None:
-    folds = leave_one_source_out(rows, A100, "A100", tables=tables)
+    ticks: list[int] = []
+    folds = leave_one_source_out(rows, A100, "A100", tables=tables, on_fold=lambda: ticks.append(1))
+    assert len(ticks) == len(folds)  # the progress callback sees every fold
     labels = [f["label"] for f in folds]
     assert labels == ["bcacdwk/vllmbench", "pytorch/pytorch#90119", "pytorch/tutorials",
                       "NVIDIA/CUDALibrarySamples#57"]
@@ -313,7 +315,10 @@ def test_calibration_has_the_five_fields_and_round_trips() -> None:
 def test_calibrate5_searches_the_dram_fraction(rows) -> None:
     """The outer search on a small subset (one source, two fractions, a two-point grid): fast, same code."""
     few = [r for r in rows if r.source.startswith("github:bcacdwk") and r.m <= 4096]
-    res = calibrate5(few, A100, "A100", fractions=(1.0, 0.5), grid=(0.55, 0.85), loso=False)
+    seen: list[tuple[int, int]] = []
+    res = calibrate5(few, A100, "A100", fractions=(1.0, 0.5), grid=(0.55, 0.85), loso=False,
+                     progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 2), (2, 2)]  # one step per fraction, ending at the total
     assert [e["fraction"] for e in res["search"]] == [0.5, 1.0]
     assert sum(e["best"] for e in res["search"]) == 1
     best = next(e for e in res["search"] if e["best"])
