@@ -187,7 +187,9 @@ def test_chart_bars_match_the_json_and_the_png_is_real(tmp_path) -> None:
     assert pixels() == pytest.approx((px_nom, px_real, px_fb), abs=1e-6)
 
     img = imread(paths[0])
-    assert img.shape[:2] == (round(FIGSIZE[1] * DPI), round(FIGSIZE[0] * DPI)) == (550, 1300)
+    # 5.5 inches of plots plus a band for the why lines below them
+    assert img.shape[:2] == (round(fig.get_figheight() * DPI), round(FIGSIZE[0] * DPI))
+    assert img.shape[1] == 1300 and img.shape[0] >= round(FIGSIZE[1] * DPI) == 550
     rgb = img[..., :3]
     assert float(rgb.std()) > 0.1, "the PNG looks blank"
     colours = np.unique((rgb * 255).round().astype(np.uint8).reshape(-1, 3), axis=0)
@@ -297,3 +299,22 @@ def test_a_denser_executed_pattern_is_noted() -> None:
     assert "note: 1:4 requested, executed as 2:4" in text_bars(data).splitlines()
     fig, _ = render_reality_check(data)
     assert any("1:4 requested, executed as 2:4" in t.get_text() for t in fig.texts)
+
+
+def test_chart_carries_the_why_lines_of_the_terminal() -> None:
+    """The picture explains itself: every 'why:' line the terminal prints is on the chart (cut, not lost)."""
+    from accelsim.report.reality_chart import MAX_WHY_LINES, WHY_LINE_CHARS
+
+    _, _, data = _case("gemm256/a100")
+    fig, artists = render_reality_check(data)
+    texts = [t.get_text() for t in fig.texts]
+    terminal = [line for line in text_bars(data).splitlines() if line.startswith(("why: ", "note: "))]
+    assert terminal, "this case has an explanation"
+    for line in terminal[: MAX_WHY_LINES - 1]:
+        shown = line if len(line) <= WHY_LINE_CHARS else line[: WHY_LINE_CHARS - 3] + "..."
+        assert shown in texts
+    # the footer band is added below: the plots keep the size they have without an explanation
+    quiet, _ = render_reality_check({**data, "explanation": []})
+    h_why = artists["axes"]["speedup"].get_window_extent().height
+    h_quiet = quiet.axes[0].get_window_extent().height
+    assert abs(h_why - h_quiet) < 1.0 and fig.get_figheight() > quiet.get_figheight()

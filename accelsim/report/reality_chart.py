@@ -43,6 +43,10 @@ SHORT_NAMES = {
 
 _LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "pad": 1.0, "alpha": 0.85}
 
+WHY_LINE_IN = 0.22     # figure inches per "why" line below the plots
+MAX_WHY_LINES = 4
+WHY_LINE_CHARS = 190
+
 BAR_CHAR = "\u2588"
 TEXT_LABELS = ("nominal sparsity", "real speedup", "fallback overhead")
 
@@ -121,18 +125,29 @@ def render_reality_check(data: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
     fallback_pct = 100.0 * float(bars["fallback_overhead"])
     rungs = list(data.get("rungs", []))
 
-    fig = Figure(figsize=FIGSIZE, dpi=DPI)
+    why = why_lines(data)
+    footer = (0.12 + WHY_LINE_IN * len(why)) if why else 0.0
+    height = FIGSIZE[1] + footer
+    fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI)
     FigureCanvasAgg(fig)
-    # fixed layout (no constrained/tight layout) so axes positions do not move at draw time
-    grid = fig.add_gridspec(1, 2, width_ratios=[1.0, 1.75], left=0.06, right=0.985, top=0.82, bottom=0.14,
-                            wspace=0.30)
+
+    def from_top(frac: float) -> float:  # a position of the 5.5-inch layout, measured from the top
+        return 1.0 - (1.0 - frac) * FIGSIZE[1] / height
+
+    # fixed layout (no constrained/tight layout) so axes positions do not move at draw time; the why
+    # lines get a band of their own below, so the plots keep their size whatever the explanation
+    grid = fig.add_gridspec(1, 2, width_ratios=[1.0, 1.75], left=0.06, right=0.985, top=from_top(0.82),
+                            bottom=from_top(0.14), wspace=0.30)
     ax = fig.add_subplot(grid[0, 0])
     ax3 = fig.add_subplot(grid[0, 1])
 
-    fig.suptitle(f"Sparse reality check: {_subject(data)}", fontsize=14, fontweight="bold", y=0.975,
+    fig.suptitle(f"Sparse reality check: {_subject(data)}", fontsize=14, fontweight="bold", y=from_top(0.975),
                  color=COLOR_TEXT)
-    fig.text(0.5, 0.905, _subtitle(data), ha="center", va="center", fontsize=10, color="#555555",
+    fig.text(0.5, from_top(0.905), _subtitle(data), ha="center", va="center", fontsize=10, color="#555555",
              linespacing=1.3)
+    for i, line in enumerate(why):
+        fig.text(0.06, (footer - 0.06 - WHY_LINE_IN * (i + 0.5)) / height, line, ha="left", va="center",
+                 fontsize=9, color=COLOR_TEXT)
 
     # ---- left: nominal / real / fallback
     ymax = max(nominal, real, 1.0) * 1.22
@@ -175,6 +190,20 @@ def render_reality_check(data: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
                "axes": {"speedup": ax, "fallback": ax2, "ladder": ax3},
                "ladder_bars": ladder_bars}
     return fig, artists
+
+
+def why_lines(data: dict[str, Any]) -> list[str]:
+    """The chart's footer: the executed-pattern note and the explanation, as the terminal prints them.
+
+    At most MAX_WHY_LINES lines of at most WHY_LINE_CHARS characters; what is cut says where the rest is.
+    """
+    lines = ([f"note: {_executed_note(data)}"] if _executed_note(data) else [])
+    lines += [f"why: {e}" for e in data.get("explanation") or []]
+    cut = [line if len(line) <= WHY_LINE_CHARS else line[: WHY_LINE_CHARS - 3] + "..." for line in lines]
+    if len(cut) > MAX_WHY_LINES:
+        rest = len(cut) - (MAX_WHY_LINES - 1)
+        cut = cut[: MAX_WHY_LINES - 1] + [f"(+{rest} more lines in reality_check.json)"]
+    return cut
 
 
 def _subtitle(data: dict[str, Any]) -> str:
