@@ -11,6 +11,7 @@ from typing import Any
 
 from . import __version__
 from .errors import AccelsimError
+from .explain import traffic_notes
 from .fileio import write_atomic
 
 
@@ -100,6 +101,7 @@ def format_table(result: Any) -> str:
         lines.append(f"energy {e['total_j'] * 1e3:,.3f} mJ (dense {e['dense_total_j'] * 1e3:,.3f} mJ) | "
                      f"avg power {e['avg_power_w']:,.1f} W | perf/W vs dense {e['perf_per_watt_vs_dense']:.3f}x | "
                      f"{share}")
+    lines += [f"why: {note.text()}" for note in traffic_notes(body)]
     return "\n".join(lines) + "\n"
 
 

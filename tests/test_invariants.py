@@ -169,3 +169,36 @@ def test_speedup_vs_dense_is_dense_total_over_total() -> None:
     for s, d in zip(sparse.layers, dense.layers, strict=True):
         assert s.speedup_vs_dense == pytest.approx(d.cycles["total"] / s.cycles["total"])
     assert sparse.totals()["dense_total_cycles"] == dense.total_cycles
+
+
+def test_run_table_explains_weights_re_read_and_partial_sums_spilled() -> None:
+    """A wider array that is slower (edge-npu 16x128 vs 16x64 at 50 GB/s on ResNet-50) says why in the table."""
+    from accelsim.cli import format_table
+    from accelsim.explain import traffic_notes
+
+    wl = load_workload(WL / "resnet50.yaml")
+    by_cols = {}
+    for cols in (64, 128):
+        hw = load_hardware(HW / "edge-npu.yaml", [f"core.compute.cols={cols}", "core.compute.rows=16",
+                                                  "dram.bandwidth_gb_s=50"])
+        by_cols[cols] = run(wl, hw, None)
+    assert by_cols[128].total_cycles > by_cols[64].total_cycles  # the surprise
+    notes = {c: traffic_notes(r.body()) for c, r in by_cols.items()}
+    for cols, result in by_cols.items():
+        (note,) = notes[cols]
+        body = result.body()
+        assert note.tensor == "weights"
+        assert note.dram_bytes == body["totals"]["bytes"]["dram"]["a_values"]
+        assert note.reference_bytes == body["footprint"]["weights_deployed_bytes"]
+        assert note.buffer == "a third of core.sram.bytes" and note.buffer_bytes == 262144 // 3
+        assert f"why: {note.text()}" in format_table(result)
+    # the explanation of the surprise: the wider array re-reads more weights
+    assert notes[128][0].dram_bytes > notes[64][0].dram_bytes
+    assert len(notes[128][0].layers) > len(notes[64][0].layers)
+    # a ws array whose ofmap buffer cannot hold a column block spills partial sums, and says so
+    spilled = traffic_notes(run(load_workload(WL / "gemm-microbench.yaml"),
+                                load_hardware(HW / "scalesim-32x32-ws.yaml"), None).body())
+    assert [n.tensor for n in spilled] == ["partial sums"] and spilled[0].buffer == "core.sram.ofmap_bytes"
+    # and a run where everything stays on chip has nothing to explain
+    assert traffic_notes(run(load_workload(WL / "gemm-microbench.yaml"), load_hardware(HW / "tpu-like.yaml"),
+                             None).body()) == ()

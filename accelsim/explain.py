@@ -1,0 +1,77 @@
+"""Plain-words notes on surprising data movement in a run: operands re-read from DRAM, partial sums spilled.
+
+The figures come from the result body (per-layer DRAM bytes, the tiling's residency flags and the
+run's memory footprint), so a note never says more than the simulation did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .workload import DTYPE_BYTES
+
+# A note is worth printing when the re-read traffic is at least this share of the unique bytes.
+REREAD_THRESHOLD = 0.2
+
+
+@dataclass(frozen=True)
+class TrafficNote:
+    """One explained excess of DRAM traffic over what the data's size alone would need."""
+
+    tensor: str                 # "weights" or "partial sums"
+    layers: tuple[str, ...]     # layers where the operand does not stay on chip, largest traffic first
+    dram_bytes: int             # DRAM bytes of the tensor over those layers
+    reference_bytes: int        # what the same data costs when read once (weights) or written once (C)
+    buffer: str                 # the SRAM buffer that is too small, as a config key
+    buffer_bytes: int
+
+    def text(self) -> str:
+        """One line: what moved, how much more than needed, which layers, which buffer to grow."""
+        ratio = self.dram_bytes / self.reference_bytes if self.reference_bytes else float("inf")
+        top = ", ".join(self.layers[:3]) + (f" +{len(self.layers) - 3} more" if len(self.layers) > 3 else "")
+        if self.tensor == "weights":
+            return (f"weights are re-read from DRAM on {len(self.layers)} layer(s) ({top}): {self.dram_bytes:,} bytes, "
+                    f"{ratio:.1f}x the {self.reference_bytes:,} bytes of weights deployed; a fold's block of weights "
+                    f"does not fit {self.buffer} ({self.buffer_bytes:,} bytes), so it is fetched again for every "
+                    f"fold of the other dimension")
+        return (f"partial sums spill to DRAM on {len(self.layers)} layer(s) ({top}): C traffic {self.dram_bytes:,} "
+                f"bytes, {ratio:.1f}x the {self.reference_bytes:,} bytes of their outputs written once; "
+                f"a column block of partial sums does not fit {self.buffer} ({self.buffer_bytes:,} bytes)")
+
+
+def _buffer(hw: dict[str, Any], which: str) -> tuple[str, int]:
+    sram = (hw.get("core") or {}).get("sram") or {}
+    key = f"{which}_bytes"
+    if key in sram and sram[key] is not None:
+        return f"core.sram.{key}", int(sram[key])
+    unified = int(sram.get("bytes") or 0)
+    return "a third of core.sram.bytes", unified // 3
+
+
+def _outputs(shape: dict[str, int]) -> int:
+    return int(shape.get("m", 0)) * int(shape.get("n", 0)) * int(shape.get("batch", 1))
+
+
+def traffic_notes(body: dict[str, Any]) -> tuple[TrafficNote, ...]:
+    """Notes for a run body (``RunResult.body()``): weights re-read and partial sums spilled, when large."""
+    layers = [lay for lay in body.get("layers", []) if "a_resident" in (lay.get("tiling") or {})]
+    notes: list[TrafficNote] = []
+    hw = body.get("hardware") or {}
+    deployed = int((body.get("footprint") or {}).get("weights_deployed_bytes") or 0)
+    reread = sorted((lay for lay in layers if not lay["tiling"]["a_resident"] and lay["tiling"].get("folds", 0) > 1),
+                    key=lambda lay: -lay["bytes"]["dram"]["a_values"])
+    total_a = sum(int(lay["bytes"]["dram"]["a_values"]) for lay in body.get("layers", []))
+    if reread and deployed and total_a > (1 + REREAD_THRESHOLD) * deployed:
+        name, size = _buffer(hw, "filter")
+        notes.append(TrafficNote("weights", tuple(lay["name"] for lay in reread), total_a, deployed, name, size))
+    spill = sorted((lay for lay in layers if not lay["tiling"]["c_resident"] and lay["bytes"]["dram"]["c"]
+                    > (1 + REREAD_THRESHOLD) * lay["bytes"]["sram"]["c"] > 0),
+                   key=lambda lay: -lay["bytes"]["dram"]["c"])
+    elem = DTYPE_BYTES.get(str((body.get("workload") or {}).get("dtype")), 0)
+    if spill and elem:
+        name, size = _buffer(hw, "ofmap")
+        written = sum(_outputs(lay["shape"]) * elem for lay in spill)
+        c_bytes = sum(int(lay["bytes"]["dram"]["c"]) for lay in spill)
+        notes.append(TrafficNote("partial sums", tuple(lay["name"] for lay in spill), c_bytes, written, name, size))
+    return tuple(notes)
