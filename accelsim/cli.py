@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .errors import AccelsimError
+from .errors import AccelsimError, OutputError
 from .explain import traffic_notes
 from .fileio import write_atomic
 
@@ -23,6 +23,25 @@ class _Parser(argparse.ArgumentParser):
 def _write_atomic(path: str, text: str) -> None:
     """Write a file in one step (temp file + rename), so a failure leaves nothing half-written."""
     write_atomic(path, text)
+
+
+_EXT_FORMATS = {".json": "json", ".csv": "csv"}
+
+
+def _output_format(command: str, given: str | None, out: str | None, choices: tuple[str, ...]) -> str:
+    """--format, else taken from -o's extension (.json, .csv; anything else: table); refuse a contradiction."""
+    ext = Path(out).suffix.lower() if out else ""
+    implied = _EXT_FORMATS.get(ext)
+    if given is not None:
+        if implied is not None and implied != given:
+            raise AccelsimError(f"-o {out}: the extension says {implied} but --format is {given}; change one "
+                                f"of them (without --format the extension decides)")
+        return given
+    fmt = implied or "table"
+    if fmt not in choices:
+        raise AccelsimError(f"-o {out}: {command} writes {' or '.join(choices)}, not {fmt}; use "
+                            + ", ".join(f"--format {c}" for c in choices))
+    return fmt
 
 
 def _emit(text: str, out: str | None) -> None:
@@ -89,6 +108,8 @@ def format_table(result: Any) -> str:
     sep = "  ".join("-" * w for w in widths)
     title = (f"{wl['name']} on {hw['name']} ({hw['clock_ghz']} GHz), sparsity: "
              f"{body['sparsity'] or 'per workload plan'}")
+    if "dtype_declared" in wl:
+        title += f", dtype: {wl['dtype']} (--dtype; the workload says {wl['dtype_declared']})"
     dram = t["bytes"]["dram"]
     foot = (f"latency {t['latency_us']:,.3f} us | DRAM bytes: A values {_fmt_int(dram['a_values'])}, "
             f"A metadata {_fmt_int(dram['a_metadata'])}, B {_fmt_int(dram['b'])}, C {_fmt_int(dram['c'])} | "
@@ -143,9 +164,17 @@ def _progress_bar(total_hint: int):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .fileio import resolve_target
     from .runner import run
 
+    fmt = _output_format("run", args.format, args.out, ("table", "json", "csv"))
+    if args.out:
+        resolve_target(args.out)  # a folder or device in the way fails before the run
     hw, model, sparsity = _load_pair(args)
+    if args.dtype is not None:
+        from .workload import with_dtype
+
+        model = with_dtype(model, args.dtype)
     bar, update = _progress_bar(len(model.layers))
     try:
         result = run(model, hw, sparsity, policy=args.policy, hw_source=args.hw, progress=update,
@@ -153,9 +182,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    if args.format == "json":
+    if fmt == "json":
         text = result.to_json()
-    elif args.format == "csv":
+    elif fmt == "csv":
         text = format_csv(result)
     else:
         text = format_table(result)
@@ -168,35 +197,33 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .configio import read_yaml
-    from .hardware import hardware_from_dict
-    from .workload import workload_from_dict
+    from .configkinds import validate_file
 
     for path in args.files:
-        data, _ = read_yaml(path)
-        if "layers" in data:
-            wl = workload_from_dict(data, path)
-            print(f"{path}: ok (workload '{wl.name}', {len(wl.layers)} layers)")
-        else:
-            hw = hardware_from_dict(data, path)
-            print(f"{path}: ok (hardware '{hw.name}')")
+        print(validate_file(path))
     return 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from .hardware import hardware_schema
-    from .workload import workload_schema
+    from .configkinds import schema_text
 
-    print(hardware_schema() if args.which == "hardware" else workload_schema())
+    print(schema_text(args.which))
     return 0
 
 
 def cmd_functional_check(args: argparse.Namespace) -> int:
+    from .fileio import resolve_target
     from .functional import format_check, functional_check
 
+    fmt = _output_format("functional-check", args.format, args.out, ("table", "json"))
+    if args.out:
+        resolve_target(args.out)
     result = functional_check(args.m, args.n, args.k, args.pattern, seed=args.seed, dtype=args.dtype,
                               tiling=args.hw)
-    _emit(format_check(result, as_json=args.format == "json") + "\n", args.out)
+    _emit(format_check(result, as_json=fmt == "json") + "\n", args.out)
+    if not result["exercised"]:  # numerically right, but the compressed format never ran: not a pass
+        print(f"accelsim: functional-check NOT EXERCISED: {result['not_exercised']}", file=sys.stderr)
+        return 1
     return 0 if result["passed"] else 1
 
 
@@ -220,22 +247,25 @@ def _load_pair(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
 def cmd_reality_check(args: argparse.Namespace) -> int:
     import json
 
+    from .fileio import write_all
     from .reality import reality_check
-    from .report.reality_chart import render_reality_check, save_chart, text_bars
+    from .report.reality_chart import chart_files, render_reality_check, text_bars
 
     hw, model, sparsity = _load_pair(args)
-    if sparsity in (None, "dense") and model.sparsity in (None, "dense"):
-        raise AccelsimError("reality-check needs a pattern: pass --sparsity N:M (e.g. 2:4) or give the workload "
-                            "a sparsity plan")
-    data = reality_check(model, hw, sparsity or model.sparsity, policy=args.policy, hw_source=args.hw)
+    if sparsity == "dense" or (sparsity is None and not model.planned_patterns()):
+        plan = "runs dense" if sparsity == "dense" else "has no sparsity plan"
+        raise AccelsimError(f"reality-check needs a pattern: {args.workload} {plan}; pass --sparsity N:M "
+                            f"(e.g. 2:4)")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
+    data = reality_check(model, hw, sparsity, policy=args.policy, hw_source=args.hw)
     print(text_bars(data))
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
         fig, _ = render_reality_check(data)
-        paths = save_chart(fig, out)
-        _write_atomic(str(out / "reality_check.json"), json.dumps(data, indent=2) + "\n")
-        for path in [*paths, out / "reality_check.json"]:
+        files: dict[Path, bytes | str] = {**chart_files(fig, out)}
+        files[out / "reality_check.json"] = json.dumps(data, indent=2) + "\n"
+        for path in write_all(files):  # all three or none
             print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -439,15 +469,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set a workload parameter, e.g. batch=16 or seq=512 (repeatable)")
     r.add_argument("--policy", choices=["sparse-if-supported", "fastest"], default="sparse-if-supported",
                    help="'fastest' also simulates dense and keeps the faster kernel per layer")
+    r.add_argument("--dtype", choices=["fp32", "tf32", "fp16", "bf16", "fp8", "int8"],
+                   help="run every layer in this element type instead of the workload's dtype (e.g. an fp32 "
+                        "ONNX import deployed as fp16)")
     r.add_argument("--by-op-type", action="store_true", help="add a summary per op type x path to the table")
-    r.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    r.add_argument("--format", choices=["table", "json", "csv"],
+                   help="default: from -o's extension (.json, .csv; otherwise table)")
     r.add_argument("-o", "--out", help="write the output to this file instead of stdout")
     r.set_defaults(func=cmd_run)
 
     rc = sub.add_parser("reality-check", help="nominal vs real sparse speedup, every loss explained, as a chart")
     rc.add_argument("--hw", required=True)
     rc.add_argument("--workload", required=True)
-    rc.add_argument("--sparsity", default="2:4", help="N:M pattern (default 2:4)")
+    rc.add_argument("--sparsity", help="N:M pattern (default: the workload's plan)")
     rc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     rc.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
     rc.add_argument("--policy", choices=["sparse-if-supported", "fastest"], default="sparse-if-supported")
@@ -475,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="sparsity deployment report: report.md, report.html, report.json")
     rp.add_argument("--hw", required=True)
     rp.add_argument("--workload", required=True)
-    rp.add_argument("--sparsity", default="2:4")
+    rp.add_argument("--sparsity", help="N:M pattern (default: the workload's plan)")
     rp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     rp.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
     rp.add_argument("--policy", choices=["sparse-if-supported", "fastest"], default="sparse-if-supported")
@@ -540,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("kind", choices=["timeline", "occupancy", "roofline", "traffic", "power"])
     pl.add_argument("--hw", required=True)
     pl.add_argument("--workload", required=True)
-    pl.add_argument("--sparsity", default="2:4")
+    pl.add_argument("--sparsity", help="N:M pattern or dense (default: the workload's plan)")
     pl.add_argument("--layer", help="timeline: only this layer")
     pl.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     pl.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
@@ -563,16 +597,18 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--dtype", default="fp16", choices=["fp32", "tf32", "fp16", "bf16", "fp8", "int8"])
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--hw", help="take the tiling from this hardware config (default: a 32x32 ws array)")
-    f.add_argument("--format", choices=["table", "json"], default="table")
-    f.add_argument("-o", "--out")
+    f.add_argument("--format", choices=["table", "json"], help="default: from -o's extension (.json; otherwise "
+                                                                  "table)")
+    f.add_argument("-o", "--out", help="write the output to this file instead of stdout")
     f.set_defaults(func=cmd_functional_check)
 
-    v = sub.add_parser("validate", help="check hardware configs and workloads")
+    v = sub.add_parser("validate", help="check hardware configs, workloads, sweep specs, runtime configs and "
+                                        "variants files (the kind is recognised from the keys)")
     v.add_argument("files", nargs="+")
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("schema", help="print the JSON Schema of a config file kind")
-    s.add_argument("which", choices=["hardware", "workload"])
+    s.add_argument("which", choices=["hardware", "workload", "sweep", "runtime", "variants"])
     s.set_defaults(func=cmd_schema)
     return p
 
@@ -590,6 +626,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # last resort: writers raise OutputError, but no I/O failure may end in a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"accelsim: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

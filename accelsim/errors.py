@@ -31,3 +31,12 @@ class InfeasibleError(AccelsimError):
 
 class FunctionalError(AccelsimError):
     """A functional-path input is invalid (e.g. a mask that violates its N:M pattern)."""
+
+
+class OutputError(AccelsimError):
+    """An output file cannot be written (missing permission, full disk, a device or folder in the way)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: cannot write: {problem}")

@@ -1,34 +1,190 @@
-"""Writing files in one step: a failure leaves the previous file or nothing, never half a file."""
+"""Writing files in one step: a failure leaves the previous file or nothing, never half a file.
+
+Every writer here follows the same rules:
+
+- a symlink is written through: the new file replaces the link's target (the temporary file is
+  created beside the target, so the rename stays on one file system) and the link is kept;
+- an existing folder, character or block device, FIFO or socket is never replaced: OutputError;
+- missing parent folders are created;
+- new files get mode ``0o666 & ~umask`` (0644 under the usual umask), like any file a shell creates;
+- any OSError (permission denied, read-only file system, disk full, name too long) becomes one
+  OutputError line ``PATH: cannot write: <reason>``, and temporary files are removed.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from .errors import OutputError
 
 SVG_HASHSALT = "accelsim"
+_TMP_NAME_MAX = 200  # a temporary name stays below NAME_MAX (255) even for the longest target name
+
+__all__ = ["OutputError", "atomic_open", "figure_bytes", "resolve_target", "save_figure", "write_all",
+           "write_atomic"]
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _special_kind(mode: int) -> str | None:
+    for test, name in ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return None
+
+
+def resolve_target(path: str | os.PathLike[str]) -> Path:
+    """The regular file a write to ``path`` replaces: symlinks followed; OutputError for anything else."""
+    given = Path(path)
+    target = Path(os.path.realpath(given))  # through symlinks, to the file that will be replaced
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise OutputError(str(given), _reason(exc)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputError(str(given), "is a directory (give a file name)")
+    kind = _special_kind(st.st_mode)
+    if kind is not None:
+        raise OutputError(str(given), f"is a {kind}, not a regular file (refusing to replace it)")
+    return target
+
+
+def _make_parent(given: Path, target: Path) -> None:
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        where = exc.filename or parent
+        raise OutputError(str(given), f"{where} exists and is not a folder") from None
+    except OSError as exc:
+        raise OutputError(str(given), f"cannot create folder {exc.filename or parent}: {_reason(exc)}") from None
+
+
+def _tmp_path(target: Path) -> Path:
+    return target.with_name(f".{target.name[:_TMP_NAME_MAX]}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def _open_tmp(tmp: Path) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    return os.open(tmp, flags, 0o666)  # the umask applies, as for any new file
+
+
+def _write_tmp(tmp: Path, payload: bytes, fsync: bool) -> None:
+    fd = _open_tmp(tmp)
+    with open(fd, "wb", closefd=True) as fh:
+        fh.write(payload)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, fsync: bool = False) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename (parents created, mode 0644 by umask)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` to ``path`` through a temporary file and a rename; return ``path`` as given.
+
+    Follows symlinks, refuses folders and special files, creates parent folders; every failure is
+    an OutputError and leaves the previous file untouched.
+    """
+    given = Path(path)
+    target = resolve_target(given)
+    _make_parent(given, target)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = _tmp_path(target)
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(payload)
-            if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
+        _write_tmp(tmp, payload, fsync)
         os.replace(tmp, target)
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise OutputError(str(given), _reason(exc)) from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _unlink_quietly(tmp)
         raise
-    return target
+    return given
+
+
+def write_all(files: Mapping[str | os.PathLike[str], bytes | str], *, fsync: bool = False) -> list[Path]:
+    """Write several files all-or-nothing; return their paths as given, in order.
+
+    Every target is checked and every temporary file written first; only then are they renamed into
+    place. A failure before the renames removes all temporary files and leaves every previous file
+    untouched (OutputError). Renames within a folder do not fail in practice; if one does, the
+    remaining temporary files are removed and OutputError names the file.
+    """
+    plan: list[tuple[Path, Path, bytes]] = []
+    seen: set[Path] = set()
+    for path, data in files.items():
+        given = Path(path)
+        target = resolve_target(given)
+        if target in seen:
+            raise ValueError(f"write_all: {given} is given twice")
+        seen.add(target)
+        plan.append((given, target, data.encode("utf-8") if isinstance(data, str) else data))
+    for given, target, _ in plan:
+        _make_parent(given, target)
+    temps: list[tuple[Path, Path, Path]] = []
+    current = plan[0][0] if plan else Path()
+    try:
+        for given, target, payload in plan:
+            current = given
+            tmp = _tmp_path(target)
+            temps.append((given, target, tmp))
+            _write_tmp(tmp, payload, fsync)
+        while temps:
+            given, target, tmp = temps[0]
+            current = given
+            os.replace(tmp, target)
+            temps.pop(0)
+    except OSError as exc:
+        for _, _, tmp in temps:
+            _unlink_quietly(tmp)
+        raise OutputError(str(current), _reason(exc)) from None
+    except BaseException:
+        for _, _, tmp in temps:
+            _unlink_quietly(tmp)
+        raise
+    return [given for given, _, _ in plan]
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], *, encoding: str = "utf-8",
+                newline: str | None = "\n") -> Iterator[IO[str]]:
+    """Stream text into ``path``: yields a file on a temporary name, renamed into place on success.
+
+    For outputs too large to build in memory first. The same rules as :func:`write_atomic`; an
+    OSError raised inside the block is taken as a write failure (OutputError); any other
+    exception removes the temporary file and propagates.
+    """
+    given = Path(path)
+    target = resolve_target(given)
+    _make_parent(given, target)
+    tmp = _tmp_path(target)
+    try:
+        fh = open(_open_tmp(tmp), "w", encoding=encoding, newline=newline, closefd=True)  # noqa: SIM115
+        with fh:
+            yield fh
+        os.replace(tmp, target)
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise OutputError(str(given), _reason(exc)) from None
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
 
 
 def figure_bytes(fig: Any, fmt: str, dpi: float | None = None) -> bytes:
@@ -42,8 +198,14 @@ def figure_bytes(fig: Any, fmt: str, dpi: float | None = None) -> bytes:
     return buf.getvalue()
 
 
+def figure_files(fig: Any, base: str | os.PathLike[str], formats: Iterable[str] = ("png", "svg"),
+                 dpi: float | None = None) -> dict[Path, bytes]:
+    """``{<base>.<fmt>: rendered bytes}`` for each format, ready for :func:`write_all`."""
+    base = Path(base)
+    return {base.with_name(f"{base.name}.{fmt}"): figure_bytes(fig, fmt, dpi) for fmt in formats}
+
+
 def save_figure(fig: Any, base: str | os.PathLike[str], formats: Iterable[str] = ("png", "svg"),
                 dpi: float | None = None) -> list[Path]:
-    """Write ``<base>.<fmt>`` for each format (deterministic, atomic); return the paths."""
-    base = Path(base)
-    return [write_atomic(base.with_name(f"{base.name}.{fmt}"), figure_bytes(fig, fmt, dpi)) for fmt in formats]
+    """Write ``<base>.<fmt>`` for each format (deterministic, all-or-nothing); return the paths."""
+    return write_all(figure_files(fig, base, formats, dpi))

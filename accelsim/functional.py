@@ -381,7 +381,7 @@ def _hardware(tiling: object) -> Any:
 
 
 def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
-                meta_bits: int) -> dict[str, Any]:
+                meta_bits: int, dtype: str | None = None) -> dict[str, Any]:
     """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM."""
     from .engine import tiling as tl
 
@@ -393,7 +393,7 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
     else:
         comp = hw.core.compute
         if getattr(comp, "kind", "systolic") == "tensor_core":
-            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits)
+            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits, dtype)
         rows, cols, dataflow, acc_bytes = comp.rows, comp.cols, comp.dataflow, comp.accumulator_bytes
         caps, double = hw.core.sram.buffer_bytes(), hw.core.sram.double_buffered
         name = hw.name
@@ -416,12 +416,12 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
 
 
 def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
-               meta_bits: int) -> dict[str, Any]:
+               meta_bits: int, dtype: str | None = None) -> dict[str, Any]:
     """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM."""
     from .engine import simulate
     from .lowering import Kernel
 
-    dtype = {1: "int8", 2: "fp16", 4: "fp32"}[elem_bytes]
+    dtype = dtype or {1: "int8", 2: "fp16", 4: "fp32"}[elem_bytes]  # the rate table is per dtype (tf32 != fp32)
     if keep < group:
         kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "sparse", f"{keep}:{group}",
                       f"{keep}:{group}", None, keep, group, meta_bits)
@@ -449,6 +449,21 @@ def _explicit_tiles(tiling: object, keep: int) -> dict[str, Any]:
             "tile_k_values": _positive("tile_k_values", tkc), "tile_n": _positive("tile_n", tn)}
 
 
+def _not_exercised_text(pattern: str, reason: str | None, hw: Any, m: int, k: int, dtype: str) -> str:
+    """Why the compressed format did not run, in one line (with the nearest shape that would, when known)."""
+    from .lowering import REASON_CODES
+
+    text = f"{pattern} ran dense because {reason}"
+    if reason == "shape_below_minimum":
+        mult = hw.core.sparse.weight_shape_multiple
+        bad = [f"{name}={v} is not a multiple of {q}" for name, v, q in (("m", m, mult.m), ("k", k, mult.k)) if v % q]
+        fix = f"--m {-(-m // mult.m) * mult.m} --k {-(-k // mult.k) * mult.k}"
+        return f"{text}: {', '.join(bad)} (core.sparse.weight_shape_multiple); {fix} would run sparse"
+    if reason == "dtype_unsupported":
+        return f"{text}: {dtype} is not in core.sparse.dtypes ({', '.join(hw.core.sparse.dtypes)})"
+    return f"{text}: {REASON_CODES[reason]}" if reason in REASON_CODES else text
+
+
 def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dtype: str = "fp32",
                      tiling: object = None) -> dict[str, Any]:
     """Prune seeded random A by magnitude, compress, run tile by tile and compare with numpy (A*mask)@B.
@@ -456,6 +471,8 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     ``tiling``: None (a 32x32 weight-stationary array, no SRAM limit), a Hardware or hardware YAML
     path (tiles from ``systolic_plan``; a pattern the hardware promotes runs in its container
     format, one it cannot run sparse runs dense as 1:1), or explicit (tile_m, tile_k_groups, tile_n).
+    ``exercised`` is False when an N:M pattern was asked for but the hardware runs it dense (then
+    ``not_exercised`` says why): ``passed`` only compares numbers and proves nothing about the format.
     The result holds only JSON-able values; ``format_check`` renders it as a table.
     """
     for name, value in (("m", m), ("n", n), ("k", k)):
@@ -478,9 +495,11 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
             exe_n, exe_m, bits = kern.keep_n, kern.group_m, kern.metadata_bits
         else:
             exe_n, exe_m, bits = 1, 1, 0
+    exercised = req_n == req_m or exe_n < exe_m  # False: a sparse pattern was asked for and ran dense
+    not_exercised = None if exercised else _not_exercised_text(f"{req_n}:{req_m}", reason, hw, m, k, dtype)
     elem = _DTYPE_BYTES[dtype]
     if tiling is None or hw is not None:
-        tiles_cfg = _plan_tiles(hw, source or "<hardware>", m, n, k, exe_n, exe_m, elem, bits)
+        tiles_cfg = _plan_tiles(hw, source or "<hardware>", m, n, k, exe_n, exe_m, elem, bits, dtype)
     else:
         tiles_cfg = _explicit_tiles(tiling, exe_n)
 
@@ -509,6 +528,8 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
         "pattern": f"{req_n}:{req_m}" if (req_n, req_m) != (1, 1) else "dense",
         "pattern_executed": f"{exe_n}:{exe_m}" if (exe_n, exe_m) != (1, 1) else "dense",
         "reason": reason,
+        "exercised": exercised,
+        "not_exercised": not_exercised,
         "dtype": dtype,
         "seed": seed,
         "k_padded": comp.k_padded,
@@ -544,5 +565,7 @@ def format_check(result: dict[str, Any], as_json: bool = False) -> str:
             text = "-"
         else:
             text = str(value)
+        if key == "passed" and result.get("exercised") is False:
+            text += " (numbers only: the N:M format was NOT EXERCISED)"
         lines.append(f"{key.ljust(width)}  {text}")
     return "\n".join(lines)

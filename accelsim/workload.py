@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from . import configio
 from .errors import ConfigError
@@ -218,6 +218,7 @@ class Workload(Strict):
     quality: Quality | None = Field(None, description="Quality figures (dense and per pattern) and a threshold.")
     sparsity: str | None = Field(None, description="Pattern applied to every weight layer without its own.")
     layers: list[Layer] = Field(min_length=1)
+    _dtype_declared: str | None = PrivateAttr(None)  # the file's dtype when with_dtype replaced it
 
     @field_validator("sparsity", mode="before")
     @classmethod
@@ -241,9 +242,19 @@ class Workload(Strict):
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
 
+    def planned_patterns(self) -> bool:
+        """Whether the workload's own plan asks any layer for an N:M pattern."""
+        return any((lay.sparsity if lay.sparsity is not None else self.sparsity) not in (None, "dense")
+                   for lay in self.layers)
+
     def summary(self) -> dict[str, Any]:
-        """The workload as echoed into results: everything but the expanded layer list, plus its hash."""
+        """The workload as echoed into results: everything but the expanded layer list, plus its hash.
+
+        ``dtype_declared``: the file's dtype, present only when ``--dtype`` (:func:`with_dtype`) replaced it.
+        """
         out = self.model_dump(mode="json", exclude_none=True, exclude={"layers"})
+        if self._dtype_declared is not None:
+            out["dtype_declared"] = self._dtype_declared
         out["layers"] = len(self.layers)
         out["hash"] = self.config_hash()
         return out
@@ -259,6 +270,17 @@ def workload_from_dict(data: dict[str, Any], source: str = "<workload>",
 
     expanded = expand(data, params, source)
     return configio.validate(Workload, expanded, source)
+
+
+def with_dtype(model: Workload, dtype: str) -> Workload:
+    """``model`` with every layer in ``dtype`` (``run --dtype``); the file's dtype is kept for the result."""
+    if dtype not in DTYPE_BYTES:
+        raise ConfigError("--dtype", None, f"expected one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
+    if dtype == model.dtype:
+        return model
+    out = model.model_copy(update={"dtype": dtype})
+    out._dtype_declared = model._dtype_declared or model.dtype
+    return out
 
 
 def load_workload(path: str | Path, params: dict[str, Any] | None = None) -> Workload:

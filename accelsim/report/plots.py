@@ -413,13 +413,13 @@ def plot_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: int =
 
 
 def plot_command(kind: str, hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
-                 out_dir: str | os.PathLike[str], sparsity: str | None = "2:4", layer: str | None = None,
+                 out_dir: str | os.PathLike[str], sparsity: str | None = None, layer: str | None = None,
                  set_params: Any = None, hw_set: list[str] | None = None) -> list[Path]:
     """``accelsim plot KIND``: load, run (dense and/or sparse), draw, write ``<out_dir>/<KIND>.{png,svg}``.
 
-    ``timeline`` draws the sparse run (``layer`` optional); the other kinds compare a dense run
-    with the ``sparsity`` run (None: the workload's own plan). ``set_params``: workload
-    parameters as a dict or ``KEY=VALUE`` strings.
+    ``timeline`` draws the ``sparsity`` run (None: the workload's own plan, as ``run`` and ``trace``;
+    ``layer`` optional); the other kinds compare a dense run with it, and need a pattern (from
+    ``sparsity`` or the plan). ``set_params``: workload parameters as a dict or ``KEY=VALUE`` strings.
     """
     from ..hardware import load_hardware
     from ..runner import run
@@ -432,6 +432,10 @@ def plot_command(kind: str, hw_path: str | os.PathLike[str], workload_path: str 
     hw = load_hardware(hw_path, list(hw_set or []))
     model = load_workload(workload_path, _params(set_params))
     pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    if kind != "timeline" and (pattern == "dense" or (pattern is None and not model.planned_patterns())):
+        raise ValueError(f"plot {kind} compares dense with a sparse run: {workload_path} "
+                         f"{'runs dense' if pattern == 'dense' else 'has no sparsity plan'}; pass --sparsity N:M "
+                         f"(e.g. 2:4)")
     tiles = kind in ("timeline", "occupancy", "power")
     sparse = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=tiles)
     if kind == "timeline":

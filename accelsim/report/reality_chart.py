@@ -288,6 +288,13 @@ def save_chart(fig: Figure, out_dir: str | os.PathLike[str]) -> list[Path]:
     return save_figure(fig, Path(out_dir) / BASENAME, ("png", "svg"), DPI)
 
 
+def chart_files(fig: Figure, out_dir: str | os.PathLike[str]) -> dict[Path, bytes]:
+    """``{out_dir/reality_check.png: bytes, .../reality_check.svg: bytes}`` for ``fileio.write_all``."""
+    from ..fileio import figure_files
+
+    return figure_files(fig, Path(out_dir) / BASENAME, ("png", "svg"), DPI)
+
+
 
 
 # ----------------------------------------------------------------------------------------------- text

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +44,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..fileio import atomic_open
 from ..hardware import Hardware
 from ..results import RunResult
 from . import timeline as tl
@@ -334,30 +334,22 @@ def write_trace(result: RunResult, hw: Hardware, out_path: str | os.PathLike[str
         "accelsim_version": result.meta.get("accelsim_version"),
     }
     out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(out.parent), prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write('{"displayTimeUnit":"ns","traceEvents":[\n')
-            emit = _Writer(fh)
-            _emit_metadata(emit, plan, hw, wl_name, pattern, reduction["description"])
-            for ls in scheds:
-                _emit_layer(emit, ls, clock, hw_tc)
-            for g in plan.groups:
-                _emit_group(emit, g, plan, hw, clock, hw_tc, slots_total)
-            for i, ls in enumerate(scheds):
-                nxt = scheds[i + 1] if i + 1 < len(scheds) else None
-                _emit_counters(emit, ls, hw, clock, tl.default_windows(ls, plan.windows),
-                               reset=nxt is None or nxt.start != ls.end)
-            fh.write('\n],"otherData":')
-            fh.write(json.dumps(other, separators=(",", ":"), ensure_ascii=False))
-            fh.write("}\n")
-            events = emit.count
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(out) as fh:  # streamed to a temporary file, renamed into place
+        fh.write('{"displayTimeUnit":"ns","traceEvents":[\n')
+        emit = _Writer(fh)
+        _emit_metadata(emit, plan, hw, wl_name, pattern, reduction["description"])
+        for ls in scheds:
+            _emit_layer(emit, ls, clock, hw_tc)
+        for g in plan.groups:
+            _emit_group(emit, g, plan, hw, clock, hw_tc, slots_total)
+        for i, ls in enumerate(scheds):
+            nxt = scheds[i + 1] if i + 1 < len(scheds) else None
+            _emit_counters(emit, ls, hw, clock, tl.default_windows(ls, plan.windows),
+                           reset=nxt is None or nxt.start != ls.end)
+        fh.write('\n],"otherData":')
+        fh.write(json.dumps(other, separators=(",", ":"), ensure_ascii=False))
+        fh.write("}\n")
+        events = emit.count
     if events != plan.total:  # the plan and the writer must agree: the bound is a promise
         raise RuntimeError(f"trace wrote {events} events, planned {plan.total}")
     span = (scheds[-1].end - scheds[0].start) if scheds else 0.0
@@ -514,11 +506,13 @@ def trace_command(hw_path: str | os.PathLike[str], workload_path: str | os.PathL
     ``DEFAULT_MAX_EVENTS``, 0 or less no bound. Returns :func:`write_trace`'s stats plus
     ``total_cycles`` and ``latency_us``.
     """
+    from ..fileio import resolve_target
     from ..hardware import load_hardware
     from ..runner import run
     from ..sparsity import normalize_pattern
     from ..workload import load_workload
 
+    resolve_target(out)  # a folder or device as the output fails before the run, not after it
     hw = load_hardware(hw_path, list(hw_set or []))
     model = load_workload(workload_path, _params(set_params))
     pattern = normalize_pattern(sparsity) if sparsity is not None else None
