@@ -12,6 +12,7 @@ from typing import Any
 from . import __version__
 from .errors import AccelsimError
 from .fileio import write_atomic
+from .textsafe import printable
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,7 +70,7 @@ def format_table(result: Any) -> str:
             "stall dec", "util", "binding", "vs dense"]
     for lay in body["layers"]:
         c = lay["cycles"]
-        rows.append([lay["name"], lay["op"], _shape_text(lay["shape"]), lay["path"],
+        rows.append([printable(lay["name"]), lay["op"], _shape_text(lay["shape"]), lay["path"],
                      lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
                      _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
                      f"{lay['utilization'] * 100:.1f}%", lay["binding"], f"{lay['speedup_vs_dense']:.3f}x"])
@@ -86,7 +87,7 @@ def format_table(result: Any) -> str:
         return "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(cells))
 
     sep = "  ".join("-" * w for w in widths)
-    title = (f"{wl['name']} on {hw['name']} ({hw['clock_ghz']} GHz), sparsity: "
+    title = (f"{printable(wl['name'])} on {printable(hw['name'])} ({hw['clock_ghz']} GHz), sparsity: "
              f"{body['sparsity'] or 'per workload plan'}")
     dram = t["bytes"]["dram"]
     foot = (f"latency {t['latency_us']:,.3f} us | DRAM bytes: A values {_fmt_int(dram['a_values'])}, "
@@ -581,7 +582,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AccelsimError as exc:
-        print(f"accelsim: error: {exc}", file=sys.stderr)
+        for line in exc.lines():  # one per problem, control characters escaped
+            print(f"accelsim: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("accelsim: interrupted", file=sys.stderr)
