@@ -21,6 +21,7 @@ from .errors import ConfigError
 
 MAX_BYTES = 16 * 1024 * 1024  # largest config file read
 MAX_VALUES = 1_000_000  # values (counting repeats through aliases) a loaded file may hold
+MAX_EVENTS = 1_000_000  # YAML parse events (keys, values, collection starts and ends) a file may have
 MAX_DEPTH = 100  # nesting levels of mappings / lists
 MAX_NUMBER_CHARS = 40  # longest integer literal (2^64 has 20 digits)
 
@@ -139,8 +140,30 @@ def read_bytes(path: str | Path, src: str) -> bytes:
     return raw
 
 
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def _prescan(text: str | bytes) -> None:
+    """Stream the parse events (constant memory) and refuse too many of them, or nesting past MAX_DEPTH,
+    before any node is built: building nodes costs far more time and memory than parsing."""
+    depth = 0
+    for count, event in enumerate(yaml.parse(text, Loader=StrictLoader), 1):
+        kind = type(event)
+        if kind in _OPEN:
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise Refused(event.start_mark.line + 1, None, f"nested more than {MAX_DEPTH} levels deep; refused")
+        elif kind in _CLOSE:
+            depth -= 1
+        if count > MAX_EVENTS:
+            raise Refused(event.start_mark.line + 1, None, f"more than {MAX_EVENTS:,} YAML items (keys, values, "
+                                                           "lists, mappings); refused")
+
+
 def load(text: str | bytes) -> Any:
     """Parse YAML text with :class:`StrictLoader`; raises ``yaml.YAMLError`` (a refusal is one too)."""
+    _prescan(text)
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a safe loader
 
 
