@@ -20,8 +20,8 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 MAX_DIM = 2**31 - 1  # largest size per dimension (m, n, k, batch, channels, rows, SRAM bytes, ...)
 MAX_BIG = 2**62  # largest capacity-like count (DRAM bytes, KV-cache elements)
-MAX_FLOAT = 1e12  # largest rate, energy or time in a hardware config (keeps products of sizes finite)
-LIMIT_NAMES = {MAX_DIM: "2^31-1 per dimension", MAX_BIG: "2^62", MAX_FLOAT: "10^12 for hardware figures"}
+MAX_FLOAT = 1e18  # largest rate, energy or time in a hardware config (keeps products of sizes finite)
+LIMIT_NAMES = {MAX_DIM: "2^31-1 per dimension", MAX_BIG: "2^62", MAX_FLOAT: "10^18 for hardware figures"}
 
 # Discriminator tag values pydantic inserts into error locations; they are not user keys.
 _UNION_TAGS = {"systolic", "tensor_core", "gemm", "conv2d", "matmul", "dwconv2d", "embedding",
