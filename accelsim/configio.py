@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError, WrapValidator
 
 from . import yamlload
-from .errors import ConfigError
+from .errors import MAX_PROBLEMS_SHOWN, ConfigError
 from .textsafe import short_repr
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -221,22 +221,29 @@ def _describe(err: Any, model: type[BaseModel]) -> tuple[tuple[Any, ...], str]:
     return loc, msg
 
 
-def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any) -> ConfigError:
-    """Turn pydantic's errors into one ConfigError: one problem per key path, unknown keys first."""
-    return ConfigError.many(src, _problems(exc, model, data))
+def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any,
+                     first: list[tuple[str | None, str]] | None = None, first_unlisted: int = 0) -> ConfigError:
+    """Turn pydantic's errors into one ConfigError: one problem per key path, unknown keys first.
 
-
-def _problems(exc: ValidationError, model: type[BaseModel], data: Any) -> list[tuple[str | None, str]]:
-    typos: list[tuple[str | None, str]] = []
-    others: list[tuple[str | None, str]] = []
-    seen: set[tuple[str | None, str]] = set()
-    for err in exc.errors(include_url=False):
+    ``first`` (and ``first_unlisted`` more): problems found before pydantic ran, listed ahead. Only as
+    many problems as are shown are described (describing is the costly part); the rest are counted.
+    """
+    shown = list(first or [])
+    errors = exc.errors(include_url=False)
+    ordered = [e for e in errors if e["type"] == "extra_forbidden"] + [e for e in errors
+                                                                        if e["type"] != "extra_forbidden"]
+    seen = set(shown)
+    unlisted: set[tuple[Any, ...]] = set()
+    for err in ordered:
+        if len(shown) >= MAX_PROBLEMS_SHOWN:
+            unlisted.add((tuple(map(str, err["loc"])), err["type"]))
+            continue
         loc, msg = _describe(err, model)
         item = (key_path(loc, data), msg)
-        if item not in seen:
+        if item not in seen and not any(key == item[0] for key, _ in first or []):
             seen.add(item)
-            (typos if err["type"] == "extra_forbidden" else others).append(item)
-    return typos + others
+            shown.append(item)
+    return ConfigError.many(src, shown, first_unlisted + len(unlisted))
 
 
 def quirks(data: Any, skip: frozenset[str] = frozenset({"sparsity"})) -> list[tuple[tuple[Any, ...], str]]:
@@ -259,15 +266,14 @@ def quirks(data: Any, skip: frozenset[str] = frozenset({"sparsity"})) -> list[tu
 
 def validate(model: type[ModelT], data: Any, src: str) -> ModelT:
     """Validate plain data against ``model`` or raise a ConfigError listing its problems (one per line)."""
-    odd = [(key_path(loc, data), problem) for loc, problem in quirks(data)]
+    odd = quirks(data)
+    listed = [(key_path(loc, data), problem) for loc, problem in odd[:MAX_PROBLEMS_SHOWN]]
     try:
         result = model.model_validate(data)
     except ValidationError as exc:
-        known = {key for key, _ in odd}
-        rest = [(key, msg) for key, msg in _problems(exc, model, data) if key not in known]
-        raise ConfigError.many(src, odd + rest) from None
+        raise validation_error(src, exc, model, data, listed, len(odd) - len(listed)) from None
     if odd:
-        raise ConfigError.many(src, odd)
+        raise ConfigError.many(src, listed, len(odd) - len(listed))
     return result
 
 

@@ -38,18 +38,20 @@ class ConfigError(AccelsimError):
     """
 
     def __init__(self, source: str, key: str | None, problem: str,
-                 more: Sequence[tuple[str | None, str]] = ()) -> None:
+                 more: Sequence[tuple[str | None, str]] = (), unlisted: int = 0) -> None:
         self.source = source
         self.key = key
         self.problem = problem
         self.problems: list[tuple[str | None, str]] = [(key, problem), *more]
+        self.unlisted = unlisted  # further problems counted but not described
         super().__init__("\n".join(self.lines()))
 
     @classmethod
-    def many(cls, source: str, problems: Sequence[tuple[str | None, str]]) -> ConfigError:
-        """One error for several ``(key, problem)`` pairs (at least one), in the order given."""
+    def many(cls, source: str, problems: Sequence[tuple[str | None, str]], unlisted: int = 0) -> ConfigError:
+        """One error for several ``(key, problem)`` pairs (at least one), in the order given, and
+        ``unlisted`` more that are only counted."""
         (key, problem), *more = problems
-        return cls(source, key, problem, more)
+        return cls(source, key, problem, more, unlisted)
 
     def lines(self) -> list[str]:
         src = printable(self.source, 300)
@@ -57,7 +59,7 @@ class ConfigError(AccelsimError):
         for key, problem in self.problems[:MAX_PROBLEMS_SHOWN]:
             where = f"{src}: {printable(key, 300)}: " if key else f"{src}: "
             out.append(where + printable(problem, 1000))
-        rest = len(self.problems) - MAX_PROBLEMS_SHOWN
+        rest = max(len(self.problems) - MAX_PROBLEMS_SHOWN, 0) + self.unlisted
         if rest > 0:
             out.append(f"{src}: and {rest} more problem{'s' if rest > 1 else ''}")
         return out

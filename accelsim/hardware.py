@@ -397,8 +397,8 @@ def load_hardware(path: str | Path, overrides: list[str] | None = None) -> Hardw
     except ConfigError as exc:
         if not set_by:
             raise
-        raise ConfigError.many(src, [(key, _from_override(key, problem, set_by)) for key, problem in exc.problems]
-                               ) from None
+        raise ConfigError.many(src, [(key, _from_override(key, problem, set_by)) for key, problem in exc.problems],
+                               exc.unlisted) from None
 
 
 def _from_override(key: str | None, problem: str, set_by: dict[str, str]) -> str:
