@@ -13,6 +13,7 @@ from . import __version__
 from .errors import AccelsimError, OutputError
 from .explain import traffic_notes
 from .fileio import write_atomic
+from .textsafe import printable
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,7 +90,7 @@ def format_table(result: Any) -> str:
             "stall dec", "util", "binding", "vs dense"]
     for lay in body["layers"]:
         c = lay["cycles"]
-        rows.append([lay["name"], lay["op"], _shape_text(lay["shape"]), lay["path"],
+        rows.append([printable(lay["name"]), lay["op"], _shape_text(lay["shape"]), lay["path"],
                      lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
                      _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
                      f"{lay['utilization'] * 100:.1f}%", lay["binding"], f"{lay['speedup_vs_dense']:.3f}x"])
@@ -106,7 +107,7 @@ def format_table(result: Any) -> str:
         return "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(cells))
 
     sep = "  ".join("-" * w for w in widths)
-    title = (f"{wl['name']} on {hw['name']} ({hw['clock_ghz']} GHz), sparsity: "
+    title = (f"{printable(wl['name'])} on {printable(hw['name'])} ({hw['clock_ghz']} GHz), sparsity: "
              f"{body['sparsity'] or 'per workload plan'}")
     if "dtype_declared" in wl:
         title += f", dtype: {wl['dtype']} (--dtype; the workload says {wl['dtype_declared']})"
@@ -619,7 +620,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AccelsimError as exc:
-        print(f"accelsim: error: {exc}", file=sys.stderr)
+        for line in exc.lines():  # one per problem, control characters escaped
+            print(f"accelsim: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("accelsim: interrupted", file=sys.stderr)

@@ -10,12 +10,18 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError, WrapValidator
 
-from .errors import ConfigError
+from . import yamlload
+from .errors import MAX_PROBLEMS_SHOWN, ConfigError
+from .textsafe import short_repr
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+MAX_DIM = 2**31 - 1  # largest size per dimension (m, n, k, batch, channels, rows, SRAM bytes, ...)
+MAX_BIG = 2**62  # largest capacity-like count (DRAM bytes, KV-cache elements)
+MAX_FLOAT = 1e18  # largest rate, energy or time in a hardware config (keeps products of sizes finite)
+LIMIT_NAMES = {MAX_DIM: "2^31-1 per dimension", MAX_BIG: "2^62", MAX_FLOAT: "10^18 for hardware figures"}
 
 # Discriminator tag values pydantic inserts into error locations; they are not user keys.
 _UNION_TAGS = {"systolic", "tensor_core", "gemm", "conv2d", "matmul", "dwconv2d", "embedding",
@@ -51,38 +57,19 @@ def one_message(expected: str) -> WrapValidator:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    """repr of a user value, cut short so an error stays one readable line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """repr of a user value, cut short (in bounded work) so an error stays one readable line."""
+    return short_repr(value, limit)
 
 
 def read_yaml(path: str | Path) -> tuple[Any, bytes]:
-    """Load a YAML file with ``safe_load``; return (data, raw bytes) or raise ConfigError."""
-    p = Path(path)
+    """Load a YAML config file safely; return (data, raw bytes) or raise ConfigError.
+
+    Only regular files up to ``yamlload.MAX_BYTES`` are read; duplicate keys, alias bombs and
+    excessive nesting are refused (see :mod:`accelsim.yamlload`).
+    """
     src = str(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(src, None, "file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(src, None, "is a directory, expected a YAML file") from None
-    except OSError as exc:
-        raise ConfigError(src, None, f"cannot read: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.constructor.ConstructorError as exc:
-        mark = exc.problem_mark
-        line = f"line {mark.line + 1}: " if mark else ""
-        tag = (exc.problem or "").replace("could not determine a constructor for the tag", "").strip()
-        raise ConfigError(src, None, f"{line}YAML tag {tag} is not allowed "
-                          "(configs are plain data; object-constructing tags are refused)") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ConfigError(src, None, f"{line}malformed YAML: {problem}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(src, None, "not a UTF-8 text file") from None
+    raw = yamlload.read_bytes(path, src)
+    data = yamlload.parse(raw, src)
     if data is None:
         raise ConfigError(src, None, "file is empty")
     if not isinstance(data, dict):
@@ -223,26 +210,71 @@ def _describe(err: Any, model: type[BaseModel]) -> tuple[tuple[Any, ...], str]:
         msg = f"needs at least {ctx.get('min_length')} item(s){got}"
     elif kind == "too_long":
         msg = f"takes at most {ctx.get('max_length')} item(s){got}"
+    elif kind == "less_than_equal" and ctx.get("le") in LIMIT_NAMES:
+        limit = ctx["le"]
+        msg = f"too large{got}; the limit is {f'{limit:,}' if isinstance(limit, int) else f'{limit:g}'} "
+        msg += f"({LIMIT_NAMES[limit]})"
+    elif kind == "finite_number":
+        msg = f"must be a finite number{got}"
     else:
         msg = re.sub(r"^Input should be", "should be", err["msg"]) + got
     return loc, msg
 
 
-def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any) -> ConfigError:
-    """Turn the first pydantic error into a ConfigError naming file and key path."""
+def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any,
+                     first: list[tuple[str | None, str]] | None = None, first_unlisted: int = 0) -> ConfigError:
+    """Turn pydantic's errors into one ConfigError: one problem per key path, unknown keys first.
+
+    ``first`` (and ``first_unlisted`` more): problems found before pydantic ran, listed ahead. Only as
+    many problems as are shown are described (describing is the costly part); the rest are counted.
+    """
+    shown = list(first or [])
     errors = exc.errors(include_url=False)
-    loc, msg = _describe(errors[0], model)
-    if len(errors) > 1:
-        msg += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return ConfigError(src, key_path(loc, data), msg)
+    ordered = [e for e in errors if e["type"] == "extra_forbidden"] + [e for e in errors
+                                                                        if e["type"] != "extra_forbidden"]
+    seen = set(shown)
+    unlisted: set[tuple[Any, ...]] = set()
+    for err in ordered:
+        if len(shown) >= MAX_PROBLEMS_SHOWN:
+            unlisted.add((tuple(map(str, err["loc"])), err["type"]))
+            continue
+        loc, msg = _describe(err, model)
+        item = (key_path(loc, data), msg)
+        if item not in seen and not any(key == item[0] for key, _ in first or []):
+            seen.add(item)
+            shown.append(item)
+    return ConfigError.many(src, shown, first_unlisted + len(unlisted))
+
+
+def quirks(data: Any, skip: frozenset[str] = frozenset({"sparsity"})) -> list[tuple[tuple[Any, ...], str]]:
+    """(location, problem) of every number YAML 1.1 read from a surprising form (base 60, octal, ``_``).
+
+    Values under a key in ``skip`` are left to their own validators (an unquoted ``2:4`` pattern).
+    """
+    found: list[tuple[tuple[Any, ...], str]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
+    while stack:
+        loc, node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(reversed([((*loc, k), v) for k, v in node.items() if k not in skip]))
+        elif isinstance(node, list):
+            stack.extend(reversed([((*loc, i), v) for i, v in enumerate(node)]))
+        elif (problem := yamlload.quirk(node)) is not None:
+            found.append((loc, problem))
+    return found
 
 
 def validate(model: type[ModelT], data: Any, src: str) -> ModelT:
-    """Validate plain data against ``model`` or raise a one-line ConfigError."""
+    """Validate plain data against ``model`` or raise a ConfigError listing its problems (one per line)."""
+    odd = quirks(data)
+    listed = [(key_path(loc, data), problem) for loc, problem in odd[:MAX_PROBLEMS_SHOWN]]
     try:
-        return model.model_validate(data)
+        result = model.model_validate(data)
     except ValidationError as exc:
-        raise validation_error(src, exc, model, data) from None
+        raise validation_error(src, exc, model, data, listed, len(odd) - len(listed)) from None
+    if odd:
+        raise ConfigError.many(src, listed, len(odd) - len(listed))
+    return result
 
 
 def canonical_hash(obj: Any) -> str:

@@ -8,22 +8,25 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from . import configio
+from . import configio, yamlload
 from .errors import ConfigError
 from .sparsity import Pattern, parse_pattern
+from .textsafe import short_repr
 
-PosInt = Annotated[int, Field(gt=0)]
-NonNegInt = Annotated[int, Field(ge=0)]
-PosFloat = Annotated[float, Field(gt=0)]
-NonNegFloat = Annotated[float, Field(ge=0)]
+PosInt = Annotated[int, Field(gt=0, le=configio.MAX_DIM)]
+NonNegInt = Annotated[int, Field(ge=0, le=configio.MAX_DIM)]
+BigPosInt = Annotated[int, Field(gt=0, le=configio.MAX_BIG)]
+BigNonNegInt = Annotated[int, Field(ge=0, le=configio.MAX_BIG)]
+PosFloat = Annotated[float, Field(gt=0, le=configio.MAX_FLOAT)]
+NonNegFloat = Annotated[float, Field(ge=0, le=configio.MAX_FLOAT)]
 Unlimited = Literal["unlimited"]
 PosFloatOrUnlimited = Annotated[PosFloat | Unlimited, configio.one_message("a number greater than 0 or 'unlimited'")]
 
 
 class Strict(BaseModel):
-    """Base for config values: unknown keys rejected, YAML types taken as they are, frozen."""
+    """Base for config values: unknown keys rejected, YAML types taken as they are, floats finite, frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class SystolicCompute(Strict):
@@ -237,7 +240,7 @@ class DramSpec(Strict):
         description="GB/s (1e9 bytes/s) shared by all cores; 'unlimited' never stalls.")
     latency_ns: NonNegFloat = Field(0.0, description="Time from a transfer's issue to its last byte being usable; "
                                                      "transfers are pipelined, latency does not occupy bandwidth.")
-    capacity_bytes: PosInt | None = Field(None, description="DRAM capacity, for footprint warnings.")
+    capacity_bytes: BigPosInt | None = Field(None, description="DRAM capacity, for footprint warnings.")
     sustained_fraction: Fraction = Field(
         1.0, description="Share of the peak bandwidth a kernel's access stream sustains (row-buffer and "
                          "refresh losses, request scheduling); CALIBRATED where not 1.")
@@ -392,10 +395,18 @@ def load_hardware(path: str | Path, overrides: list[str] | None = None) -> Hardw
     try:
         return hardware_from_dict(data, src)
     except ConfigError as exc:
-        for key, item in set_by.items():
-            if exc.key and (exc.key == key or exc.key.startswith(key + ".") or key.startswith(exc.key + ".")):
-                raise ConfigError(src, exc.key, f"{exc.problem} (from --hw-set {item})") from None
-        raise
+        if not set_by:
+            raise
+        raise ConfigError.many(src, [(key, _from_override(key, problem, set_by)) for key, problem in exc.problems],
+                               exc.unlisted) from None
+
+
+def _from_override(key: str | None, problem: str, set_by: dict[str, str]) -> str:
+    """``problem``, naming the --hw-set that set ``key`` (or a key above or below it), if one did."""
+    for path, item in set_by.items():
+        if key and (key == path or key.startswith(path + ".") or path.startswith(key + ".")):
+            return f"{problem} (from --hw-set {item})"
+    return problem
 
 
 def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, Any]:
@@ -411,9 +422,12 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
     if not keys:
         raise ConfigError(source, item, "--hw-set needs a key path before '=', e.g. dram.bandwidth_gb_s=100")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = yamlload.load(raw) if raw.strip() else None
+    except yamlload.Refused as exc:
+        raise ConfigError(source, path, f"--hw-set value: {exc.problem}") from None
     except yaml.YAMLError:
-        raise ConfigError(source, path, f"--hw-set value {raw!r} is not plain YAML data") from None
+        raise ConfigError(source, path, f"--hw-set value {short_repr(raw)} is not plain YAML data") from None
+    yamlload.check_extent(value, f"{source}: {path}")
     out = copy.deepcopy(data)
     node = out
     for i, key in enumerate(keys[:-1]):
@@ -423,7 +437,7 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
             node[key] = nxt
         elif not isinstance(nxt, dict):
             raise ConfigError(source, ".".join(keys[: i + 1]),
-                              f"is a value, so --hw-set {item!r} cannot set a key below it")
+                              f"is a value, so --hw-set {short_repr(item)} cannot set a key below it")
         node = nxt
     node[keys[-1]] = value
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import platform
 import subprocess
 from dataclasses import dataclass, field
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .errors import AccelsimError
 
 SCHEMA_VERSION = 1
 
@@ -210,4 +213,31 @@ class RunResult:
         return {"schema_version": body.pop("schema_version"), "meta": self.meta, **body}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+        return dumps_finite(self.to_dict(), "run result", indent=2, sort_keys=False) + "\n"
+
+
+def dumps_finite(obj: Any, what: str, **kwargs: Any) -> str:
+    """``json.dumps`` that never writes NaN / Infinity: a non-finite number raises an AccelsimError
+    naming where it is (it would mean a bug upstream, or a config value that escaped validation)."""
+    try:
+        return json.dumps(obj, allow_nan=False, **kwargs)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+        path, value = _non_finite(obj)
+        raise AccelsimError(f"{what}: {path} is {value}, not a finite number; refusing to write it "
+                            "(this is a bug in accelsim: please report it with the command line)") from None
+
+
+def _non_finite(obj: Any) -> tuple[str, float]:
+    """(path, value) of the first NaN / infinity in JSON-like ``obj`` (depth first)."""
+    stack: list[tuple[str, Any]] = [("(top level)", obj)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return path, node
+        if isinstance(node, dict):
+            stack.extend(reversed([(f"{path}.{k}" if path != "(top level)" else str(k), v) for k, v in node.items()]))
+        elif isinstance(node, list | tuple):
+            stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(node)]))
+    return "(somewhere)", math.nan

@@ -6,7 +6,9 @@ import math
 import re
 from dataclasses import dataclass
 
-_PATTERN_RE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
+from .textsafe import short_repr
+
+_PATTERN_RE = re.compile(r"^[ \t]*([0-9]{1,9})[ \t]*:[ \t]*([0-9]{1,9})[ \t]*\Z")  # ASCII digits only
 
 
 @dataclass(frozen=True, order=True)
@@ -44,22 +46,22 @@ def parse_pattern(value: object) -> Pattern | None:
                 raise ValueError(f"got the number {value}: YAML reads an unquoted {n}:{m} as a base-60 number; "
                                  f"quote the pattern: \"{n}:{m}\"")
             raise ValueError(f"got the number {value}; write the pattern quoted, e.g. \"2:4\", or \"dense\"")
-        raise ValueError(f"expected a pattern like \"2:4\" or \"dense\", got {value!r}")
+        raise ValueError(f"expected a pattern like \"2:4\" or \"dense\", got {short_repr(value)}")
     text = value.strip()
     if text.lower() == "dense":
         return None
     match = _PATTERN_RE.match(text)
     if not match:
-        raise ValueError(f"expected a pattern like \"2:4\" (N:M) or \"dense\", got {value!r}")
+        raise ValueError(f"expected a pattern like \"2:4\" (N:M) or \"dense\", got {short_repr(value)}")
     n, m = int(match.group(1)), int(match.group(2))
     if m < 1:
-        raise ValueError(f"group size M must be at least 1 in {value!r}")
+        raise ValueError(f"group size M must be at least 1 in {short_repr(value)}")
     if n < 1:
-        raise ValueError(f"N must be at least 1 in {value!r} (a group keeps at least one value)")
+        raise ValueError(f"N must be at least 1 in {short_repr(value)} (a group keeps at least one value)")
     if n > m:
-        raise ValueError(f"N must not exceed M in {value!r} (at most N nonzeros per group of M)")
+        raise ValueError(f"N must not exceed M in {short_repr(value)} (at most N nonzeros per group of M)")
     if m > 64:
-        raise ValueError(f"group size M = {m} in {value!r} is larger than 64, which no sparse datapath uses")
+        raise ValueError(f"group size M = {m} in {short_repr(value)} is larger than 64, which no sparse datapath uses")
     return Pattern(n, m) if n < m else None
 
 

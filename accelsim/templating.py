@@ -14,7 +14,9 @@ import math
 import operator
 from typing import Any
 
+from . import yamlload
 from .errors import ConfigError
+from .textsafe import short_repr
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
@@ -22,42 +24,84 @@ _FUNCS = {"min": min, "max": max, "ceil": math.ceil, "floor": math.floor}
 _TEXT_KEYS = {"name", "op", "sparsity", "function", "kind", "source_op", "description"}
 
 
+MAX_EXPR_CHARS = 1000  # longest expression text
+MAX_MAGNITUDE = 2**63  # largest integer an expression may produce, at any step
+MAX_LAYERS = 100_000  # layers a workload may expand to through repeat blocks
+
+
 def evaluate(expr: str, names: dict[str, int | float]) -> int | float:
-    """Evaluate an arithmetic expression over ``names``; raises ValueError with a readable reason."""
+    """Evaluate an arithmetic expression over ``names``; raises ValueError with a readable reason.
+
+    Work is bounded: integers beyond ``MAX_MAGNITUDE`` (checked before a power is computed) and
+    non-finite floats are refused at the step that would make them.
+    """
+    shown = short_repr(expr)
+    if len(expr) > MAX_EXPR_CHARS:
+        raise ValueError(f"expression {shown} is {len(expr):,} characters long (at most {MAX_EXPR_CHARS:,})")
     try:
         tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ValueError(f"expected an integer or an expression of parameters (e.g. \"batch * seq\"), "
-                         f"cannot parse {expr!r}") from None
+                         f"cannot parse {shown}") from None
+
+    def checked(value: Any) -> int | float:
+        if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
+            raise ValueError(f"{shown} reaches a number beyond 2^63; sizes are limited far below that")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{shown} does not give a finite number")
+        if not isinstance(value, int | float):
+            raise ValueError(f"{shown} does not give a real number")
+        return value
+
+    def power(base: int | float, exp: int | float) -> int | float:
+        if isinstance(base, int) and isinstance(exp, int) and exp > 0 and abs(base) > 1:
+            if exp * math.log2(abs(base)) > 64:
+                raise ValueError(f"{shown} reaches a number beyond 2^63 (a power too large to compute)")
+        try:
+            return base ** exp
+        except (OverflowError, ZeroDivisionError):
+            raise ValueError(f"{shown} does not give a finite number") from None
+
+    def call(name: str, args: list[int | float]) -> int | float:
+        if name in ("ceil", "floor") and len(args) != 1:
+            raise ValueError(f"{name}() takes one argument in {shown}")
+        if not args:
+            raise ValueError(f"{name}() needs at least one argument in {shown}")
+        return _FUNCS[name](*args) if len(args) > 1 or name in ("ceil", "floor") else args[0]
 
     def ev(node: ast.AST) -> int | float:
         if isinstance(node, ast.Expression):
             return ev(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value,
                                                                                                       bool):
-            return node.value
+            return checked(node.value)
         if isinstance(node, ast.Name):
             if node.id not in names:
                 known = ", ".join(sorted(names)) or "none"
-                raise ValueError(f"unknown parameter {node.id!r} in {expr!r} (parameters: {known})")
+                raise ValueError(f"unknown parameter {short_repr(node.id)} in {shown} (parameters: {known})")
             return names[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             left, right = ev(node.left), ev(node.right)
             if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and right == 0:
-                raise ValueError(f"division by zero in {expr!r}")
-            return _BINOPS[type(node.op)](left, right)
+                raise ValueError(f"division by zero in {shown}")
+            if isinstance(node.op, ast.Pow):
+                return checked(power(left, right))
+            return checked(_BINOPS[type(node.op)](left, right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             v = ev(node.operand)
             return -v if isinstance(node.op, ast.USub) else v
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS
                 and not node.keywords):
-            return _FUNCS[node.func.id](*[ev(a) for a in node.args])
-        raise ValueError(f"unsupported syntax in {expr!r}: only numbers, parameters, + - * / // % ** and "
+            return checked(call(node.func.id, [ev(a) for a in node.args]))
+        raise ValueError(f"unsupported syntax in {shown}: only numbers, parameters, + - * / // % ** and "
                          "min/max/ceil/floor are allowed")
 
-    value = ev(tree)
+    try:
+        value = ev(tree)
+    except RecursionError:
+        raise ValueError(f"expression {shown} is nested too deeply") from None
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        return checked(int(value))
     return value
 
 
@@ -72,7 +116,9 @@ def _resolve_value(value: Any, names: dict[str, int | float], src: str, path: st
     return value
 
 
-def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: str, path: str) -> list[Any]:
+def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: str, path: str,
+                   total: list[int]) -> list[Any]:
+    """Layers of ``items`` with repeat blocks unrolled; ``total`` counts layers made so far (all blocks)."""
     if not isinstance(items, list):
         raise ConfigError(src, path, f"expected a list of layers, got {type(items).__name__}")
     out: list[Any] = []
@@ -83,18 +129,26 @@ def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: 
         if isinstance(item, dict) and "repeat" in item:
             extra = set(item) - {"repeat", "name", "layers"}
             if extra:
-                raise ConfigError(src, f"{here}.{sorted(extra)[0]}", "unknown key in a repeat block "
+                raise ConfigError(src, f"{here}.{sorted(map(str, extra))[0]}", "unknown key in a repeat block "
                                   "(allowed: repeat, name, layers)")
             count = _resolve_value(item["repeat"], names, src, f"{here}.repeat")
             if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise ConfigError(src, f"{here}.repeat", f"expected a positive integer, got {count!r}")
+                raise ConfigError(src, f"{here}.repeat", f"expected a positive integer, got {short_repr(count)}")
+            if total[0] + count > MAX_LAYERS:
+                raise ConfigError(src, f"{here}.repeat", f"{count:,} repeats would make more than {MAX_LAYERS:,} "
+                                  "layers, the limit for a workload")
             block = item.get("name")
             if not isinstance(block, str) or not block:
                 raise ConfigError(src, f"{here}.name", "a repeat block needs a name (the prefix of its layers)")
+            if not item.get("layers"):
+                raise ConfigError(src, f"{here}.layers", "a repeat block needs a non-empty list of layers")
             for i in range(count):
                 out.extend(_expand_layers(item.get("layers"), {**names, "i": i}, f"{prefix}{block}.{i}.", src,
-                                          f"{here}.layers"))
+                                          f"{here}.layers", total))
             continue
+        total[0] += 1
+        if total[0] > MAX_LAYERS:
+            raise ConfigError(src, "layers", f"expands to more than {MAX_LAYERS:,} layers, the limit for a workload")
         if not isinstance(item, dict):
             out.append(item)  # validation reports the type
             continue
@@ -110,6 +164,20 @@ def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: 
     return out
 
 
+def _param_value(value: Any, src: str, key: str, what: str) -> int | float:
+    """A parameter's value: a finite number of magnitude at most MAX_MAGNITUDE, written plainly."""
+    odd = yamlload.quirk(value)
+    if odd:
+        raise ConfigError(src, key, f"{what}: {odd}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(src, key, f"{what} must be a number, got {short_repr(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(src, key, f"{what} must be a finite number, got {short_repr(value)}")
+    if abs(value) > MAX_MAGNITUDE:
+        raise ConfigError(src, key, f"{what} {short_repr(value)} is beyond 2^63")
+    return value
+
+
 def expand(data: dict[str, Any], overrides: dict[str, Any] | None, src: str) -> dict[str, Any]:
     """Resolve params (defaults + overrides), expressions and repeat blocks into plain layers."""
     params = data.get("params") or {}
@@ -117,35 +185,38 @@ def expand(data: dict[str, Any], overrides: dict[str, Any] | None, src: str) -> 
         raise ConfigError(src, "params", "expected a mapping of parameter names to default values")
     resolved: dict[str, int | float] = {}
     for key, value in params.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(src, f"params.{key}", f"default must be a number, got {value!r}")
-        resolved[str(key)] = value
+        resolved[str(key)] = _param_value(value, src, f"params.{key}", "default")
     for key, value in (overrides or {}).items():
         if key not in resolved:
             known = ", ".join(sorted(resolved)) or "none"
             raise ConfigError(src, key, f"--set names an unknown parameter (this workload has: {known})")
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise ConfigError(src, key, f"--set value must be a positive number, got {value!r}")
+        value = _param_value(value, src, key, "--set value")
+        if value <= 0:
+            raise ConfigError(src, key, f"--set value must be a positive number, got {short_repr(value)}")
         resolved[key] = value
     out = {k: v for k, v in data.items() if k not in ("params", "layers")}
     out["params"] = resolved
     if "kv_cache_elements" in out:
         out["kv_cache_elements"] = _resolve_value(out["kv_cache_elements"], resolved, src, "kv_cache_elements")
-    out["layers"] = _expand_layers(data.get("layers"), resolved, "", src, "layers")
+    out["layers"] = _expand_layers(data.get("layers"), resolved, "", src, "layers", [0])
     return out
 
 
 def parse_sets(items: list[str], src: str = "--set") -> dict[str, Any]:
-    """Parse ``KEY=VALUE`` strings (values as YAML scalars)."""
+    """Parse ``KEY=VALUE`` strings (values as YAML scalars; YAML 1.1 number forms are marked, not trusted)."""
     import yaml
 
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(src, item, "expected KEY=VALUE, e.g. batch=16")
+            raise ConfigError(src, short_repr(item), "expected KEY=VALUE, e.g. batch=16")
         try:
-            out[key.strip()] = yaml.safe_load(raw)
+            value = yamlload.load(raw)
+        except yamlload.Refused as exc:
+            raise ConfigError(src, key, f"--set value: {exc.problem}") from None
         except yaml.YAMLError:
-            raise ConfigError(src, key, f"cannot parse value {raw!r}") from None
+            raise ConfigError(src, key, f"cannot parse value {short_repr(raw)}") from None
+        yamlload.check_extent(value, f"{src}: {key}")
+        out[key.strip()] = value
     return out

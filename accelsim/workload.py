@@ -10,7 +10,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from . import configio
 from .errors import ConfigError
-from .hardware import NonNegInt, PosInt, Strict
+from .hardware import BigNonNegInt, NonNegInt, PosInt, Strict
 from .sparsity import normalize_pattern
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
@@ -65,6 +65,10 @@ class Conv2d(_Layer):
         if oh < 1 or ow < 1:
             raise configio.FieldError(("kernel",), f"kernel {self.kernel} does not fit the padded ifmap "
                                                    f"{self.ifmap} (padding {self.padding}): output would be {oh}x{ow}")
+        for dim, size in zip("mnk", self.gemm_shape(), strict=True):
+            if size > configio.MAX_DIM:
+                raise configio.FieldError((), f"its im2col GEMM has {dim} = {size:,}, above the limit of "
+                                              f"{configio.MAX_DIM:,} (2^31-1) per dimension")
         return self
 
     def _pair(self, v: int | list[int]) -> tuple[int, int]:
@@ -214,7 +218,7 @@ class Workload(Strict):
     dtype: Dtype = Field("fp16", description="Element type of A, B and C.")
     params: dict[str, int | float] = Field(default_factory=dict, description="Resolved parameters (defaults "
                                            "overridden by --set); expressions in layer fields use them.")
-    kv_cache_elements: NonNegInt = Field(0, description="Elements of the KV cache (LLM decode), for the footprint.")
+    kv_cache_elements: BigNonNegInt = Field(0, description="Elements of the KV cache (LLM decode), for the footprint.")
     quality: Quality | None = Field(None, description="Quality figures (dense and per pattern) and a threshold.")
     sparsity: str | None = Field(None, description="Pattern applied to every weight layer without its own.")
     layers: list[Layer] = Field(min_length=1)
