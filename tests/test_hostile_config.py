@@ -3,7 +3,7 @@
 Covers non-finite numbers (A7), several problems at once (A9), sizes beyond 2^31-1 (B2), alias bombs,
 runaway expressions, deep nesting and non-regular / oversized files (B3), control characters in
 names and keys (B7) and YAML 1.1 quirks: base-60 / octal numbers, duplicate keys, non-ASCII digits (B9).
-The inputs that are files live in tests/corpus/ (indexed in tests/corpus/config.yaml).
+The inputs that are files live in tests/corpus/ (indexed in tests/corpus/index-config.yaml).
 """
 
 from __future__ import annotations

@@ -416,22 +416,3 @@ def test_run_dtype_overrides_the_workload(tmp_path: Path, capsys: pytest.Capture
     assert body["workload"]["dtype"] == "fp16" and body["workload"]["dtype_declared"] == "fp32"
     rc, out, err = cli(capsys, "run", "--hw", A100, "--workload", wl, "--dtype", "fp16")
     assert rc == 0 and "dtype: fp16 (--dtype; the workload says fp32)" in out.splitlines()[0]
-
-
-# -- the corpus index of this area -----------------------------------------------------------------------------------
-
-def _corpus_entries() -> list[dict[str, Any]]:
-    return yaml.safe_load((CORPUS / "output.yaml").read_text())
-
-
-@pytest.mark.parametrize("entry", _corpus_entries(), ids=lambda e: " ".join(e["argv"][:2]))
-def test_corpus_entries(entry: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    subs = {"{corpus}": str(CORPUS), "{HW}": str(A100), "{WL}": str(GEMM), "{tmp}": str(tmp_path)}
-    argv = []
-    for arg in entry["argv"]:
-        for key, value in subs.items():
-            arg = arg.replace(key, value)
-        argv.append(arg)
-    rc, _, err = cli(capsys, *argv)
-    assert rc == entry["exit"], err
-    assert entry["message"] in err and "Traceback" not in err
