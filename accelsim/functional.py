@@ -464,6 +464,10 @@ def _not_exercised_text(pattern: str, reason: str | None, hw: Any, m: int, k: in
     return f"{text}: {REASON_CODES[reason]}" if reason in REASON_CODES else text
 
 
+# A, B and C of a functional check live in memory (float64 reference included): ~1 GB at this size.
+MAX_ELEMENTS = 2**24
+
+
 def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dtype: str = "fp32",
                      tiling: object = None) -> dict[str, Any]:
     """Prune seeded random A by magnitude, compress, run tile by tile and compare with numpy (A*mask)@B.
@@ -477,6 +481,12 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     """
     for name, value in (("m", m), ("n", n), ("k", k)):
         _positive(name, value)
+    elements = m * k + k * n + m * n
+    if elements > MAX_ELEMENTS:
+        raise FunctionalError(f"--m/--n/--k: the check holds A, B and C in memory as numpy arrays; "
+                              f"{m}x{n}x{k} needs {elements:,} elements, the limit is {MAX_ELEMENTS:,}")
+    if not 0 <= seed < 2**63:
+        raise FunctionalError(f"--seed: expected an integer from 0 to 2^63-1, got {seed}")
     if dtype not in _DTYPE_BYTES:
         raise FunctionalError(f"dtype {dtype!r} is not one of {', '.join(_DTYPE_BYTES)}")
     req_n, req_m = _parse_nm(pattern)
