@@ -123,6 +123,14 @@ def format_table(result: Any) -> str:
         lines.append(f"energy {e['total_j'] * 1e3:,.3f} mJ (dense {e['dense_total_j'] * 1e3:,.3f} mJ) | "
                      f"avg power {e['avg_power_w']:,.1f} W | perf/W vs dense {e['perf_per_watt_vs_dense']:.3f}x | "
                      f"{share}")
+    fp = body.get("footprint") or {}
+    if fp:
+        cap = fp.get("dram_capacity_bytes")
+        lines.append(f"footprint {_fmt_int(fp['total_bytes'])} bytes: weights as deployed "
+                     f"{_fmt_int(fp['weights_deployed_bytes'])} ({_fmt_int(fp['weights_metadata_bytes'])} of it "
+                     f"metadata; dense {_fmt_int(fp['weights_dense_bytes'])}), peak activations "
+                     f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
+                     + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else ""))
     lines += [f"why: {note.text()}" for note in traffic_notes(body)]
     return "\n".join(lines) + "\n"
 

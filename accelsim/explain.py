@@ -32,9 +32,9 @@ class TrafficNote:
         top = ", ".join(self.layers[:3]) + (f" +{len(self.layers) - 3} more" if len(self.layers) > 3 else "")
         if self.tensor == "weights":
             return (f"weights are re-read from DRAM on {len(self.layers)} layer(s) ({top}): {self.dram_bytes:,} bytes, "
-                    f"{ratio:.1f}x the {self.reference_bytes:,} bytes of weights deployed; a fold's block of weights "
-                    f"does not fit {self.buffer} ({self.buffer_bytes:,} bytes), so it is fetched again for every "
-                    f"fold of the other dimension")
+                    f"{ratio:.1f}x the {self.reference_bytes:,} bytes of weight values deployed; a fold's block "
+                    f"of weights does not fit {self.buffer} ({self.buffer_bytes:,} bytes), so it is fetched again "
+                    f"for every fold of the other dimension")
         return (f"partial sums spill to DRAM on {len(self.layers)} layer(s) ({top}): C traffic {self.dram_bytes:,} "
                 f"bytes, {ratio:.1f}x the {self.reference_bytes:,} bytes of their outputs written once; "
                 f"a column block of partial sums does not fit {self.buffer} ({self.buffer_bytes:,} bytes)")
@@ -58,7 +58,8 @@ def traffic_notes(body: dict[str, Any]) -> tuple[TrafficNote, ...]:
     layers = [lay for lay in body.get("layers", []) if "a_resident" in (lay.get("tiling") or {})]
     notes: list[TrafficNote] = []
     hw = body.get("hardware") or {}
-    deployed = int((body.get("footprint") or {}).get("weights_deployed_bytes") or 0)
+    fp = body.get("footprint") or {}
+    deployed = int(fp.get("weights_deployed_bytes") or 0) - int(fp.get("weights_metadata_bytes") or 0)
     reread = sorted((lay for lay in layers if not lay["tiling"]["a_resident"] and lay["tiling"].get("folds", 0) > 1),
                     key=lambda lay: -lay["bytes"]["dram"]["a_values"])
     total_a = sum(int(lay["bytes"]["dram"]["a_values"]) for lay in body.get("layers", []))

@@ -189,9 +189,12 @@ def test_run_table_explains_weights_re_read_and_partial_sums_spilled() -> None:
         body = result.body()
         assert note.tensor == "weights"
         assert note.dram_bytes == body["totals"]["bytes"]["dram"]["a_values"]
-        assert note.reference_bytes == body["footprint"]["weights_deployed_bytes"]
+        fp = body["footprint"]
+        assert note.reference_bytes == fp["weights_deployed_bytes"] - fp["weights_metadata_bytes"]
         assert note.buffer == "a third of core.sram.bytes" and note.buffer_bytes == 262144 // 3
-        assert f"why: {note.text()}" in format_table(result)
+        table = format_table(result)
+        assert f"why: {note.text()}" in table
+        assert f"footprint {fp['total_bytes']:,} bytes: weights as deployed {fp['weights_deployed_bytes']:,}" in table
     # the explanation of the surprise: the wider array re-reads more weights
     assert notes[128][0].dram_bytes > notes[64][0].dram_bytes
     assert len(notes[128][0].layers) > len(notes[64][0].layers)
