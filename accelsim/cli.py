@@ -125,12 +125,12 @@ def format_csv(result: Any) -> str:
     return buf.getvalue()
 
 
-def _progress_bar(total_hint: int):
+def _progress_bar(total_hint: int, unit: str = "layer"):
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is a dependency
         return None, None
-    bar = tqdm(total=total_hint, unit="layer", delay=0.5, file=sys.stderr, leave=False, disable=None)
+    bar = tqdm(total=total_hint, unit=unit, delay=0.5, file=sys.stderr, leave=False, disable=None)
 
     def update(done: int, total: int) -> None:
         bar.total = total
@@ -329,6 +329,7 @@ def format_serve(result: dict[str, Any]) -> str:
         metric_rows.append(("mean batch", lambda r: r["batch_size"]["mean"]))
     metric_rows.append(("throughput (req/s)", lambda r: r.get("throughput_rps")))
     metric_rows.append(("utilisation", lambda r: r.get("utilisation")))
+    metric_rows.append(("offered / capacity", lambda r: (r.get("load") or {}).get("offered_over_capacity")))
     if res[labels[0]].get("sla"):
         metric_rows.append(("SLA attainment", lambda r: r["sla"]["attainment"]))
     width = max(len(name) for name, _ in metric_rows)
@@ -339,6 +340,11 @@ def format_serve(result: dict[str, Any]) -> str:
             v = get(res[lab])
             vals.append(f"{v:14,.3f}" if isinstance(v, int | float) else f"{'-':>14s}")
         lines.append(name.ljust(width) + "".join(vals))
+    over = [lab for lab in labels if (res[lab].get("load") or {}).get("overloaded")]
+    if over:
+        lines.append(f"OVERLOADED ({', '.join(over)}): offered load above capacity; the queue grows for the whole "
+                     "run, so these percentiles are not steady-state (they grow with --duration)")
+    lines += [f"note: {n}" for n in result.get("notes", [])]
     cap = result.get("capacity")
     if cap:
         lines.append("")
@@ -370,12 +376,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from .runtime import serve_command
 
-    result = serve_command(args.hw, args.workload, args.rate, args.sparsity, duration_s=args.duration,
-                           seed=args.seed, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
-                           sla_p99_ms=args.sla_p99, find_max_rate=args.find_max_rate, variants=args.variants,
-                           out=args.out, set_params=args.set, budget_ms=args.budget_ms, instances=args.instances,
-                           sizes=args.sizes, trace=args.trace, runtime_config=args.runtime_config,
-                           hw_set=args.hw_set)
+    bar, update = _progress_bar(0, "run") if args.find_max_rate else (None, None)
+    try:
+        result = serve_command(args.hw, args.workload, args.rate, args.sparsity, duration_s=args.duration,
+                               seed=args.seed, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+                               sla_p99_ms=args.sla_p99, find_max_rate=args.find_max_rate, variants=args.variants,
+                               out=args.out, set_params=args.set, budget_ms=args.budget_ms,
+                               instances=args.instances, sizes=args.sizes, trace=args.trace,
+                               runtime_config=args.runtime_config, hw_set=args.hw_set, progress=update)
+    finally:
+        if bar is not None:
+            bar.close()
+    for warning in result.get("warnings", []):
+        print(f"accelsim: warning: {warning}", file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2, default=float) + "\n")
     else:

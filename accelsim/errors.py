@@ -6,6 +6,15 @@ from __future__ import annotations
 class AccelsimError(Exception):
     """Base class: the CLI prints ``str(err)`` on one line and exits with code 2."""
 
+    def __init__(self, message: str = "", *_: object) -> None:
+        # Not calling Exception.__init__ keeps ``args`` as the constructor's own arguments (set by
+        # Exception.__new__), so ``type(err)(*err.args)`` rebuilds any subclass: simpy re-raises a
+        # process's error that way, and pickling (process pools) does too.
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
 
 class ConfigError(AccelsimError):
     """A hardware config or workload file is unreadable or invalid."""

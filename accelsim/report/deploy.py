@@ -744,24 +744,39 @@ def _serving(hw: Hardware, workload_source: str | None, model: Workload, label: 
             for lab, m in models.items():
                 r = m.run(rate=rate, requests=SERVING_REQUESTS, seed=0)
                 row[lab] = {q: r["latency_ms"][q] for q in ("p50", "p95", "p99")} | {
-                    "utilisation": r["utilisation"]}
+                    "utilisation": r["utilisation"], "offered_over_capacity": r["load"]["offered_over_capacity"],
+                    "overloaded": r["load"]["overloaded"]}
             rows.append(row)
     except (AccelsimError, ValueError) as exc:
         return {"status": "skipped", "note": str(exc)}
+    used = models["dense"].config
+    batching = (f"batches of up to {used.max_batch} ({used.max_wait_ms:g} ms max wait)" if used.max_batch > 1
+                else models["dense"].info.get("note", "one request at a time"))
+    note = (f"Poisson arrivals at a share of the dense part's saturation throughput; {batching}; service times "
+            "from the simulated plan. `accelsim serve` for more.")
+    over = sorted({lab for r in rows for lab in models if r[lab]["overloaded"]})
+    if over:
+        note += (f" OVERLOADED ({', '.join(over)}): where marked *, the offered load is above that variant's "
+                 "capacity, so the queue grows for the whole run and its percentiles are not steady-state.")
     return {"status": "ok", "labels": ["dense", label], "saturation_rps": round(saturation, 3),
-            "config": config, "requests": SERVING_REQUESTS, "seed": 0, "rows": rows,
-            "note": "Poisson arrivals at a share of the dense part's saturation throughput; batches of up to 8 "
-                    "(2 ms max wait); service times from the simulated plan. `accelsim serve` for more."}
+            "config": {"max_batch": used.max_batch, "max_wait_ms": used.max_wait_ms}, "requests": SERVING_REQUESTS,
+            "seed": 0, "rows": rows, "note": note}
+
+
+def _serving_cells(sv: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Head and rows of the serving table (a * marks an overloaded run's percentiles)."""
+    labs = sv["labels"]
+    head = ["load", "rate (req/s)"] + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
+    body = [[f"{r['load']:.0%}", f"{r['rate_rps']:,.1f}"]
+            + [f"{r[lab][q]:.3f} ms" + (" *" if r[lab].get("overloaded") else "") for lab in labs
+               for q in ("p50", "p95", "p99")] for r in sv["rows"]]
+    return head, body
 
 
 def _serving_md(sv: dict[str, Any]) -> list[str]:
     if sv.get("status") != "ok":
         return [sv.get("note", "skipped")]
-    labs = sv["labels"]
-    head = ["load", "rate (req/s)"] + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
-    body = [[f"{r['load']:.0%}", f"{r['rate_rps']:,.1f}"] + [f"{r[lab][q]:.3f} ms" for lab in labs
-                                                             for q in ("p50", "p95", "p99")] for r in sv["rows"]]
-    return [sv["note"], "", *_md_table(head, body)]
+    return [sv["note"], "", *_md_table(*_serving_cells(sv))]
 
 
 def _run_pattern(model: Workload, real: RunResult, sparsity: str | None) -> str | None:
@@ -1195,7 +1210,7 @@ def _md_escape(text: str) -> str:
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     if not rows:
         return ["(none)"]
-    num = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?$")
+    num = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")
     right = {i for i in range(len(head))
              if any(num.match(r[i]) for r in rows) and all(num.match(r[i]) for r in rows if r[i] not in ("", "-"))}
     lines = ["| " + " | ".join(_md_escape(h) for h in head) + " |",
@@ -1326,7 +1341,7 @@ def _esc(text: Any) -> str:
 def _html_table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     if not rows:
         return "<p>(none)</p>"
-    num = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?$")
+    num = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")
     parts = [f"<table{f' class={cls!r}' if cls else ''}>"
              + ("<tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr>" if head else "")]
     for r in rows:
@@ -1442,11 +1457,7 @@ def render_html(report: dict[str, Any], charts: dict[str, bytes]) -> str:
     out.append("<h2>Serving latency (p50 / p95 / p99)</h2>")
     sv = report.get("serving", {})
     if sv.get("status") == "ok":
-        labs = sv["labels"]
-        head = ["load", "rate (req/s)"] + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
-        body = [[f"{r['load']:.0%}", f"{r['rate_rps']:,.1f}"] + [f"{r[lab][q]:.3f} ms" for lab in labs
-                                                                 for q in ("p50", "p95", "p99")] for r in sv["rows"]]
-        out += [f"<p>{_esc(sv['note'])}</p>", _html_table(head, body)]
+        out += [f"<p>{_esc(sv['note'])}</p>", _html_table(*_serving_cells(sv))]
     else:
         out.append(f"<p>{_esc(sv.get('note', 'skipped'))}</p>")
     out += ["<h2 id='contradictions'>Contradictions</h2>", "<p>Evidence that points the other way:</p>", "<ul>"]
