@@ -287,14 +287,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     try:
         summary = sweep_command(args.spec, args.out, dask=args.dask, resume=args.resume, workers=args.workers,
-                                progress=progress, command=["accelsim", *sys.argv[1:]])
+                                progress=progress, command=["accelsim", *sys.argv[1:]], max_points=args.max_points)
     finally:
         if bar is not None:
             bar.close()
     for warning in summary.get("warnings", []):
         print(f"accelsim: warning: {warning}", file=sys.stderr)
     print(f"sweep: {summary.get('points', '?')} configs, {summary.get('rows', '?')} rows "
-          f"({summary.get('infeasible', 0)} infeasible) in {summary.get('wall_s', 0):.1f} s "
+          f"({summary.get('infeasible_rows', 0)} infeasible) in {summary.get('wall_s', 0):.1f} s "
           f"({summary.get('configs_per_s', 0):,.0f} configs/s)")
     for path in summary.get("files", []):
         print(f"wrote {path}", file=sys.stderr)
@@ -304,7 +304,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_sweep_plot(args: argparse.Namespace) -> int:
     from .sweep import sweep_plot_command
 
-    for path in sweep_plot_command(args.results, args.out):
+    bar, update = _progress_bar(0, "plot")
+    try:
+        paths, notes = sweep_plot_command(args.results, args.out, x=args.x, y=args.y, at=args.at, progress=update)
+    finally:
+        if bar is not None:
+            bar.close()
+    for note in notes:
+        print(f"sweep-plot: {note}")
+    for path in paths:
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -504,11 +512,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "LocalCluster")
     sw.add_argument("--workers", type=int, help="local processes (default: all cores)")
     sw.add_argument("--resume", action="store_true", help="continue a killed sweep in the same directory")
+    sw.add_argument("--max-points", type=int, default=100_000, metavar="N",
+                    help="refuse specs of more than N hardware points (default 100,000; rows: at most 10 x N)")
     sw.set_defaults(func=cmd_sweep)
 
     sp = sub.add_parser("sweep-plot", help="Pareto, heatmaps and where-sparsity-pays plots of a sweep")
     sp.add_argument("results", help="a sweep's results directory")
     sp.add_argument("-o", "--out", help="plot directory (default RESULTS/plots)")
+    sp.add_argument("--x", metavar="KEY", help="grid parameter across the heatmaps (default: the second)")
+    sp.add_argument("--y", metavar="KEY", help="grid parameter up the heatmaps (default: the first)")
+    sp.add_argument("--at", action="append", default=[], metavar="KEY=VALUE",
+                    help="hold another grid parameter at this value (default: its first; repeatable)")
     sp.set_defaults(func=cmd_sweep_plot)
 
     sv = sub.add_parser("serve", help="request-level serving model (simpy): latency percentiles, capacity at SLA, "

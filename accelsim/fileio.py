@@ -47,3 +47,32 @@ def save_figure(fig: Any, base: str | os.PathLike[str], formats: Iterable[str] =
     """Write ``<base>.<fmt>`` for each format (deterministic, atomic); return the paths."""
     base = Path(base)
     return [write_atomic(base.with_name(f"{base.name}.{fmt}"), figure_bytes(fig, fmt, dpi)) for fmt in formats]
+
+
+def write_all(files: dict[str | os.PathLike[str], bytes | str]) -> list[Path]:
+    """Write several files all or nothing: every temporary file first, then the renames; on a failure the
+    temporaries are removed and an AccelsimError names the path (parents are created)."""
+    from .errors import AccelsimError
+
+    temps: list[tuple[Path, Path]] = []
+    current: Path | None = None
+    try:
+        for path, data in files.items():
+            current = Path(path)
+            current.parent.mkdir(parents=True, exist_ok=True)
+            tmp = current.with_name(f".{current.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            temps.append((tmp, current))
+            with open(tmp, "wb") as fh:
+                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        for tmp, target in temps:
+            current = target
+            os.replace(tmp, target)
+    except OSError as exc:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise AccelsimError(f"{exc.filename or current}: cannot write: {exc.strerror or exc}") from None
+    except BaseException:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+    return [target for _, target in temps]
