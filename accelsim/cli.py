@@ -259,9 +259,14 @@ def cmd_regress(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .report.deploy import report_command
 
-    paths, lines = report_command(args.hw, args.workload, args.out, args.sparsity, args.set, args.hw_set,
-                                  args.policy, args.patterns, args.quality_threshold, args.weights,
-                                  command=["accelsim", *sys.argv[1:]])
+    bar, update = _progress_bar(0, "stage")
+    try:
+        paths, lines = report_command(args.hw, args.workload, args.out, args.sparsity, args.set, args.hw_set,
+                                      args.policy, args.patterns, args.quality_threshold, args.weights,
+                                      command=["accelsim", *sys.argv[1:]], progress=update)
+    finally:
+        if bar is not None:
+            bar.close()
     for line in lines:
         print(line)
     for path in paths:
@@ -533,9 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--sparsity", help="pattern run beside dense (default: the workload's plan)")
     sv.add_argument("--duration", type=float, default=10.0, help="simulated seconds (default 10)")
     sv.add_argument("--seed", type=int, default=0)
-    sv.add_argument("--max-batch", type=int, default=8)
-    sv.add_argument("--max-wait-ms", type=float, default=2.0)
-    sv.add_argument("--instances", type=int, default=1)
+    sv.add_argument("--max-batch", type=int, help="largest batch (default 8, or --runtime-config's)")
+    sv.add_argument("--max-wait-ms", type=float, help="longest wait for a batch to fill (default 2)")
+    sv.add_argument("--instances", type=int, help="accelerator instances (default 1)")
     sv.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     sv.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
     sv.add_argument("--sizes", help="request sizes: fixed:N, uniform:A:B or choice:a,b@wa,wb")

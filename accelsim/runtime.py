@@ -1343,12 +1343,6 @@ def quality_at_budget(variants: str | Path, hw: Hardware | str | Path, budget_ms
 
 # ----------------------------------------------------------------------------------------------- CLI handler
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    from .fileio import write_atomic
-
-    write_atomic(path, data)
-
-
 def _as_params(set_params: Any) -> dict[str, Any]:
     if set_params is None:
         return {}
@@ -1369,10 +1363,11 @@ def _paired_decode(workload: Path) -> Path | None:
 
 
 def serve_command(hw_path: str | Path, workload_path: str | Path, rate: float | None, sparsity: str | None = None,
-                  duration_s: float = 10.0, seed: int = 0, max_batch: int = 8, max_wait_ms: float = 2.0,
+                  duration_s: float = 10.0, seed: int = 0, max_batch: int | None = None,
+                  max_wait_ms: float | None = None,
                   sla_p99_ms: float | None = None, find_max_rate: bool = False, variants: str | Path | None = None,
                   out: str | Path | None = None, set_params: Mapping[str, Any] | Sequence[str] | None = None, *,
-                  budget_ms: float | None = None, instances: int = 1, sizes: Any = None,
+                  budget_ms: float | None = None, instances: int | None = None, sizes: Any = None,
                   trace: str | Path | None = None, decode_workload: str | Path | None | Literal["auto"] = "auto",
                   prompt_tokens: Any = None, output_tokens: Any = None, sla_metric: str | None = None,
                   runtime_config: Mapping[str, Any] | str | Path | None = None, hw_set: Sequence[str] | None = None,
@@ -1384,8 +1379,9 @@ def serve_command(hw_path: str | Path, workload_path: str | Path, rate: float | 
 
     Dense always runs; ``sparsity`` (or the workload's own plan) runs beside it. ``runtime_config`` is a
     dict or YAML file of :class:`RuntimeConfig` fields (variability sources go here); ``max_batch``,
-    ``max_wait_ms`` and ``instances`` override it. A ``*-prefill.yaml`` workload with a sibling
-    ``*-decode.yaml`` runs in LLM mode unless ``decode_workload=None``. ``progress(done, total)`` counts
+    ``max_wait_ms`` and ``instances`` override it when given (None: the file's value, else the default).
+    A ``*-prefill.yaml`` workload with a sibling ``*-decode.yaml`` runs in LLM mode unless
+    ``decode_workload=None``. ``progress(done, total)`` counts
     the capacity search's simulated runs (``total`` is an estimate until the search brackets the rate).
     A workload without a ``batch`` parameter is served one request at a time (max_batch 1, said in
     ``notes``); an offered load above capacity is flagged (``overloaded``, per-run ``load``, ``warnings``).
@@ -1403,7 +1399,8 @@ def serve_command(hw_path: str | Path, workload_path: str | Path, rate: float | 
         base, _ = configio.read_yaml(runtime_config)
     elif runtime_config is not None:
         base = dict(runtime_config)
-    cfg = RuntimeConfig.from_dict({**base, "max_batch": max_batch, "max_wait_ms": max_wait_ms, "instances": instances},
+    flags = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "instances": instances}
+    cfg = RuntimeConfig.from_dict({**base, **{k: v for k, v in flags.items() if v is not None}},
                                   str(runtime_config) if isinstance(runtime_config, str | Path) else "<runtime config>")
     hw_obj, hw_src = _hw(hw_path, hw_set)
     sim = Simulator(hw_obj, hw_src)
@@ -1464,15 +1461,16 @@ def serve_command(hw_path: str | Path, workload_path: str | Path, rate: float | 
 
 def _write_outputs(out: Path, result: dict[str, Any], models: Mapping[str, ServingModel], rate: float | None,
                    seed: int, requests: int, run_kw: dict[str, Any]) -> list[str]:
-    """serve.json, latency_cdf.png and latency_vs_load.png (rates up to 1.2x the best capacity or rate)."""
-    from .report.serving_plots import latency_cdf_figure, latency_vs_load_figure, save_figure
+    """serve.json, latency_cdf.png and latency_vs_load.png (rates up to 1.2x the best capacity or rate),
+    written all or nothing once everything is rendered."""
+    from .fileio import figure_bytes, write_all
+    from .report.serving_plots import latency_cdf_figure, latency_vs_load_figure
 
-    out.mkdir(parents=True, exist_ok=True)
     metric = "ttft" if result["mode"] == "llm" else "latency"
     budget = (result.get("capacity") or {}).get("budget_ms")
     fig = latency_cdf_figure(result["results"], metric=metric, budget_ms=budget,
                              title=f"{result['workload']} on {result['hardware']}: {metric} CDF")
-    files = [save_figure(fig, out / "latency_cdf.png")]
+    files: dict[Path, bytes] = {out / "latency_cdf.png": figure_bytes(fig, "png")}
     caps = (result.get("capacity") or {}).get("results") or {}
     top = max([c["max_rate_rps"] for c in caps.values()] + [rate or 0.0])
     if top > 0:
@@ -1481,11 +1479,9 @@ def _write_outputs(out: Path, result: dict[str, Any], models: Mapping[str, Servi
         result["latency_vs_load"] = curves
         fig = latency_vs_load_figure(curves, metric=metric, budget_ms=budget,
                                      title=f"{result['workload']} on {result['hardware']}: {metric} vs load")
-        files.append(save_figure(fig, out / "latency_vs_load.png"))
-    path = out / "serve.json"
-    _write_atomic(path, (json.dumps(result, indent=2, default=float) + "\n").encode())
-    files.append(path)
-    return [str(f) for f in files]
+        files[out / "latency_vs_load.png"] = figure_bytes(fig, "png")
+    files[out / "serve.json"] = (json.dumps(result, indent=2, default=float) + "\n").encode()
+    return [str(f) for f in write_all(files)]
 
 
 _capacity = find_max_rate

@@ -25,8 +25,8 @@ def _finite(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def check_serve_args(*, rate: float | None, duration_s: float | None, seed: int, max_batch: int,
-                     max_wait_ms: float, instances: int, sla_p99_ms: float | None = None,
+def check_serve_args(*, rate: float | None, duration_s: float | None, seed: int, max_batch: int | None,
+                     max_wait_ms: float | None, instances: int | None, sla_p99_ms: float | None = None,
                      budget_ms: float | None = None, trace: Any = None) -> None:
     """Raise a one-line ServingError naming the ``accelsim serve`` flag whose value is out of bounds."""
     from .runtime import ServingError
@@ -43,11 +43,13 @@ def check_serve_args(*, rate: float | None, duration_s: float | None, seed: int,
                            f"at most {MAX_REQUESTS:,} per run (shorten --duration: percentiles settle long before)")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise bad("--seed", seed, f"an integer from 0 to {MAX_SEED} (2^32 - 1)")
-    if isinstance(max_batch, bool) or not isinstance(max_batch, int) or not 1 <= max_batch <= MAX_BATCH:
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int)
+                                  or not 1 <= max_batch <= MAX_BATCH):
         raise bad("--max-batch", max_batch, f"an integer from 1 to {MAX_BATCH:,}")
-    if not (_finite(max_wait_ms) and 0 <= max_wait_ms <= MAX_WAIT_MS):
+    if max_wait_ms is not None and not (_finite(max_wait_ms) and 0 <= max_wait_ms <= MAX_WAIT_MS):
         raise bad("--max-wait-ms", max_wait_ms, f"a finite number of ms from 0 to {MAX_WAIT_MS:,.0f}")
-    if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
+    if instances is not None and (isinstance(instances, bool) or not isinstance(instances, int)
+                                  or not 1 <= instances <= MAX_INSTANCES):
         raise bad("--instances", instances, f"an integer from 1 to {MAX_INSTANCES:,}")
     for flag, v in (("--sla-p99", sla_p99_ms), ("--budget-ms", budget_ms)):
         if v is not None and not (_finite(v) and v > 0):

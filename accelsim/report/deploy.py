@@ -48,6 +48,7 @@ import platform
 import re
 import shlex
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -587,12 +588,15 @@ def _proxy_error(a: np.ndarray, b: np.ndarray, n: int, m: int) -> tuple[float, f
     return round(err, 9), round(kept, 9)
 
 
-def _proxy(model: Workload, real: RunResult, weights: str | os.PathLike[str] | None) -> dict[str, Any]:
+def _proxy(model: Workload, real: RunResult, weights: str | os.PathLike[str] | None,
+           loaded: tuple[dict[str, np.ndarray], list[str]] | None = None) -> dict[str, Any]:
     layers = {layer.name: layer for layer in model.layers}
     eligible = [r for r in real.layers if r.path == "sparse" and layers[r.name].op in WEIGHT_OPS]
     user: dict[str, np.ndarray] = {}
     unused: list[str] = []
-    if weights is not None:
+    if loaded is not None:
+        user, unused = loaded
+    elif weights is not None:
         user, unused = _load_weights(weights, model)
     rows_out = []
     synthetic_cache: dict[tuple[int, int, int, int], tuple[float, float]] = {}
@@ -796,13 +800,15 @@ def _run_pattern(model: Workload, real: RunResult, sparsity: str | None) -> str 
 def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy: str = "sparse-if-supported",
                  patterns: list[str] | str | None = None, quality_threshold: float | None = None,
                  weights: str | os.PathLike[str] | None = None, command: list[str] | str | None = None,
-                 hw_source: str | None = None, workload_source: str | None = None) -> dict[str, Any]:
+                 hw_source: str | None = None, workload_source: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Simulate and assemble the deployment report as plain data (see the module docstring).
 
     ``sparsity``: the N:M pattern for every weight op (None: the workload's own plan).
     ``patterns``: extra patterns for the supported-layer matrix (list or "2:4,1:4").
     ``quality_threshold``: the largest acceptable quality drop (wins over ``quality.max_drop``).
     ``weights``: a .npz (arrays named by layer) or .npy (single weight layer) for the numeric proxy.
+    ``progress(done, total)`` after each stage (runs, reality check, impact, proxy, sensitivity, serving).
     """
     from ..lowering import lower
     from ..reality import reality_check
@@ -833,28 +839,47 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         if norm not in extra:
             extra.append(norm)
 
+    loaded = _load_weights(weights, model) if weights is not None else None  # bad weights fail before any run
+    stages = 9 + len(extra)
+    done = [0]
+
+    def step() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], stages)
+
     sim = Simulator(hw, hw_source or "<hardware>")
     real = run(model, hw, sparsity, policy=policy, hw_source=hw_source or "<hardware>", simulator=sim)
+    step()
     dense = run(model, hw, "dense", hw_source=hw_source or "<hardware>", simulator=sim)
+    step()
     dense_cycles = [r.cycles["total"] for r in dense.layers]
     if sum(dense_cycles) != real.dense_total_cycles:  # pragma: no cover - an engine invariant
         raise RuntimeError("the dense run and the sparse run's dense baselines disagree")
     pattern = _run_pattern(model, real, sparsity)
     label = sparsity or f"workload plan ({pattern or 'mixed'})"
     rc = reality_check(model, hw, sparsity, policy=policy, hw_source=hw_source or "<hardware>")
+    step()
 
     runs = [(label, real)]
     for p in extra:
         if p != sparsity:
             runs.append((p, run(model, hw, p, policy=policy, hw_source=hw_source or "<hardware>", simulator=sim)))
+        step()
     layer_rows = _layer_rows(real, dense_cycles)
     schedule = _schedule(real, dense_cycles)
+    step()
     impact = fallback_impact(model, hw, real, policy)
+    step()
     guard = _quality(model, pattern, quality_threshold)
-    proxy = _proxy(model, real, weights)
+    proxy = _proxy(model, real, weights, loaded)
+    step()
     sens = _sensitivity(model, hw, sparsity, policy, schedule["run_speedup"])
+    step()
     contradictions = _contradictions(real, layer_rows, schedule, impact, sens, guard)
+    step()
     serving = _serving(hw, workload_source, model, sparsity or "plan", policy, sim)
+    step()
 
     return {
         "header": build_header(model, hw, command=command, hw_source=hw_source, workload_source=workload_source,
@@ -1576,7 +1601,8 @@ def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str
                    set_params: list[str] | dict[str, Any] | None = None, hw_set: list[str] | None = None,
                    policy: str = "sparse-if-supported", patterns: list[str] | str | None = None,
                    quality_threshold: float | None = None, weights: str | None = None,
-                   command: list[str] | str | None = None) -> tuple[list[Path], list[str]]:
+                   command: list[str] | str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
     """The ``accelsim report`` handler: load, build, write. Returns (paths written, summary lines to print).
 
     ``set_params``: workload parameters as ``KEY=VALUE`` strings (``--set``) or a dict.
@@ -1601,7 +1627,7 @@ def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str
                                 patterns, quality_threshold, weights)
     report = build_report(model, hw, sparsity, policy=policy, patterns=patterns, quality_threshold=quality_threshold,
                           weights=weights, command=command, hw_source=str(hw_path),
-                          workload_source=str(workload_path))
+                          workload_source=str(workload_path), progress=progress)
     paths = write_report(report, out_dir)
     return paths, summary_lines(report)
 

@@ -256,7 +256,8 @@ def _matches(listed: Any, text: str) -> bool:
 def choose_slice(table: SweepTable, x: str | None = None, y: str | None = None,
                  at: dict[str, str] | None = None) -> Slice | None:
     """The heatmap axes and held values; None when the grid has fewer than two parameters and none is
-    asked for. Unknown keys and values not in the grid raise AccelsimError listing the choices."""
+    asked for. Axes not given are the first grid parameters not held by ``at``. Unknown keys and values
+    not in the grid raise AccelsimError listing the choices."""
     from ..errors import AccelsimError
 
     grid = table.sweep.get("grid") or {}
@@ -269,7 +270,10 @@ def choose_slice(table: SweepTable, x: str | None = None, y: str | None = None,
         if x or y or at:
             raise AccelsimError(f"sweep-plot: heatmaps need two grid parameters; this sweep's grid has: {choices}")
         return None
-    rest = [k for k in keys if k not in (x, y)]
+    rest = [k for k in keys if k not in (x, y) and k not in (at or {})]  # default axes: keys not held
+    if (y is None or x is None) and len(rest) < (y is None) + (x is None):
+        raise AccelsimError(f"sweep-plot: --at holds {', '.join(at or {})}, which leaves no two grid parameters "
+                            f"for the heatmap's axes (grid: {choices})")
     ykey = y or rest.pop(0)
     xkey = x or rest.pop(0)
     if xkey == ykey:
