@@ -157,12 +157,12 @@ def format_csv(result: Any) -> str:
     return buf.getvalue()
 
 
-def _progress_bar(total_hint: int):
+def _progress_bar(total_hint: int, unit: str = "layer"):
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is a dependency
         return None, None
-    bar = tqdm(total=total_hint, unit="layer", delay=0.5, file=sys.stderr, leave=False, disable=None)
+    bar = tqdm(total=total_hint, unit=unit, delay=0.5, file=sys.stderr, leave=False, disable=None)
 
     def update(done: int, total: int) -> None:
         bar.total = total
@@ -300,9 +300,14 @@ def cmd_regress(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .report.deploy import report_command
 
-    paths, lines = report_command(args.hw, args.workload, args.out, args.sparsity, args.set, args.hw_set,
-                                  args.policy, args.patterns, args.quality_threshold, args.weights,
-                                  command=["accelsim", *sys.argv[1:]])
+    bar, update = _progress_bar(0, "stage")
+    try:
+        paths, lines = report_command(args.hw, args.workload, args.out, args.sparsity, args.set, args.hw_set,
+                                      args.policy, args.patterns, args.quality_threshold, args.weights,
+                                      command=["accelsim", *sys.argv[1:]], progress=update)
+    finally:
+        if bar is not None:
+            bar.close()
     for line in lines:
         print(line)
     for path in paths:
@@ -328,14 +333,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     try:
         summary = sweep_command(args.spec, args.out, dask=args.dask, resume=args.resume, workers=args.workers,
-                                progress=progress, command=["accelsim", *sys.argv[1:]])
+                                progress=progress, command=["accelsim", *sys.argv[1:]], max_points=args.max_points)
     finally:
         if bar is not None:
             bar.close()
     for warning in summary.get("warnings", []):
         print(f"accelsim: warning: {warning}", file=sys.stderr)
     print(f"sweep: {summary.get('points', '?')} configs, {summary.get('rows', '?')} rows "
-          f"({summary.get('infeasible', 0)} infeasible) in {summary.get('wall_s', 0):.1f} s "
+          f"({summary.get('infeasible_rows', 0)} infeasible) in {summary.get('wall_s', 0):.1f} s "
           f"({summary.get('configs_per_s', 0):,.0f} configs/s)")
     for path in summary.get("files", []):
         print(f"wrote {path}", file=sys.stderr)
@@ -345,7 +350,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_sweep_plot(args: argparse.Namespace) -> int:
     from .sweep import sweep_plot_command
 
-    for path in sweep_plot_command(args.results, args.out):
+    bar, update = _progress_bar(0, "plot")
+    try:
+        paths, notes = sweep_plot_command(args.results, args.out, x=args.x, y=args.y, at=args.at, progress=update)
+    finally:
+        if bar is not None:
+            bar.close()
+    for note in notes:
+        print(f"sweep-plot: {note}")
+    for path in paths:
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -370,6 +383,7 @@ def format_serve(result: dict[str, Any]) -> str:
         metric_rows.append(("mean batch", lambda r: r["batch_size"]["mean"]))
     metric_rows.append(("throughput (req/s)", lambda r: r.get("throughput_rps")))
     metric_rows.append(("utilisation", lambda r: r.get("utilisation")))
+    metric_rows.append(("offered / capacity", lambda r: (r.get("load") or {}).get("offered_over_capacity")))
     if res[labels[0]].get("sla"):
         metric_rows.append(("SLA attainment", lambda r: r["sla"]["attainment"]))
     width = max(len(name) for name, _ in metric_rows)
@@ -380,6 +394,11 @@ def format_serve(result: dict[str, Any]) -> str:
             v = get(res[lab])
             vals.append(f"{v:14,.3f}" if isinstance(v, int | float) else f"{'-':>14s}")
         lines.append(name.ljust(width) + "".join(vals))
+    over = [lab for lab in labels if (res[lab].get("load") or {}).get("overloaded")]
+    if over:
+        lines.append(f"OVERLOADED ({', '.join(over)}): offered load above capacity; the queue grows for the whole "
+                     "run, so these percentiles are not steady-state (they grow with --duration)")
+    lines += [f"note: {n}" for n in result.get("notes", [])]
     cap = result.get("capacity")
     if cap:
         lines.append("")
@@ -411,12 +430,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from .runtime import serve_command
 
-    result = serve_command(args.hw, args.workload, args.rate, args.sparsity, duration_s=args.duration,
-                           seed=args.seed, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
-                           sla_p99_ms=args.sla_p99, find_max_rate=args.find_max_rate, variants=args.variants,
-                           out=args.out, set_params=args.set, budget_ms=args.budget_ms, instances=args.instances,
-                           sizes=args.sizes, trace=args.trace, runtime_config=args.runtime_config,
-                           hw_set=args.hw_set)
+    bar, update = _progress_bar(0, "run") if args.find_max_rate else (None, None)
+    try:
+        result = serve_command(args.hw, args.workload, args.rate, args.sparsity, duration_s=args.duration,
+                               seed=args.seed, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+                               sla_p99_ms=args.sla_p99, find_max_rate=args.find_max_rate, variants=args.variants,
+                               out=args.out, set_params=args.set, budget_ms=args.budget_ms,
+                               instances=args.instances, sizes=args.sizes, trace=args.trace,
+                               runtime_config=args.runtime_config, hw_set=args.hw_set, progress=update)
+    finally:
+        if bar is not None:
+            bar.close()
+    for warning in result.get("warnings", []):
+        print(f"accelsim: warning: {warning}", file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2, default=float) + "\n")
     else:
@@ -536,11 +562,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "LocalCluster")
     sw.add_argument("--workers", type=int, help="local processes (default: all cores)")
     sw.add_argument("--resume", action="store_true", help="continue a killed sweep in the same directory")
+    sw.add_argument("--max-points", type=int, default=100_000, metavar="N",
+                    help="refuse specs of more than N hardware points (default 100,000; rows: at most 10 x N)")
     sw.set_defaults(func=cmd_sweep)
 
     sp = sub.add_parser("sweep-plot", help="Pareto, heatmaps and where-sparsity-pays plots of a sweep")
     sp.add_argument("results", help="a sweep's results directory")
     sp.add_argument("-o", "--out", help="plot directory (default RESULTS/plots)")
+    sp.add_argument("--x", metavar="KEY", help="grid parameter across the heatmaps (default: the second)")
+    sp.add_argument("--y", metavar="KEY", help="grid parameter up the heatmaps (default: the first)")
+    sp.add_argument("--at", action="append", default=[], metavar="KEY=VALUE",
+                    help="hold another grid parameter at this value (default: its first; repeatable)")
     sp.set_defaults(func=cmd_sweep_plot)
 
     sv = sub.add_parser("serve", help="request-level serving model (simpy): latency percentiles, capacity at SLA, "
@@ -551,9 +583,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--sparsity", help="pattern run beside dense (default: the workload's plan)")
     sv.add_argument("--duration", type=float, default=10.0, help="simulated seconds (default 10)")
     sv.add_argument("--seed", type=int, default=0)
-    sv.add_argument("--max-batch", type=int, default=8)
-    sv.add_argument("--max-wait-ms", type=float, default=2.0)
-    sv.add_argument("--instances", type=int, default=1)
+    sv.add_argument("--max-batch", type=int, help="largest batch (default 8, or --runtime-config's)")
+    sv.add_argument("--max-wait-ms", type=float, help="longest wait for a batch to fill (default 2)")
+    sv.add_argument("--instances", type=int, help="accelerator instances (default 1)")
     sv.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     sv.add_argument("--hw-set", action="append", default=[], metavar="PATH=VALUE")
     sv.add_argument("--sizes", help="request sizes: fixed:N, uniform:A:B or choice:a,b@wa,wb")

@@ -13,6 +13,15 @@ MAX_PROBLEMS_SHOWN = 10
 class AccelsimError(Exception):
     """Base class: the CLI prints each of ``lines()`` and exits with code 2."""
 
+    def __init__(self, message: str = "", *_: object) -> None:
+        # Not calling Exception.__init__ keeps ``args`` as the constructor's own arguments (set by
+        # Exception.__new__), so ``type(err)(*err.args)`` rebuilds any subclass: simpy re-raises a
+        # process's error that way, and pickling (process pools) does too.
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
     def lines(self) -> list[str]:
         """The message as terminal-safe lines (control characters escaped): one line."""
         return [printable(str(self))]

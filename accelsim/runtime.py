@@ -74,7 +74,7 @@ import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import simpy
@@ -84,6 +84,7 @@ from . import configio
 from .errors import AccelsimError, ConfigError
 from .hardware import Hardware, PosInt, Strict, load_hardware
 from .runner import Simulator, run
+from .serve_limits import MAX_BATCH, MAX_INSTANCES, MAX_WAIT_MS, check_serve_args, check_sizes, load_assessment
 from .sparsity import normalize_pattern
 from .workload import Workload, workload_from_dict
 
@@ -134,6 +135,10 @@ class Variability(Strict):
         return self.jitter.enabled or self.throttle.enabled
 
 
+Instances = Annotated[int, Field(gt=0, le=MAX_INSTANCES)]
+BatchSize = Annotated[int, Field(gt=0, le=MAX_BATCH)]
+
+
 class RuntimeConfig(Strict):
     """Serving-model settings: batching, instances, shape buckets, LLM limits, variability.
 
@@ -141,9 +146,11 @@ class RuntimeConfig(Strict):
     into the hardware schema unchanged.
     """
 
-    instances: PosInt = Field(1, description="Identical accelerator instances serving one FIFO queue.")
-    max_batch: PosInt = Field(8, description="Largest batch (one-shot) / decode batch (LLM).")
-    max_wait_ms: float = Field(2.0, ge=0.0, description="Longest the oldest request waits for a batch to fill.")
+    instances: Instances = Field(1, description="Identical accelerator instances serving one FIFO "
+                              "queue.")
+    max_batch: BatchSize = Field(8, description="Largest batch (one-shot) / decode batch (LLM).")
+    max_wait_ms: float = Field(2.0, ge=0.0, le=MAX_WAIT_MS, allow_inf_nan=False,
+                               description="Longest the oldest request waits for a batch to fill.")
     size_bucket: PosInt = Field(64, description="Request sizes (seq, prompt tokens) are padded up to a "
                                 "multiple of this for the service-time lookup (1 = exact).")
     batch_bucket: Literal["exact", "pow2"] = Field("exact", description="Batch sizes for the service-time "
@@ -173,6 +180,7 @@ class RuntimeConfig(Strict):
 
 def parse_size_spec(spec: Any) -> dict[str, Any]:
     """Normalise a size distribution: 128, "fixed:128", "uniform:32:512", "choice:128,256[@w1,w2]" or a dict."""
+    given = spec
     if isinstance(spec, bool):
         raise ServingError(f"size spec: expected a number or a distribution, got {spec!r}")
     if isinstance(spec, int | np.integer):
@@ -205,21 +213,26 @@ def parse_size_spec(spec: Any) -> dict[str, Any]:
     if out["kind"] == "fixed":
         if int(out.get("value", 0)) < 1:
             raise ServingError(f"size spec {spec!r}: value must be >= 1")
-        return {"kind": "fixed", "value": int(out["value"])}
+        res: dict[str, Any] = {"kind": "fixed", "value": int(out["value"])}
+        check_sizes(res, given)
+        return res
     if out["kind"] == "uniform":
         lo, hi = int(out.get("low", 0)), int(out.get("high", 0))
         if not 1 <= lo <= hi:
             raise ServingError(f"size spec {spec!r}: need 1 <= low <= high")
-        return {"kind": "uniform", "low": lo, "high": hi}
+        res = {"kind": "uniform", "low": lo, "high": hi}
+        check_sizes(res, given)
+        return res
     values = [int(v) for v in out.get("values", [])]
     if not values or min(values) < 1:
         raise ServingError(f"size spec {spec!r}: choice needs values >= 1")
-    res: dict[str, Any] = {"kind": "choice", "values": values}
+    res = {"kind": "choice", "values": values}
     if out.get("weights") is not None:
         w = [float(x) for x in out["weights"]]
         if len(w) != len(values) or min(w) < 0 or sum(w) <= 0:
             raise ServingError(f"size spec {spec!r}: weights must match values, be >= 0 and not all 0")
         res["weights"] = [x / sum(w) for x in w]
+    check_sizes(res, given)
     return res
 
 
@@ -451,12 +464,14 @@ class BatchTrace:
 
 def simulate_batching(arrivals: np.ndarray, sizes: np.ndarray | int | None, service: Callable[[int, Any], float],
                       config: RuntimeConfig | None = None, *, seed: int = 0,
-                      service_dist: Any = "deterministic") -> BatchTrace:
+                      service_dist: Any = "deterministic", cache: dict[tuple[int, Any], float] | None = None
+                      ) -> BatchTrace:
     """Serve sorted ``arrivals`` (s) with dynamic batching on ``config.instances`` instances (simpy).
 
     ``service(batch, size)`` gives a batch's service time in seconds (called once per distinct padded
     (batch, size)); ``service_dist`` multiplies it per batch by mean-1 factors: 'deterministic',
-    'exponential', or ``callable(rng, n) -> array``.
+    'exponential', or ``callable(rng, n) -> array``. ``cache``: a dict of service times by (batch key,
+    padded size), filled as shapes are first used (pass one to read them afterwards).
     """
     cfg = config or RuntimeConfig()
     arr_np = np.ascontiguousarray(arrivals, dtype=np.float64)
@@ -479,7 +494,7 @@ def simulate_batching(arrivals: np.ndarray, sizes: np.ndarray | int | None, serv
     factors = _factors(service_dist, cfg, seeds)
     throttle = (_Throttle(cfg.variability.throttle, np.random.default_rng(seeds[SEED_STREAMS["throttle"]]))
                 if cfg.variability.throttle.enabled else None)
-    cache: dict[tuple[int, Any], float] = {}
+    cache = {} if cache is None else cache
     starts: list[float] = []
     ends: list[float] = []
     counts: list[int] = []
@@ -727,6 +742,9 @@ class SimulatedService:
             raise ConfigError(self.source, "params", f"has no parameter {size_param!r} to vary per request "
                               f"(parameters: {', '.join(self.defaults) or 'none'})")
         self.size_param = size_param
+        # A workload without a 'batch' parameter (e.g. a GEMM list, resnet18.yaml) is one request's work:
+        # a batch of b such requests runs them back to back (b x one request's time).
+        self.batch_param = "batch" if "batch" in self.defaults else None
         self.policy = policy
         self.sim = simulator or Simulator(hw, hw_source)
         self.name = str(self.data.get("name", Path(self.source).stem))
@@ -741,7 +759,9 @@ class SimulatedService:
         return int(self.set_params.get(self.size_param, self.defaults[self.size_param]))
 
     def params(self, batch: int, size: Any) -> dict[str, Any]:
-        out = {**self.set_params, "batch": int(batch)}
+        out = dict(self.set_params)
+        if self.batch_param is not None:
+            out[self.batch_param] = int(batch)
         if self.size_param is not None and size is not None:
             out[self.size_param] = int(size)
         return out
@@ -750,6 +770,8 @@ class SimulatedService:
         return workload_from_dict(self.data, self.source, self.params(batch, size))
 
     def __call__(self, batch: int, size: Any = None) -> float:
+        if self.batch_param is None and batch != 1:
+            return int(batch) * self(1, size)
         key = (int(batch), None if size is None else int(size))
         hit = self._cache.get(key)
         if hit is None:
@@ -762,7 +784,7 @@ class SimulatedService:
 
     def footprint(self, batch: int = 1, size: Any = None) -> dict[str, Any]:
         """The run's memory footprint (weights as deployed, activations, KV cache) at this shape."""
-        key = (int(batch), None if size is None else int(size))
+        key = (int(batch) if self.batch_param is not None else 1, None if size is None else int(size))
         if key not in self._footprints:
             self(batch, size)
         return self._footprints[key]
@@ -853,6 +875,12 @@ class ServingModel:
         info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
                                 "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}
         if decode_workload is None:
+            if svc.batch_param is None:
+                cfg = config if isinstance(config, RuntimeConfig) else RuntimeConfig.from_dict(config)
+                if cfg.max_batch != 1:
+                    config = cfg.replace(max_batch=1)
+                info["note"] = (f"{svc.name} has no 'batch' parameter: requests are served one at a time "
+                                "(max_batch 1)")
             return cls(svc, config, name=svc.name, sparsity=label, default_size=svc.default_size, info=info)
         kv_per_token = _kv_bytes_per_token(dec)
         fp = dec.footprint(1, dec.default_size)
@@ -927,7 +955,9 @@ class ServingModel:
         else:
             size_arr = self.default_size
             size_desc = None if size_arr is None else {"kind": "fixed", "value": size_arr}
-        tr = simulate_batching(arr, size_arr, self.service, self.config, seed=seed, service_dist=self.service_dist)
+        shapes: dict[tuple[int, Any], float] = {}
+        tr = simulate_batching(arr, size_arr, self.service, self.config, seed=seed, service_dist=self.service_dist,
+                               cache=shapes)
         keep = arr >= warmup_s
         lat = tr.latency[keep]
         wait = tr.waiting[keep]
@@ -944,6 +974,7 @@ class ServingModel:
             "service_ms": {"mean_per_batch": round(float(tr.batch_service.mean()) * 1e3, 6)},
             "throughput_rps": round(n / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
             "utilisation": round(tr.busy_s / (tr.instances * makespan), 6) if makespan > 0 else 0.0,
+            "load": self._load(arrivals_desc, _typical(size_arr, self.config.max_batch), shapes=shapes),
             "makespan_s": round(makespan, 9),
             "sla": _sla(lat, sla_p99_ms, "latency"),
             "variability": self._variability(tr.throttled_batches, int(tr.batch_count.size)),
@@ -1000,6 +1031,7 @@ class ServingModel:
             "throughput_rps": round(int(done.sum()) / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
             "output_tokens_per_s": round(tokens / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
             "utilisation": round(tr.busy_s / (tr.instances * makespan), 6) if makespan > 0 else 0.0,
+            "load": self._load(arrivals_desc, _typical(prompt[:n]), _typical(output[:n])),
             "makespan_s": round(makespan, 9),
             "decode_batch": {"mean": round(tr.decode_batch_sum / tr.decode_steps, 6) if tr.decode_steps else 0.0,
                              "max": int(tr.decode_batch_max), "steps": int(tr.decode_steps),
@@ -1023,6 +1055,46 @@ class ServingModel:
         })
         return out
 
+    def capacity_rps(self, size: int | None = None, output_tokens: int | None = None, *,
+                     shapes: dict[tuple[int, Any], float] | None = None) -> float:
+        """Requests/s this deployment sustains at most, for requests of ``size`` (and ``output_tokens``).
+
+        One-shot: full batches (``max_batch``) back to back on every instance. LLM (an estimate): decode
+        batches as full as ``max_batch`` and the KV budget allow, each request prefilled alone. Nominal
+        clock (variability off). An offered rate above it makes the queue grow without bound. ``shapes``:
+        service times a run already has, by (batch, padded size), so no shape is asked for twice.
+        """
+        cfg = self.config
+        if not self.is_llm:
+            key = (cfg.max_batch, None if size is None else _bucket(size, cfg.size_bucket))
+            svc = (shapes or {}).get(key)
+            if svc is None:
+                svc = float(self.service(*key))
+                if shapes is not None:
+                    shapes[key] = svc
+            return cfg.instances * cfg.max_batch / svc
+        p = int(size or self.default_size or 512)
+        o = int(output_tokens or self.default_output_tokens)
+        b = cfg.max_batch
+        if self.kv_budget_bytes is not None and self.kv_bytes_per_token > 0:
+            b = max(1, min(b, int(self.kv_budget_bytes // ((p + o - 1) * self.kv_bytes_per_token))))
+        assert self.decode_service is not None
+        t = b * float(self.service(1, _bucket(p, cfg.size_bucket)))
+        if o > 1:
+            t += (o - 1) * float(self.decode_service(b, _bucket(p + o, cfg.kv_bucket)))
+        return cfg.instances * b / t
+
+    def _load(self, arrivals_desc: Mapping[str, Any], size: int | None, output_tokens: int | None = None, *,
+              shapes: dict[tuple[int, Any], float] | None = None) -> dict[str, Any]:
+        basis = ("full batches back to back on every instance, nominal clock" if not self.is_llm else
+                 "estimate: full decode batches (max_batch or the KV budget), each request prefilled alone, "
+                 "nominal clock")
+        try:
+            cap: float | None = self.capacity_rps(size, output_tokens, shapes=shapes)
+        except AccelsimError as exc:  # e.g. a full batch does not fit the hardware
+            cap, basis = None, f"unknown: {exc}"
+        return load_assessment(arrivals_desc.get("rate_rps"), cap, basis)
+
     def rate_guess(self) -> float:
         """A rough sustainable rate (requests/s): full batches back to back on every instance."""
         cfg = self.config
@@ -1031,6 +1103,18 @@ class ServingModel:
             step = self.decode_service(cfg.max_batch, _bucket(size + self.default_output_tokens, cfg.kv_bucket))
             return cfg.instances * cfg.max_batch / (step * self.default_output_tokens)
         return cfg.instances * cfg.max_batch / self.service(cfg.max_batch, self.default_size)
+
+
+def _typical(sizes: Any, batch: int = 1) -> int | None:
+    """A typical batch's size: the median of the largest of ``batch`` request sizes (a batch runs at its
+    longest request), i.e. the 0.5^(1/batch) quantile, taken as one of the sizes. None without sizes."""
+    if sizes is None:
+        return None
+    if isinstance(sizes, int | np.integer):
+        return int(sizes)
+    if not np.size(sizes):
+        return None
+    return int(np.quantile(np.asarray(sizes), 0.5 ** (1 / batch), method="inverted_cdf"))
 
 
 def _kv_bytes_per_token(dec: SimulatedService) -> float:
@@ -1053,7 +1137,8 @@ def _sla(x_s: np.ndarray, budget_ms: float | None, metric: str) -> dict[str, Any
 
 def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None = None, quantile: str = "p99",
                   requests: int = DEFAULT_REQUESTS_PER_EVAL, seed: int = 0, rtol: float = 0.005,
-                  start_rate: float | None = None, max_evals: int = 60, **run_kw: Any) -> dict[str, Any]:
+                  start_rate: float | None = None, max_evals: int = 60,
+                  progress: Callable[[int, int], None] | None = None, **run_kw: Any) -> dict[str, Any]:
     """Highest arrival rate (requests/s) whose ``quantile`` latency holds ``budget_ms`` ("capacity at SLA").
 
     Every evaluation runs ``requests`` Poisson arrivals with the same ``seed`` (common random numbers:
@@ -1063,7 +1148,8 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
     rate that was simulated and holds. Assumes the quantile grows with load above the bracket's low end
     (a lightly loaded batcher can be *slower* than a busier one, so the search starts near saturation).
     The result is a property of the seeded sample: its statistical error (a few % at 20,000 requests
-    for p99) is separate from ``rtol``.
+    for p99) is separate from ``rtol``. ``progress(done, total)`` after each evaluation (``total`` is an
+    estimate until the rate is bracketed).
     """
     key = {"latency": "latency_ms", "ttft": "ttft_ms", "tpot": "tpot_ms"}
     metric = metric or ("ttft" if model.is_llm else "latency")
@@ -1079,6 +1165,8 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
         ok = bool(value <= budget_ms)
         evals.append({"rate_rps": round(rate, 6), f"{quantile}_ms": value, "holds": ok,
                       "utilisation": res["utilisation"]})
+        if progress is not None:
+            progress(len(evals), min(max_evals, len(evals) + _evals_left(lo, hi, rtol)))
         return ok
 
     r = float(start_rate or model.rate_guess())
@@ -1114,12 +1202,23 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
                 hi = mid
         if hi / lo - 1 > rtol:
             status = "max_evals"
+    if progress is not None:
+        progress(len(evals), len(evals))
     at = next((e for e in reversed(evals) if lo is not None and e["rate_rps"] == round(lo, 6)), None)
     return {"name": model.name, "sparsity": model.sparsity, "metric": metric, "quantile": quantile,
             "budget_ms": budget_ms, "max_rate_rps": round(lo, 6) if lo is not None else 0.0,
             "bracket_rps": [None if lo is None else round(lo, 6), None if hi is None else round(hi, 6)],
             f"{quantile}_ms_at_max": None if at is None else at[f"{quantile}_ms"], "rtol": rtol,
             "requests_per_eval": requests, "seed": seed, "status": status, "evaluations": evals}
+
+
+def _evals_left(lo: float | None, hi: float | None, rtol: float) -> int:
+    """Bisection steps still to come (a guess of 3 more bracketing steps while the rate is unbracketed)."""
+    if lo is None or hi is None:
+        return 3 + math.ceil(math.log2(math.log(2) / math.log1p(rtol)))
+    if hi / lo - 1 <= rtol:
+        return 0
+    return math.ceil(math.log2(math.log(hi / lo) / math.log1p(rtol)))
 
 
 def latency_vs_load(model: ServingModel, rates: Sequence[float], *, requests: int = DEFAULT_REQUESTS_PER_EVAL,
@@ -1248,12 +1347,6 @@ def quality_at_budget(variants: str | Path, hw: Hardware | str | Path, budget_ms
 
 # ----------------------------------------------------------------------------------------------- CLI handler
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    from .fileio import write_atomic
-
-    write_atomic(path, data)
-
-
 def _as_params(set_params: Any) -> dict[str, Any]:
     if set_params is None:
         return {}
@@ -1274,30 +1367,44 @@ def _paired_decode(workload: Path) -> Path | None:
 
 
 def serve_command(hw_path: str | Path, workload_path: str | Path, rate: float | None, sparsity: str | None = None,
-                  duration_s: float = 10.0, seed: int = 0, max_batch: int = 8, max_wait_ms: float = 2.0,
+                  duration_s: float = 10.0, seed: int = 0, max_batch: int | None = None,
+                  max_wait_ms: float | None = None,
                   sla_p99_ms: float | None = None, find_max_rate: bool = False, variants: str | Path | None = None,
                   out: str | Path | None = None, set_params: Mapping[str, Any] | Sequence[str] | None = None, *,
-                  budget_ms: float | None = None, instances: int = 1, sizes: Any = None,
+                  budget_ms: float | None = None, instances: int | None = None, sizes: Any = None,
                   trace: str | Path | None = None, decode_workload: str | Path | None | Literal["auto"] = "auto",
                   prompt_tokens: Any = None, output_tokens: Any = None, sla_metric: str | None = None,
                   runtime_config: Mapping[str, Any] | str | Path | None = None, hw_set: Sequence[str] | None = None,
                   requests_per_eval: int = DEFAULT_REQUESTS_PER_EVAL, rtol: float = 0.005,
-                  policy: str = "sparse-if-supported") -> dict[str, Any]:
+                  policy: str = "sparse-if-supported",
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Everything ``accelsim serve`` prints, as one plain dict: dense and sparse side by side, optionally
     capacity at SLA (``find_max_rate``), quality at equal budget (``variants``) and plots written to ``out``.
 
     Dense always runs; ``sparsity`` (or the workload's own plan) runs beside it. ``runtime_config`` is a
     dict or YAML file of :class:`RuntimeConfig` fields (variability sources go here); ``max_batch``,
-    ``max_wait_ms`` and ``instances`` override it. A ``*-prefill.yaml`` workload with a sibling
-    ``*-decode.yaml`` runs in LLM mode unless ``decode_workload=None``.
+    ``max_wait_ms`` and ``instances`` override it when given (None: the file's value, else the default).
+    A ``*-prefill.yaml`` workload with a sibling ``*-decode.yaml`` runs in LLM mode unless
+    ``decode_workload=None``. ``progress(done, total)`` counts
+    the capacity search's simulated runs (``total`` is an estimate until the search brackets the rate).
+    A workload without a ``batch`` parameter is served one request at a time (max_batch 1, said in
+    ``notes``); an offered load above capacity is flagged (``overloaded``, per-run ``load``, ``warnings``).
     """
+    check_serve_args(rate=rate, duration_s=duration_s, seed=seed, max_batch=max_batch, max_wait_ms=max_wait_ms,
+                     instances=instances, sla_p99_ms=sla_p99_ms, budget_ms=budget_ms, trace=trace)
+    if sizes is not None:
+        try:
+            parse_size_spec(sizes)  # a bad or oversized spec fails before any simulation
+        except ServingError as exc:
+            raise ServingError(f"--sizes: {exc}") from None
     params = _as_params(set_params)
     base: dict[str, Any] = {}
     if isinstance(runtime_config, str | Path):
         base, _ = configio.read_yaml(runtime_config)
     elif runtime_config is not None:
         base = dict(runtime_config)
-    cfg = RuntimeConfig.from_dict({**base, "max_batch": max_batch, "max_wait_ms": max_wait_ms, "instances": instances},
+    flags = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "instances": instances}
+    cfg = RuntimeConfig.from_dict({**base, **{k: v for k, v in flags.items() if v is not None}},
                                   str(runtime_config) if isinstance(runtime_config, str | Path) else "<runtime config>")
     hw_obj, hw_src = _hw(hw_path, hw_set)
     sim = Simulator(hw_obj, hw_src)
@@ -1316,14 +1423,32 @@ def serve_command(hw_path: str | Path, workload_path: str | Path, rate: float | 
         "command": "serve", "hardware": hw_obj.name, "workload": first.info["workload"],
         "decode_workload": first.info.get("decode_workload"), "mode": "llm" if first.is_llm else "batch",
         "set": params, "rate_rps": rate, "duration_s": duration_s, "seed": seed, "sparsities": labels,
-        "runtime_config": cfg.to_dict(), "variability_enabled": cfg.variability.any_enabled,
+        "runtime_config": first.config.to_dict(), "variability_enabled": cfg.variability.any_enabled,
+        "notes": [first.info["note"]] if first.info.get("note") else [],
         **compare(models, rate, duration_s=duration_s, sla_p99_ms=sla_p99_ms, sla_metric=sla_metric, **run_kw),
     }
+    from .serve_limits import overload_warnings
+
+    result["warnings"] = overload_warnings(result)
+    result["overloaded"] = bool(result["warnings"])
     if find_max_rate:
         if sla_p99_ms is None:
             raise ServingError("--find-max-rate needs a p99 budget (--sla-p99 MS)")
-        caps = {lab: _capacity(m, sla_p99_ms, metric=sla_metric, requests=requests_per_eval, rtol=rtol, **run_kw)
-                for lab, m in models.items()}
+        caps = {}
+        done: dict[str, int] = {}
+        guess: dict[str, int] = {}
+
+        def tick(lab: str) -> Callable[[int, int], None]:
+            def update(n: int, total: int) -> None:
+                done[lab], guess[lab] = n, total
+                if progress is not None:
+                    est = max(guess.values())
+                    progress(sum(done.values()), sum(guess.get(x, est) for x in labels))
+            return update
+
+        for lab, m in models.items():
+            caps[lab] = _capacity(m, sla_p99_ms, metric=sla_metric, requests=requests_per_eval, rtol=rtol,
+                                  progress=tick(lab), **run_kw)
         result["capacity"] = {"budget_ms": sla_p99_ms, "metric": next(iter(caps.values()))["metric"],
                               "results": caps}
         if len(caps) == 2:
@@ -1340,15 +1465,16 @@ def serve_command(hw_path: str | Path, workload_path: str | Path, rate: float | 
 
 def _write_outputs(out: Path, result: dict[str, Any], models: Mapping[str, ServingModel], rate: float | None,
                    seed: int, requests: int, run_kw: dict[str, Any]) -> list[str]:
-    """serve.json, latency_cdf.png and latency_vs_load.png (rates up to 1.2x the best capacity or rate)."""
-    from .report.serving_plots import latency_cdf_figure, latency_vs_load_figure, save_figure
+    """serve.json, latency_cdf.png and latency_vs_load.png (rates up to 1.2x the best capacity or rate),
+    written all or nothing once everything is rendered."""
+    from .fileio import figure_bytes, write_all
+    from .report.serving_plots import latency_cdf_figure, latency_vs_load_figure
 
-    out.mkdir(parents=True, exist_ok=True)
     metric = "ttft" if result["mode"] == "llm" else "latency"
     budget = (result.get("capacity") or {}).get("budget_ms")
     fig = latency_cdf_figure(result["results"], metric=metric, budget_ms=budget,
                              title=f"{result['workload']} on {result['hardware']}: {metric} CDF")
-    files = [save_figure(fig, out / "latency_cdf.png")]
+    files: dict[Path, bytes] = {out / "latency_cdf.png": figure_bytes(fig, "png")}
     caps = (result.get("capacity") or {}).get("results") or {}
     top = max([c["max_rate_rps"] for c in caps.values()] + [rate or 0.0])
     if top > 0:
@@ -1357,11 +1483,9 @@ def _write_outputs(out: Path, result: dict[str, Any], models: Mapping[str, Servi
         result["latency_vs_load"] = curves
         fig = latency_vs_load_figure(curves, metric=metric, budget_ms=budget,
                                      title=f"{result['workload']} on {result['hardware']}: {metric} vs load")
-        files.append(save_figure(fig, out / "latency_vs_load.png"))
-    path = out / "serve.json"
-    _write_atomic(path, (json.dumps(result, indent=2, default=float) + "\n").encode())
-    files.append(path)
-    return [str(f) for f in files]
+        files[out / "latency_vs_load.png"] = figure_bytes(fig, "png")
+    files[out / "serve.json"] = (json.dumps(result, indent=2, default=float) + "\n").encode()
+    return [str(f) for f in write_all(files)]
 
 
 _capacity = find_max_rate

@@ -72,6 +72,8 @@ METRICS = (
 POINT_COLUMNS = ("point", "origin", "hw_hash")
 TEXT_COLUMNS = {"origin", "hw_hash", "workload", "sparsity", "reason", "binding"}
 
+MAX_POINTS = 100_000  # hardware points a spec may ask for (--max-points raises it)
+ROWS_PER_POINT_LIMIT = 10  # rows may be at most this many times max_points
 _CHUNK_RE = re.compile(r"^chunk-(\d{6})\.(\d+)\.([0-9a-f]{16})\.jsonl$")
 _DEFAULT_COST = "peak_macs_per_cycle * sram_bytes"
 
@@ -333,17 +335,40 @@ def _cell(value: Any) -> Any:
 
 # -- loading -------------------------------------------------------------------------------------
 
-def load_spec(path: str | Path) -> SweepSpec:
+def load_spec(path: str | Path, max_points: int = MAX_POINTS) -> SweepSpec:
     """Read and validate a sweep spec file (YAML ``safe_load``); every point is validated here."""
     data, raw = configio.read_yaml(path)
     p = Path(path)
     return spec_from_dict(data, source=str(path), base_dir=p.resolve().parent,
-                          text=raw.decode("utf-8", errors="replace"))
+                          text=raw.decode("utf-8", errors="replace"), max_points=max_points)
+
+
+def _check_size(source: str, data: dict[str, Any], max_points: int) -> int:
+    """The number of hardware points the spec asks for (grid product + random n, before duplicates are
+    dropped), counted without building them; past ``max_points`` a ConfigError says how many."""
+    grid = data.get("grid") or {}
+    sizes = [len(v) for v in grid.values() if isinstance(v, list)] if isinstance(grid, dict) else []
+    n_grid = math.prod(sizes) if sizes else 0
+    rnd = data.get("random")
+    n_random = rnd.get("n") if isinstance(rnd, dict) else 0
+    n_random = n_random if isinstance(n_random, int) and not isinstance(n_random, bool) and n_random > 0 else 0
+    total = max(1, n_grid + n_random)
+    if total > max_points:
+        parts = [f"grid {' x '.join(map(str, sizes))} = {n_grid:,}"] if sizes else []
+        parts += [f"random n {n_random:,}"] if n_random else []
+        raise ConfigError(source, "grid" if n_grid > n_random else "random.n",
+                          f"{total:,} hardware points ({' + '.join(parts)}): more than the limit of {max_points:,} "
+                          "(raise it with --max-points N)")
+    return total
 
 
 def spec_from_dict(data: dict[str, Any], source: str = "<sweep>", base_dir: str | Path | None = None,
-                   text: str | None = None) -> SweepSpec:
-    """Validate a sweep spec given as plain data. Raises ConfigError naming the key (and point)."""
+                   text: str | None = None, max_points: int = MAX_POINTS) -> SweepSpec:
+    """Validate a sweep spec given as plain data. Raises ConfigError naming the key (and point).
+
+    ``max_points`` bounds the hardware points (counted before any is built) and the rows: at most
+    ``ROWS_PER_POINT_LIMIT`` x ``max_points`` (points x workload settings x sparsity patterns).
+    """
     from .lowering import POLICIES as RUN_POLICIES
     from .workload import workload_from_dict
 
@@ -364,6 +389,7 @@ def spec_from_dict(data: dict[str, Any], source: str = "<sweep>", base_dir: str 
         raise ConfigError(source, "hardware", "required key is missing (a base hardware config file)")
     if "workloads" not in data:
         raise ConfigError(source, "workloads", "required key is missing (a list of workload files)")
+    n_points = _check_size(source, data, max_points)
 
     # hardware
     hw_value = data["hardware"]
@@ -395,7 +421,7 @@ def spec_from_dict(data: dict[str, Any], source: str = "<sweep>", base_dir: str 
     wl_values = _as_list(data["workloads"])
     if not wl_values:
         raise ConfigError(source, "workloads", "expected at least one workload file")
-    workloads: list[WorkloadEntry] = []
+    read: list[tuple[Path, dict[str, Any], list[str]]] = []
     declared_any: set[str] = set()
     for i, value in enumerate(wl_values):
         wl_path = _resolve_file(value, base, source, f"workloads[{i}]")
@@ -405,6 +431,17 @@ def spec_from_dict(data: dict[str, Any], source: str = "<sweep>", base_dir: str 
         declared = set((wl_data.get("params") or {}).keys()) if isinstance(wl_data.get("params"), dict) else set()
         keys = [k for k in sets if k in declared]
         declared_any |= set(keys)
+        read.append((wl_path, wl_data, keys))
+    settings = sum(math.prod(len(sets[k]) for k in keys) for _, _, keys in read)
+    patterns = len(_as_list(data.get("sparsity", [PLAN])))
+    if n_points * settings * patterns > ROWS_PER_POINT_LIMIT * max_points:
+        raise ConfigError(source, "set" if settings > patterns else "sparsity",
+                          f"{n_points:,} hardware points x {settings:,} workload settings x {patterns} "
+                          f"sparsity patterns = {n_points * settings * patterns:,} rows: more than the limit of "
+                          f"{ROWS_PER_POINT_LIMIT * max_points:,} ({ROWS_PER_POINT_LIMIT} x --max-points "
+                          f"{max_points:,})")
+    workloads: list[WorkloadEntry] = []
+    for i, (wl_path, wl_data, keys) in enumerate(read):
         combos = tuple(dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(sets[k] for k in keys)))
         label = wl_data.get("name") if isinstance(wl_data.get("name"), str) else wl_path.stem
         for combo in combos:
@@ -1044,8 +1081,24 @@ def run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str =
     at once (atomically, its checksum and row count in its name). ``resume``: keep the valid
     chunks already in ``out_dir`` (of the same spec), remove partial or corrupt ones, run the rest.
     ``progress(done, total)`` counts hardware points. ``lean=False`` builds every row through
-    :func:`accelsim.runner.run` instead of the lean batch path (same numbers, much slower).
+    :func:`accelsim.runner.run` instead of the lean batch path (same numbers, much slower). A file that
+    cannot be written or read (chunks, plan.json, results) is an AccelsimError naming it.
     """
+    try:
+        return _run_sweep(spec, out_dir, executor, dask_address, workers, resume, progress, chunk_size, lean, command)
+    except OSError as exc:
+        raise AccelsimError(fs_error(exc, out_dir)) from None
+
+
+def fs_error(exc: OSError, default: str | Path) -> str:
+    """One line for a failed file operation: the path and the reason."""
+    where = exc.filename if exc.filename is not None else default
+    return f"{where}: {exc.strerror or exc}"
+
+
+def _run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str, dask_address: str | None,
+               workers: int | None, resume: bool, progress: Callable[[int, int], None] | None,
+               chunk_size: int | None, lean: bool, command: list[str] | None) -> dict[str, Any]:
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
     if executor not in ("local", "dask"):
@@ -1064,16 +1117,16 @@ def run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str =
     if existing and not resume:
         raise AccelsimError(f"{out} already holds a sweep; resume it (--resume) or choose another directory")
     if resume and plan_path.exists():
-        try:
-            plan = json.loads(plan_path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(str(plan_path), None, f"unreadable sweep plan: {exc}") from None
+        plan = _read_plan(plan_path)
         if plan.get("spec_hash") != spec.spec_hash or plan.get("format") != FORMAT_VERSION:
             raise ConfigError(str(plan_path), "spec_hash", f"{out} holds a different sweep (spec "
                               f"{plan.get('name')!r}, hash {plan.get('spec_hash')}); the spec, its hardware or "
                               "workload files changed since. Use another directory to run this one")
-        size = int(plan["chunk_size"])
+        size = plan["chunk_size"]
         now = _plan(spec, size)
+        if plan["chunks"] != now["chunks"]:
+            raise ConfigError(str(plan_path), "chunks", f"{plan['chunks']} chunks of {size} points do not cover this "
+                              f"spec's {len(spec.points)} points (expected {now['chunks']}); the plan was edited")
         if (plan.get("accelsim_version"), plan.get("git_commit")) != (now["accelsim_version"], now["git_commit"]):
             warnings.append(f"resumed with accelsim {now['accelsim_version']} ({now['git_commit']}); the chunks "
                             f"already written came from {plan.get('accelsim_version')} ({plan.get('git_commit')})")
@@ -1134,6 +1187,24 @@ def run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str =
     _write_atomic(out / "meta.json", (json.dumps(meta, indent=2, default=str) + "\n").encode())
     summary["files"].append(str(out / "meta.json"))
     return summary
+
+
+def _read_plan(path: Path) -> dict[str, Any]:
+    """plan.json of a sweep folder, checked for the fields a resume needs (ConfigError naming the file)."""
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(str(path), None, f"unreadable sweep plan ({exc}); remove the folder or use another "
+                          "one") from None
+    if not isinstance(plan, dict):
+        raise ConfigError(str(path), None, f"a sweep plan is a JSON object, got {type(plan).__name__}; remove the "
+                          "folder or use another one")
+    for key in ("chunk_size", "chunks"):
+        v = plan.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "chunk_size" else 0):
+            raise ConfigError(str(path), key, f"expected a {'positive' if key == 'chunk_size' else 'non-negative'} "
+                              f"integer, got {configio._short(v)}; the plan is corrupt")
+    return plan
 
 
 def _finish(spec: SweepSpec, out: Path, paths: list[Path]) -> tuple[list[Path], int]:
@@ -1220,12 +1291,24 @@ def load_results(results_dir: str | Path) -> tuple[list[str], list[list[Any]]]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise AccelsimError(f"{path} not found: is {results_dir} a finished sweep folder?") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AccelsimError(f"{path}: cannot read ({exc})") from None
     reader = csv.reader(io.StringIO(text))
     try:
         cols = next(reader)
+        rows = []
+        for r in reader:
+            if len(r) != len(cols):
+                raise AccelsimError(f"{path}: line {reader.line_num}: {len(r)} cells for {len(cols)} columns; the "
+                                    "file is corrupt (rerun the sweep, or --resume it)")
+            rows.append([_parse_cell(c, v) for c, v in zip(cols, r, strict=True)])
     except StopIteration:
         raise AccelsimError(f"{path} is empty") from None
-    rows = [[_parse_cell(c, v) for c, v in zip(cols, r, strict=True)] for r in reader]
+    except csv.Error as exc:
+        raise AccelsimError(f"{path}: line {reader.line_num}: {exc}") from None
+    for need in ("workload", "sparsity", "feasible", "latency_us", "origin"):
+        if need not in cols:
+            raise AccelsimError(f"{path}: no '{need}' column: not an accelsim sweep's results.csv")
     return cols, rows
 
 
@@ -1233,15 +1316,30 @@ def load_results(results_dir: str | Path) -> tuple[list[str], list[list[Any]]]:
 
 def sweep_command(spec_path: str | Path, out: str | Path, dask: str | None = None, resume: bool = False,
                   workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-                  command: list[str] | None = None) -> dict[str, Any]:
-    """``accelsim sweep SPEC -o OUT [--dask ADDRESS|local] [--resume] [--workers N]``: the summary dict."""
-    spec = load_spec(spec_path)
+                  command: list[str] | None = None, max_points: int = MAX_POINTS) -> dict[str, Any]:
+    """``accelsim sweep SPEC -o OUT [--dask ADDRESS|local] [--resume] [--workers N] [--max-points N]``: the
+    summary dict."""
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+        raise AccelsimError(f"--max-points {max_points!r}: expected a positive integer")
+    spec = load_spec(spec_path, max_points)
     return run_sweep(spec, out, executor="dask" if dask else "local", dask_address=dask, workers=workers,
                      resume=resume, progress=progress, command=command)
 
 
-def sweep_plot_command(results_dir: str | Path, out: str | Path | None = None) -> list[Path]:
-    """``accelsim sweep-plot RESULTS [-o DIR]``: the PNG files written (default RESULTS/plots)."""
+def sweep_plot_command(results_dir: str | Path, out: str | Path | None = None, *, x: str | None = None,
+                       y: str | None = None, at: list[str] | None = None,
+                       progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
+    """``accelsim sweep-plot RESULTS [-o DIR] [--x KEY] [--y KEY] [--at KEY=VALUE]...``: the PNG files
+    written (default RESULTS/plots) and notes saying which grid slice the heatmaps show."""
     from .report.sweep_plots import sweep_plot
 
-    return sweep_plot(results_dir, out if out is not None else Path(results_dir) / "plots")
+    held: dict[str, str] = {}
+    for item in at or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise AccelsimError(f"sweep-plot --at {item!r}: expected KEY=VALUE, e.g. dram.bandwidth_gb_s=400")
+        if key.strip() in held:
+            raise AccelsimError(f"sweep-plot --at {key.strip()}: given twice")
+        held[key.strip()] = value.strip()
+    return sweep_plot(results_dir, out if out is not None else Path(results_dir) / "plots", x=x, y=y, at=held,
+                      progress=progress)

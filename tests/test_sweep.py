@@ -356,7 +356,9 @@ def test_killed_sweep_resumes_with_no_lost_no_duplicated_rows(tmp_path: Path) ->
 def test_sweep_plot_writes_pareto_heatmap_and_sparsity_map(tiny: str, tmp_path: Path) -> None:
     spec = spec_from_dict(small_spec(tiny, set={"batch": [4]}, cost="pes * 0.0005 + sram_bytes / 1048576 * 0.45"))
     run_sweep(spec, tmp_path / "res", workers=1)
-    paths = sweep_plot_command(tmp_path / "res")
+    paths, notes = sweep_plot_command(tmp_path / "res")
+    assert notes == ["heatmaps: core.sram.filter_bytes (y) by dram.bandwidth_gb_s (x) (choose with --x, --y, "
+                     "--at KEY=VALUE)"]
     names = sorted(p.name for p in paths)
     assert names == ["heatmap_tiny_batch4.png", "pareto_energy_tiny_batch4.png", "pareto_tiny_batch4.png",
                      "sparsity_pays_tiny_batch4.png"]

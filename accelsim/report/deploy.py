@@ -48,6 +48,7 @@ import platform
 import re
 import shlex
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -566,6 +567,11 @@ def _load_weights(weights: str | os.PathLike[str], model: Workload) -> tuple[dic
                                 f"layer's weight m x k = {rows} x {cols}{per_group}")
         if not np.issubdtype(a.dtype, np.number):
             raise AccelsimError(f"weights {path}: layer '{name}': array dtype {a.dtype} is not numeric")
+        bad = ~np.isfinite(a)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise AccelsimError(f"weights {path}: layer '{name}': {int(bad.sum()):,} NaN or Inf values (first at "
+                                f"index {idx}: {a[idx]}); the pruning proxy needs finite weights")
         out[name] = a
     return out, unused
 
@@ -582,12 +588,15 @@ def _proxy_error(a: np.ndarray, b: np.ndarray, n: int, m: int) -> tuple[float, f
     return round(err, 9), round(kept, 9)
 
 
-def _proxy(model: Workload, real: RunResult, weights: str | os.PathLike[str] | None) -> dict[str, Any]:
+def _proxy(model: Workload, real: RunResult, weights: str | os.PathLike[str] | None,
+           loaded: tuple[dict[str, np.ndarray], list[str]] | None = None) -> dict[str, Any]:
     layers = {layer.name: layer for layer in model.layers}
     eligible = [r for r in real.layers if r.path == "sparse" and layers[r.name].op in WEIGHT_OPS]
     user: dict[str, np.ndarray] = {}
     unused: list[str] = []
-    if weights is not None:
+    if loaded is not None:
+        user, unused = loaded
+    elif weights is not None:
         user, unused = _load_weights(weights, model)
     rows_out = []
     synthetic_cache: dict[tuple[int, int, int, int], tuple[float, float]] = {}
@@ -744,24 +753,39 @@ def _serving(hw: Hardware, workload_source: str | None, model: Workload, label: 
             for lab, m in models.items():
                 r = m.run(rate=rate, requests=SERVING_REQUESTS, seed=0)
                 row[lab] = {q: r["latency_ms"][q] for q in ("p50", "p95", "p99")} | {
-                    "utilisation": r["utilisation"]}
+                    "utilisation": r["utilisation"], "offered_over_capacity": r["load"]["offered_over_capacity"],
+                    "overloaded": r["load"]["overloaded"]}
             rows.append(row)
     except (AccelsimError, ValueError) as exc:
         return {"status": "skipped", "note": str(exc)}
+    used = models["dense"].config
+    batching = (f"batches of up to {used.max_batch} ({used.max_wait_ms:g} ms max wait)" if used.max_batch > 1
+                else models["dense"].info.get("note", "one request at a time"))
+    note = (f"Poisson arrivals at a share of the dense part's saturation throughput; {batching}; service times "
+            "from the simulated plan. `accelsim serve` for more.")
+    over = sorted({lab for r in rows for lab in models if r[lab]["overloaded"]})
+    if over:
+        note += (f" OVERLOADED ({', '.join(over)}): where marked *, the offered load is above that variant's "
+                 "capacity, so the queue grows for the whole run and its percentiles are not steady-state.")
     return {"status": "ok", "labels": ["dense", label], "saturation_rps": round(saturation, 3),
-            "config": config, "requests": SERVING_REQUESTS, "seed": 0, "rows": rows,
-            "note": "Poisson arrivals at a share of the dense part's saturation throughput; batches of up to 8 "
-                    "(2 ms max wait); service times from the simulated plan. `accelsim serve` for more."}
+            "config": {"max_batch": used.max_batch, "max_wait_ms": used.max_wait_ms}, "requests": SERVING_REQUESTS,
+            "seed": 0, "rows": rows, "note": note}
+
+
+def _serving_cells(sv: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Head and rows of the serving table (a * marks an overloaded run's percentiles)."""
+    labs = sv["labels"]
+    head = ["load", "rate (req/s)"] + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
+    body = [[f"{r['load']:.0%}", f"{r['rate_rps']:,.1f}"]
+            + [f"{r[lab][q]:.3f} ms" + (" *" if r[lab].get("overloaded") else "") for lab in labs
+               for q in ("p50", "p95", "p99")] for r in sv["rows"]]
+    return head, body
 
 
 def _serving_md(sv: dict[str, Any]) -> list[str]:
     if sv.get("status") != "ok":
         return [sv.get("note", "skipped")]
-    labs = sv["labels"]
-    head = ["load", "rate (req/s)"] + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
-    body = [[f"{r['load']:.0%}", f"{r['rate_rps']:,.1f}"] + [f"{r[lab][q]:.3f} ms" for lab in labs
-                                                             for q in ("p50", "p95", "p99")] for r in sv["rows"]]
-    return [sv["note"], "", *_md_table(head, body)]
+    return [sv["note"], "", *_md_table(*_serving_cells(sv))]
 
 
 def _run_pattern(model: Workload, real: RunResult, sparsity: str | None) -> str | None:
@@ -776,13 +800,15 @@ def _run_pattern(model: Workload, real: RunResult, sparsity: str | None) -> str 
 def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy: str = "sparse-if-supported",
                  patterns: list[str] | str | None = None, quality_threshold: float | None = None,
                  weights: str | os.PathLike[str] | None = None, command: list[str] | str | None = None,
-                 hw_source: str | None = None, workload_source: str | None = None) -> dict[str, Any]:
+                 hw_source: str | None = None, workload_source: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Simulate and assemble the deployment report as plain data (see the module docstring).
 
     ``sparsity``: the N:M pattern for every weight op (None: the workload's own plan).
     ``patterns``: extra patterns for the supported-layer matrix (list or "2:4,1:4").
     ``quality_threshold``: the largest acceptable quality drop (wins over ``quality.max_drop``).
     ``weights``: a .npz (arrays named by layer) or .npy (single weight layer) for the numeric proxy.
+    ``progress(done, total)`` after each stage (runs, reality check, impact, proxy, sensitivity, serving).
     """
     from ..lowering import lower
     from ..reality import reality_check
@@ -813,28 +839,47 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         if norm not in extra:
             extra.append(norm)
 
+    loaded = _load_weights(weights, model) if weights is not None else None  # bad weights fail before any run
+    stages = 9 + len(extra)
+    done = [0]
+
+    def step() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], stages)
+
     sim = Simulator(hw, hw_source or "<hardware>")
     real = run(model, hw, sparsity, policy=policy, hw_source=hw_source or "<hardware>", simulator=sim)
+    step()
     dense = run(model, hw, "dense", hw_source=hw_source or "<hardware>", simulator=sim)
+    step()
     dense_cycles = [r.cycles["total"] for r in dense.layers]
     if sum(dense_cycles) != real.dense_total_cycles:  # pragma: no cover - an engine invariant
         raise RuntimeError("the dense run and the sparse run's dense baselines disagree")
     pattern = _run_pattern(model, real, sparsity)
     label = sparsity or f"workload plan ({pattern or 'mixed'})"
     rc = reality_check(model, hw, sparsity, policy=policy, hw_source=hw_source or "<hardware>")
+    step()
 
     runs = [(label, real)]
     for p in extra:
         if p != sparsity:
             runs.append((p, run(model, hw, p, policy=policy, hw_source=hw_source or "<hardware>", simulator=sim)))
+        step()
     layer_rows = _layer_rows(real, dense_cycles)
     schedule = _schedule(real, dense_cycles)
+    step()
     impact = fallback_impact(model, hw, real, policy)
+    step()
     guard = _quality(model, pattern, quality_threshold)
-    proxy = _proxy(model, real, weights)
+    proxy = _proxy(model, real, weights, loaded)
+    step()
     sens = _sensitivity(model, hw, sparsity, policy, schedule["run_speedup"])
+    step()
     contradictions = _contradictions(real, layer_rows, schedule, impact, sens, guard)
+    step()
     serving = _serving(hw, workload_source, model, sparsity or "plan", policy, sim)
+    step()
 
     return {
         "header": build_header(model, hw, command=command, hw_source=hw_source, workload_source=workload_source,
@@ -1189,13 +1234,48 @@ def _findings(report: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------------------------- markdown
 
 def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|")
+    """A table cell: '|' and backticks escaped (& < > are escaped for every line by :func:`_md_safe`)."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("\n", " ")
+
+
+def _md_fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text`` (user text cannot close it)."""
+    runs = re.findall(r"`+", text)
+    return "`" * max(3, 1 + max((len(r) for r in runs), default=0))
+
+
+_FENCE = "\x00fence\x00"  # placeholder of our code fences until the document's fence length is known
+
+
+def _md_safe(text: str) -> str:
+    """Escape &, < and > outside our code blocks, so no user string (names, quality metric and source, file
+    names) renders as HTML; our own header comments and blockquote markers are kept. Our code blocks'
+    fences are longer than any run of backticks in the document, so user text can neither open nor close one."""
+    fence = _md_fence(text)
+    out = []
+    inside = False
+    for line in text.split("\n"):
+        if line.startswith(_FENCE):
+            inside = not inside
+            out.append(fence + line[len(_FENCE):])
+            continue
+        if inside:
+            out.append(line)
+            continue
+        if line in (HEADER_BEGIN, HEADER_END):
+            out.append(line)
+            continue
+        quote = re.match(r"^>\s?", line)
+        head = quote.group(0) if quote else ""
+        body = line[len(head):].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        out.append(head + body)
+    return "\n".join(out)
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     if not rows:
         return ["(none)"]
-    num = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?$")
+    num = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")
     right = {i for i in range(len(head))
              if any(num.match(r[i]) for r in rows) and all(num.match(r[i]) for r in rows if r[i] not in ("", "-"))}
     lines = ["| " + " | ".join(_md_escape(h) for h in head) + " |",
@@ -1229,7 +1309,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     out += _md_table(*t["ladder"])
     from .reality_chart import text_bars
 
-    out += ["", "```text", text_bars(report["reality_check"]), "```", ""]
+    out += ["", f"{_FENCE}text", text_bars(report["reality_check"]), _FENCE, ""]
     m = report["matrix"]
     out += ["## Supported-layer matrix", "",
             f"Ops whose plan asks for a pattern, by op type and pattern: **sparse**, **padded** (sparse with "
@@ -1298,7 +1378,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     out += [f"- **{c['kind']}**: {c['message']}" for c in cons] or ["- none found"]
     out += ["", "---", "Generated by `accelsim report`; the full data is in report.json (everything outside "
             "`header` is byte-identical for identical inputs).", ""]
-    return "\n".join(out)
+    return _md_safe("\n".join(out))
 
 
 # ---------------------------------------------------------------------------------------------- html
@@ -1326,7 +1406,7 @@ def _esc(text: Any) -> str:
 def _html_table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     if not rows:
         return "<p>(none)</p>"
-    num = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?$")
+    num = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")
     parts = [f"<table{f' class={cls!r}' if cls else ''}>"
              + ("<tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr>" if head else "")]
     for r in rows:
@@ -1442,11 +1522,7 @@ def render_html(report: dict[str, Any], charts: dict[str, bytes]) -> str:
     out.append("<h2>Serving latency (p50 / p95 / p99)</h2>")
     sv = report.get("serving", {})
     if sv.get("status") == "ok":
-        labs = sv["labels"]
-        head = ["load", "rate (req/s)"] + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
-        body = [[f"{r['load']:.0%}", f"{r['rate_rps']:,.1f}"] + [f"{r[lab][q]:.3f} ms" for lab in labs
-                                                                 for q in ("p50", "p95", "p99")] for r in sv["rows"]]
-        out += [f"<p>{_esc(sv['note'])}</p>", _html_table(head, body)]
+        out += [f"<p>{_esc(sv['note'])}</p>", _html_table(*_serving_cells(sv))]
     else:
         out.append(f"<p>{_esc(sv.get('note', 'skipped'))}</p>")
     out += ["<h2 id='contradictions'>Contradictions</h2>", "<p>Evidence that points the other way:</p>", "<ul>"]
@@ -1469,12 +1545,6 @@ def strip_header(text: str) -> str:
 
 # ============================================================================================ files
 
-def _write_atomic(target: Path, payload: bytes) -> None:
-    from ..fileio import write_atomic
-
-    write_atomic(target, payload)
-
-
 def report_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + "\n"
 
@@ -1482,10 +1552,12 @@ def report_json(report: dict[str, Any]) -> str:
 def write_report(report: dict[str, Any], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Write report.md, report.html, report.json and the chart files; return the paths written.
 
-    Everything is rendered in memory first, then each file is written to a temporary name and
-    renamed into place.
+    Everything is rendered in memory first, then written all or nothing
+    (:func:`accelsim.fileio.write_all`): a failure leaves the previous files or none, never a mix.
     """
-    from .reality_chart import render_reality_check, save_chart
+    from ..fileio import figure_bytes, write_all
+    from .reality_chart import BASENAME, render_reality_check
+    from .reality_chart import DPI as RC_DPI
 
     out = Path(out_dir)
     fig_rc, _ = render_reality_check(report["reality_check"])
@@ -1496,15 +1568,10 @@ def write_report(report: dict[str, Any], out_dir: str | os.PathLike[str]) -> lis
         "report.md": render_markdown(report).encode("utf-8"),
         "report.html": render_html(report, charts).encode("utf-8"),
         "pruning_schedule.png": charts["pruning_schedule"],
+        f"{BASENAME}.png": figure_bytes(fig_rc, "png", RC_DPI),
+        f"{BASENAME}.svg": figure_bytes(fig_rc, "svg", RC_DPI),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, payload in payloads.items():
-        target = out / name
-        _write_atomic(target, payload)
-        paths.append(target)
-    paths += save_chart(fig_rc, out)
-    return paths
+    return write_all({out / name: payload for name, payload in payloads.items()})
 
 
 # ============================================================================================ command
@@ -1534,7 +1601,8 @@ def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str
                    set_params: list[str] | dict[str, Any] | None = None, hw_set: list[str] | None = None,
                    policy: str = "sparse-if-supported", patterns: list[str] | str | None = None,
                    quality_threshold: float | None = None, weights: str | None = None,
-                   command: list[str] | str | None = None) -> tuple[list[Path], list[str]]:
+                   command: list[str] | str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
     """The ``accelsim report`` handler: load, build, write. Returns (paths written, summary lines to print).
 
     ``set_params``: workload parameters as ``KEY=VALUE`` strings (``--set``) or a dict.
@@ -1559,7 +1627,7 @@ def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str
                                 patterns, quality_threshold, weights)
     report = build_report(model, hw, sparsity, policy=policy, patterns=patterns, quality_threshold=quality_threshold,
                           weights=weights, command=command, hw_source=str(hw_path),
-                          workload_source=str(workload_path))
+                          workload_source=str(workload_path), progress=progress)
     paths = write_report(report, out_dir)
     return paths, summary_lines(report)
 

@@ -8,10 +8,12 @@ drawn on the Agg canvas directly (no pyplot, no global state).
   and per sparsity pattern the Pareto front (no other point of that pattern is both cheaper and
   faster). The cost is the spec's ``cost`` expression over result columns (dotted paths with
   ``.`` written ``_``; ``pes`` = peak MACs/cycle), default ``pes * sram_bytes`` (PEs x SRAM bytes).
-- **Heatmaps** (per workload setting; needs two ``grid`` parameters): latency over the first two grid
-  parameters, one panel per sparsity pattern, each cell marked with the model's binding constraint
-  (C compute, M memory, D decode, L launch: the resource whose layers take most of the time).
-  Other grid parameters are held at their first listed value; random points are not used.
+- **Heatmaps** (per workload setting; needs two ``grid`` parameters): latency over two grid parameters
+  (default: the first two; ``y`` and ``x`` choose), one panel per sparsity pattern, each cell marked
+  with the model's binding constraint (C compute, M memory, D decode, L launch: the resource whose
+  layers take most of the time). Other grid parameters are held at one value each: ``at`` picks it,
+  else their first listed value; the held values are in every heatmap's title. Random points are not
+  used.
 - **Where sparsity pays**: speedup vs dense of each sparse pattern over the same two parameters,
   green above 1x, red below.
 """
@@ -22,7 +24,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +89,44 @@ class SweepTable:
 
 
 def load_table(results_dir: str | os.PathLike[str]) -> SweepTable:
+    from ..errors import AccelsimError
     from ..sweep import load_results
 
     cols, rows = load_results(results_dir)
     meta_path = Path(results_dir) / "meta.json"
-    sweep: dict[str, Any] = {}
+    sweep: Any = {}
     if meta_path.is_file():
-        sweep = json.loads(meta_path.read_text()).get("sweep", {})
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise AccelsimError(f"{meta_path}: unreadable sweep metadata ({exc})") from None
+        sweep = meta.get("sweep", {}) if isinstance(meta, dict) else None
+        grid = sweep.get("grid") if isinstance(sweep, dict) else None
+        if not isinstance(sweep, dict) or not isinstance(grid or {}, dict) or \
+                not all(isinstance(v, list) and v for v in (grid or {}).values()):
+            raise AccelsimError(f"{meta_path}: sweep.grid: expected a mapping of parameters to value lists; the "
+                                "file is corrupt (rerun the sweep)")
+    for key in sweep.get("set") or []:
+        if key not in cols:
+            raise AccelsimError(f"{meta_path}: sweep.set names {key!r}, which is not a column of results.csv")
+    _check_cells(Path(results_dir) / "results.csv", cols, rows)
     return SweepTable(cols, rows, sweep)
+
+
+def _check_cells(path: Path, cols: list[str], rows: list[list[Any]]) -> None:
+    """The cells the plots compute with are numbers (or empty) and feasible is True/False."""
+    from ..errors import AccelsimError
+
+    numeric = [c for c in ("latency_us", "speedup_vs_dense", "energy_j", "sram_bytes", "peak_macs_per_cycle")
+               if c in cols]
+    fi = cols.index("feasible")
+    for n, r in enumerate(rows, start=2):
+        if not isinstance(r[fi], bool):
+            raise AccelsimError(f"{path}: line {n}: feasible: expected True or False, got {r[fi]!r}")
+        for c in numeric:
+            v = r[cols.index(c)]
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+                raise AccelsimError(f"{path}: line {n}: {c}: expected a number, got {v!r}")
 
 
 def _num(v: Any) -> str:
@@ -196,10 +228,74 @@ def pareto_figure(table: SweepTable, setting: tuple[Any, ...], cost: list[float 
 
 # ------------------------------------------------------------------------------------------ heatmaps
 
-def _grid_cells(table: SweepTable, setting: tuple[Any, ...], sp: str, ykey: str, xkey: str
-                ) -> tuple[list[Any], list[Any], dict[tuple[Any, Any], Sequence[Any]]]:
+class Slice:
+    """Which two grid parameters a heatmap shows and the value each other grid parameter is held at."""
+
+    def __init__(self, ykey: str, xkey: str, held: dict[str, Any], chosen: set[str]) -> None:
+        self.ykey = ykey
+        self.xkey = xkey
+        self.held = held  # grid key -> the table's (resolved) value
+        self.chosen = chosen  # keys held by the caller's choice (the rest: first listed value)
+
+    def text(self) -> str:
+        """'held: k=v (first value), ...', or '' when the grid has only the two axes."""
+        parts = [f"{k}={_value_label(k, v)}" + ("" if k in self.chosen else " (first value)")
+                 for k, v in self.held.items()]
+        return "held: " + ", ".join(parts) if parts else ""
+
+
+def _matches(listed: Any, text: str) -> bool:
+    if str(listed) == text:
+        return True
+    try:
+        return isinstance(listed, int | float) and not isinstance(listed, bool) and float(text) == float(listed)
+    except ValueError:
+        return False
+
+
+def choose_slice(table: SweepTable, x: str | None = None, y: str | None = None,
+                 at: dict[str, str] | None = None) -> Slice | None:
+    """The heatmap axes and held values; None when the grid has fewer than two parameters and none is
+    asked for. Axes not given are the first grid parameters not held by ``at``. Unknown keys and values
+    not in the grid raise AccelsimError listing the choices."""
+    from ..errors import AccelsimError
+
     grid = table.sweep.get("grid") or {}
-    fixed = {k: _first_resolved(table, k, v) for k, v in grid.items() if k not in (xkey, ykey) and k in table.idx}
+    keys = table.grid_keys
+    choices = ", ".join(keys) or "none"
+    for flag, key in (("--x", x), ("--y", y), *(("--at", k) for k in (at or {}))):
+        if key is not None and key not in keys:
+            raise AccelsimError(f"sweep-plot {flag} {key}: not a grid parameter of this sweep (grid: {choices})")
+    if len(keys) < 2:
+        if x or y or at:
+            raise AccelsimError(f"sweep-plot: heatmaps need two grid parameters; this sweep's grid has: {choices}")
+        return None
+    rest = [k for k in keys if k not in (x, y) and k not in (at or {})]  # default axes: keys not held
+    if (y is None or x is None) and len(rest) < (y is None) + (x is None):
+        raise AccelsimError(f"sweep-plot: --at holds {', '.join(at or {})}, which leaves no two grid parameters "
+                            f"for the heatmap's axes (grid: {choices})")
+    ykey = y or rest.pop(0)
+    xkey = x or rest.pop(0)
+    if xkey == ykey:
+        raise AccelsimError(f"sweep-plot --x and --y are both {xkey}: choose two different grid parameters "
+                            f"(grid: {choices})")
+    held: dict[str, Any] = {}
+    for key, text in (at or {}).items():
+        if key in (xkey, ykey):
+            raise AccelsimError(f"sweep-plot --at {key}: it is an axis of the heatmap (--x {xkey}, --y {ykey}); "
+                                "hold another grid parameter")
+        listed = next((v for v in grid[key] if _matches(v, text)), None)
+        if listed is None:
+            raise AccelsimError(f"sweep-plot --at {key}={text}: not a value of the grid (values: "
+                                f"{', '.join(str(v) for v in grid[key])})")
+        held[key] = _first_resolved(table, key, [listed])
+    order = {k: _first_resolved(table, k, grid[k]) for k in keys if k not in (xkey, ykey)}
+    return Slice(ykey, xkey, {k: held.get(k, v) for k, v in order.items()}, set(held))
+
+
+def _grid_cells(table: SweepTable, setting: tuple[Any, ...], sp: str, sl: Slice
+                ) -> tuple[list[Any], list[Any], dict[tuple[Any, Any], Sequence[Any]]]:
+    ykey, xkey, fixed = sl.ykey, sl.xkey, sl.held
     cells: dict[tuple[Any, Any], Sequence[Any]] = {}
     for r in table.rows:
         if table.get(r, "origin") != "grid" or table.setting(r) != setting or table.get(r, "sparsity") != sp:
@@ -266,19 +362,31 @@ def _heat_panel(ax: Any, table: SweepTable, ys: list[Any], xs: list[Any], cells:
     return im
 
 
-def _panels(table: SweepTable, setting: tuple[Any, ...], sps: list[Any], ykey: str, xkey: str,
+def _panels(table: SweepTable, setting: tuple[Any, ...], sps: list[Any], sl: Slice,
             metric: str) -> tuple[list[tuple], list[float]]:
     """Grid panels (one per sparsity that has cells) and the feasible values of ``metric`` in them."""
-    panels = [(sp, *_grid_cells(table, setting, sp, ykey, xkey)) for sp in sps]
+    panels = [(sp, *_grid_cells(table, setting, sp, sl)) for sp in sps]
     panels = [p for p in panels if p[3]]
     vals = [table.get(r, metric) for _, _, _, cells in panels for r in cells.values()
             if table.get(r, "feasible") and table.get(r, metric)]
     return panels, vals
 
 
-def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey: str) -> Figure | None:
-    """Latency over two grid parameters, a panel per sparsity, the binding constraint in each cell."""
-    panels, vals = _panels(table, setting, table.sparsities(), ykey, xkey, "latency_us")
+def _as_slice(table: SweepTable, ykey: str | Slice, xkey: str | None) -> Slice:
+    if isinstance(ykey, Slice):
+        return ykey
+    sl = choose_slice(table, x=xkey, y=ykey)
+    assert sl is not None
+    return sl
+
+
+def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str | Slice,
+                   xkey: str | None = None) -> Figure | None:
+    """Latency over two grid parameters (a :class:`Slice`, or the y and x keys with other grid parameters
+    at their first value), a panel per sparsity, the binding constraint in each cell."""
+    sl = _as_slice(table, ykey, xkey)
+    ykey, xkey = sl.ykey, sl.xkey
+    panels, vals = _panels(table, setting, table.sparsities(), sl, "latency_us")
     if not vals:
         return None
     norm = LogNorm(min(vals), max(vals)) if min(vals) > 0 and max(vals) > min(vals) else Normalize(min(vals),
@@ -292,17 +400,19 @@ def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey:
                                    f"{_num(round(table.get(r, 'latency_us')))}", ykey, xkey, i % cols == 0)
         ax.set_title(f"{sp}", fontsize=9)
     fig.colorbar(im, ax=axes, label="latency (us)", shrink=0.85)
-    others = [k for k in table.grid_keys if k not in (xkey, ykey)]
-    held = f"; {', '.join(others)} at first value" if others else ""
+    held = f"\n{sl.text()}" if sl.held else ""
     fig.suptitle(f"{table.label(setting)}: latency; binding C compute, M memory, D decode, L launch{held}",
                  fontsize=10)
     return fig
 
 
-def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str, xkey: str) -> Figure | None:
+def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str | Slice,
+                         xkey: str | None = None) -> Figure | None:
     """Speedup of each sparse pattern over dense on the same hardware, over two grid parameters."""
+    sl = _as_slice(table, ykey, xkey)
+    ykey, xkey = sl.ykey, sl.xkey
     sps = [sp for sp in table.sparsities() if sp != "dense"]
-    panels, vals = _panels(table, setting, sps, ykey, xkey, "speedup_vs_dense")
+    panels, vals = _panels(table, setting, sps, sl, "speedup_vs_dense")
     if not vals:
         return None
     span = max(max(vals), 1 / min(vals), 1.01)  # symmetric in ratio: 0.8x is as red as 1.25x is green
@@ -315,7 +425,8 @@ def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str,
                          lambda r: f"{table.get(r, 'speedup_vs_dense'):.2f}x", ykey, xkey, i % cols == 0)
         ax.set_title(f"{sp} vs dense", fontsize=9)
     fig.colorbar(im, ax=axes, label="speedup vs dense (same hardware)", shrink=0.85)
-    fig.suptitle(f"{table.label(setting)}: where does sparsity pay?", fontsize=10)
+    held = f"\n{sl.text()}" if sl.held else ""
+    fig.suptitle(f"{table.label(setting)}: where does sparsity pay?{held}", fontsize=10)
     return fig
 
 
@@ -327,45 +438,76 @@ def _save(fig: Figure, path: Path) -> Path:
     return write_atomic(path, figure_bytes(fig, "png", DPI))
 
 
-def sweep_figures(table: SweepTable, cost: str | None = None) -> list[tuple[str, Figure]]:
-    """(file stem, Figure) for every plot the table supports."""
+def sweep_figures(table: SweepTable, cost: str | None = None, sl: Slice | None = None) -> list[tuple[str, Figure]]:
+    """(file stem, Figure) for every plot the table supports; heatmaps over ``sl`` (default: the first
+    two grid parameters, others at their first value)."""
+    return list(_iter_figures(table, cost, sl))
+
+
+def _iter_figures(table: SweepTable, cost: str | None, sl: Slice | None):
     expr = cost or table.sweep.get("cost") or DEFAULT_COST
     label = DEFAULT_COST_LABEL if expr == DEFAULT_COST else expr
     costs = cost_values(table, expr)
-    energies = None
-    if "energy_j" in table.columns:
-        energies = [None if table.get(r, "energy_j") is None else table.get(r, "energy_j") * 1e3 for r in table.rows]
-        if all(e is None for e in energies):
-            energies = None
-    out: list[tuple[str, Figure]] = []
-    grid = table.grid_keys
+    energies = _energies(table)
+    if sl is None:
+        sl = choose_slice(table)
     for setting in table.settings()[:MAX_SETTINGS]:
         slug = table.slug(setting)
-        out.append((f"pareto_{slug}", pareto_figure(table, setting, costs, label)))
+        yield f"pareto_{slug}", pareto_figure(table, setting, costs, label)
         if energies is not None:
-            out.append((f"pareto_energy_{slug}", pareto_figure(
+            yield f"pareto_energy_{slug}", pareto_figure(
                 table, setting, energies, "energy per inference (mJ)",
-                title=f"{table.label(setting)}: latency vs energy, Pareto front per pattern (lower left is better)")))
-        if len(grid) >= 2:
-            ykey, xkey = grid[0], grid[1]
-            heat = heatmap_figure(table, setting, ykey, xkey)
+                title=f"{table.label(setting)}: latency vs energy, Pareto front per pattern (lower left is better)")
+        if sl is not None:
+            heat = heatmap_figure(table, setting, sl)
             if heat is not None:
-                out.append((f"heatmap_{slug}", heat))
-            pays = sparsity_pays_figure(table, setting, ykey, xkey)
+                yield f"heatmap_{slug}", heat
+            pays = sparsity_pays_figure(table, setting, sl)
             if pays is not None:
-                out.append((f"sparsity_pays_{slug}", pays))
-    return out
+                yield f"sparsity_pays_{slug}", pays
+
+
+def _energies(table: SweepTable) -> list[float | None] | None:
+    if "energy_j" not in table.columns:
+        return None
+    energies = [None if table.get(r, "energy_j") is None else table.get(r, "energy_j") * 1e3 for r in table.rows]
+    return None if all(e is None for e in energies) else energies
+
+
+def _expected_figures(table: SweepTable, sl: Slice | None) -> int:
+    per = 1 + (_energies(table) is not None) + (2 if sl is not None else 0)
+    return per * len(table.settings()[:MAX_SETTINGS])
 
 
 def sweep_plot(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str],
-               cost: str | None = None) -> list[Path]:
-    """Write the sweep's plots as PNG files into ``out_dir``; return their paths.
+               cost: str | None = None, *, x: str | None = None, y: str | None = None,
+               at: dict[str, str] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
+    """Write the sweep's plots as PNG files into ``out_dir``; return their paths and notes on the slice.
 
-    ``cost``: an area-model expression over result columns (overrides the spec's ``cost``).
+    ``cost``: an area-model expression over result columns (overrides the spec's ``cost``). ``x``, ``y``:
+    the heatmaps' grid parameters; ``at``: {grid parameter: value} to hold the others at (default: their
+    first value; either way the notes and the titles say which). ``progress(done, total)`` per figure.
     """
     table = load_table(results_dir)
+    sl = choose_slice(table, x=x, y=y, at=at)
     if not table.rows:
-        return []
+        return [], []
+    notes = []
+    if sl is not None:
+        notes.append(f"heatmaps: {sl.ykey} (y) by {sl.xkey} (x)" + (f"; {sl.text()}" if sl.held else "")
+                     + " (choose with --x, --y, --at KEY=VALUE)")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    return [_save(fig, out / f"{stem}.png") for stem, fig in sweep_figures(table, cost)]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        total = _expected_figures(table, sl)
+        paths = []
+        for stem, fig in _iter_figures(table, cost, sl):
+            paths.append(_save(fig, out / f"{stem}.png"))
+            if progress is not None:
+                progress(len(paths), max(total, len(paths)))
+    except OSError as exc:
+        from ..errors import AccelsimError
+
+        raise AccelsimError(f"{exc.filename or out}: cannot write the plots: {exc.strerror or exc}") from None
+    return paths, notes
