@@ -23,17 +23,24 @@ def kernel_where(kernel: Any) -> str:
     return f"'{kernel.name}' ({kernel.op} {shape})"
 
 
-def check_kernel(kernel: Any, where: str | None = None) -> None:
-    """Refuse a kernel with more than 2^62 MACs (or vector elements, ops or bytes)."""
+def check_kernel(kernel: Any, workload: str | None = None, index: int = 0) -> None:
+    """Refuse a kernel with more than 2^62 MACs (or vector elements, ops or bytes).
+
+    The message names ``layers[index]`` of ``workload`` when given, else the layer.
+    """
     if kernel.path == "vector":
         counts = {"elements": kernel.elements, "vector ops": kernel.vector_ops,
                   "bytes read": kernel.read_bytes, "bytes written": kernel.write_bytes}
+        if max(counts.values()) <= MAC_LIMIT:
+            return
+    elif kernel.m * kernel.n * kernel.k * kernel.batch <= MAC_LIMIT:
+        return
     else:
         counts = {"MACs": kernel.macs}
-    for what, value in counts.items():
-        if value > MAC_LIMIT:
-            where = where or "layer " + kernel_where(kernel)
-            raise SizeLimitError(f"{where}: {int(value):,} {what} exceed the limit of 2^62 per layer ({_WHY})")
+    what, value = max(counts.items(), key=lambda kv: kv[1])
+    where = f"workload '{workload}': layers[{index}] " if workload is not None else "layer "
+    raise SizeLimitError(f"{where}{kernel_where(kernel)}: {int(value):,} {what} exceed the limit of 2^62 per layer "
+                         f"({_WHY})")
 
 
 def check_total(where: str, what: str, value: int) -> None:

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .hardware import Hardware
-from .limits import check_kernel, kernel_where
+from .limits import check_kernel
 from .sparsity import Pattern, best_container, parse_pattern
 from .workload import VECTOR_OPS, Workload
 
@@ -221,6 +221,6 @@ def lower(model: Workload, hw: Hardware, sparsity: str | None = None) -> list[Ke
                 kept = layer.sparsity == "dense" and model.sparsity not in (None, "dense")
                 requested = None
         kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, hw, kept)
-        check_kernel(kernel, f"workload '{model.name}': layers[{i}] {kernel_where(kernel)}")
+        check_kernel(kernel, model.name, i)
         kernels.append(kernel)
     return kernels

@@ -50,11 +50,11 @@ class _Segment:
     def end(self) -> float:
         return self.summed.end if self.summed is not None else cl.end_of(self.times)  # type: ignore[arg-type]
 
-    def totals(self, latency: float) -> cl.Sums:
-        """The sums a KernelResult is built from."""
+    def totals(self, latency: float, groups: bool) -> cl.Sums:
+        """The sums a KernelResult is built from (``groups``: include the decode-group sum)."""
         if self.summed is not None:
             return self.summed
-        return cl.sums_of(self.work, self.times, latency)  # type: ignore[arg-type]
+        return cl.sums_of(self.work, self.times, latency, groups)  # type: ignore[arg-type]
 
 
 def _rate(value: object) -> float:
@@ -150,16 +150,13 @@ def _systolic(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segment]
             float(comp.accumulator_bytes), int(plan["chunk"]), b_elements / (kernel.k * kernel.n),
             bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse)
     rate, lat = _decode_params(kernel, hw)
-    loops = cl.systolic_loops(comp.rows, comp.cols, tl.DATAFLOW_CODE[comp.dataflow], kernel.m, kernel.n, kernel.k,
-                              kernel.keep_n, kernel.group_m, int(plan["chunk"]))
-    n_tiles = math.prod(loop.count for loop in loops)
-    flags = {"a_resident": bool(plan["a_resident"]), "b_resident": bool(plan["b_resident"]),
-             "c_resident": bool(plan["c_resident"])}
+    n_tiles = cl.systolic_tile_count(comp.rows, comp.cols, args[2], kernel.m, kernel.n, kernel.k, kernel.keep_n,
+                                     kernel.group_m, args[12])
     if n_tiles > cl.TILE_CAP:  # too many to hold: simulate classes of identical tiles, extrapolate
-        summed, simulated = cl.systolic_sums(*args, hw.fill_bytes_per_cycle(), hw.dram_latency_cycles(), rate, lat,
-                                             sram.n_stages())
-        tiling = {"tiles": n_tiles, "chunk": int(plan["chunk"]), "folds": loops[0].count * loops[1].count, **flags,
-                  "extrapolated": True, "simulated_tiles": simulated}
+        summed, simulated, folds = cl.systolic_sums(*args, hw.fill_bytes_per_cycle(), hw.dram_latency_cycles(), rate,
+                                                    lat, sram.n_stages())
+        tiling = {"tiles": n_tiles, "chunk": int(plan["chunk"]), "folds": folds, "a_resident": args[15],
+                  "b_resident": args[16], "c_resident": args[17], "extrapolated": True, "simulated_tiles": simulated}
         return [_Segment(None, None, None, summed=summed)], tiling, float(comp.rows * comp.cols)
     work = tl.systolic_tiles(*args)
     bw = np.full(len(work), hw.fill_bytes_per_cycle())
@@ -373,8 +370,9 @@ def _records(segments: list[_Segment], launch: int) -> np.ndarray | None:
 
 def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: dict, peak: float,
               keep_tiles: bool, launch: int) -> KernelResult:
-    sums = [s.totals(hw.dram_latency_cycles()) for s in segments]
-    end = launch + sum(s.count * s.end for s in segments)
+    rate, _ = _decode_params(kernel, hw)
+    sums = [s.totals(hw.dram_latency_cycles(), math.isfinite(rate)) for s in segments]
+    end = launch + sum(s.count * t.end for s, t in zip(segments, sums, strict=True))
     total = _ceil(end)
     compute_f = sum(s.count * t.cycles for s, t in zip(segments, sums, strict=True))
     compute = int(round(compute_f))
@@ -389,7 +387,6 @@ def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: di
             "b": _ceil(col[tl.T_SRAM_B]), "c": _ceil(col[tl.T_SRAM_C])}
     memory_busy = 0.0
     decode_busy = 0.0
-    rate, _ = _decode_params(kernel, hw)
     for s, t in zip(segments, sums, strict=True):
         memory_busy += s.count * t.busy
         if math.isfinite(rate):

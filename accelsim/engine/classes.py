@@ -77,10 +77,10 @@ def busy_of(times: np.ndarray, latency: float) -> float:
     return float(moved.sum() + wb.sum())
 
 
-def sums_of(work: np.ndarray, times: np.ndarray, latency: float) -> Sums:
-    """The Sums of one simulated sequence."""
+def sums_of(work: np.ndarray, times: np.ndarray, latency: float, groups: bool = True) -> Sums:
+    """The Sums of one simulated sequence (``groups=False``: skip the decode-group sum, left 0)."""
     return Sums(end_of(times), float(work[:, tl.T_CYCLES].sum()), float(times[:, pl.P_STALL_DECODE].sum()),
-                busy_of(times, latency), float(work[:, tl.T_GROUPS].sum()), work.sum(axis=0))
+                busy_of(times, latency), float(work[:, tl.T_GROUPS].sum()) if groups else 0.0, work.sum(axis=0))
 
 
 # -- extrapolation over long loops -----------------------------------------------------------------
@@ -138,30 +138,39 @@ def extrapolate(loops: list[Loop], simulate: Callable[[list[int]], Sums]) -> tup
     return Sums.from_vector(vals), simulated
 
 
+def _systolic_dims(dataflow: int, m: int, n: int, k_eff: int) -> tuple[tuple[int, str], ...]:
+    """(extent, GEMM dim) of the column folds, row folds and stream of a dataflow."""
+    if dataflow == 0:  # os: rows <- n, cols <- m, stream k
+        return (m, "m"), (n, "n"), (k_eff, "k")
+    if dataflow == 1:  # ws: rows <- k, cols <- m, stream n
+        return (m, "m"), (k_eff, "k"), (n, "n")
+    return (n, "n"), (k_eff, "k"), (m, "m")  # is: rows <- k, cols <- n, stream m
+
+
+def systolic_tile_count(rows: int, cols: int, dataflow: int, m: int, n: int, k: int, keep: int, group: int,
+                        chunk: int) -> int:
+    """Tiles of a systolic schedule: column folds x row folds x stream chunks (a Python int)."""
+    (s_c, _), (s_r, _), (t_len, _) = _systolic_dims(dataflow, m, n, -(-k // group) * keep)
+    return -(-s_c // cols) * -(-s_r // rows) * -(-t_len // chunk)
+
+
 def systolic_loops(rows: int, cols: int, dataflow: int, m: int, n: int, k: int, keep: int, group: int,
                    chunk: int) -> list[Loop]:
     """The three loops of a systolic schedule, outermost first: column folds, row folds, stream chunks."""
-    k_eff = -(-k // group) * keep
-
-    def period(unit: int, dim: str) -> int:
-        return keep // math.gcd(unit, keep) if dim == "k" else 1
-
-    if dataflow == 0:  # os: rows <- n, cols <- m, stream k
-        (s_r, d_r), (s_c, d_c), (t_len, d_t) = (n, "n"), (m, "m"), (k_eff, "k")
-    elif dataflow == 1:  # ws: rows <- k, cols <- m, stream n
-        (s_r, d_r), (s_c, d_c), (t_len, d_t) = (k_eff, "k"), (m, "m"), (n, "n")
-    else:  # is: rows <- k, cols <- n, stream m
-        (s_r, d_r), (s_c, d_c), (t_len, d_t) = (k_eff, "k"), (n, "n"), (m, "m")
-    return [Loop(-(-s_c // cols), cols, d_c, period(cols, d_c)), Loop(-(-s_r // rows), rows, d_r, period(rows, d_r)),
-            Loop(-(-t_len // chunk), chunk, d_t, period(chunk, d_t))]
+    dims = _systolic_dims(dataflow, m, n, -(-k // group) * keep)
+    return [Loop(-(-extent // unit), unit, dim, keep // math.gcd(unit, keep) if dim == "k" else 1)
+            for (extent, dim), unit in zip(dims, (cols, rows, chunk), strict=True)]
 
 
 def systolic_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: int, n: int, k: int, keep: int,
                   group: int, elem_bytes: float, meta_bits: float, acc_bytes: float, chunk: int,
                   b_dram_scale: float, a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool,
                   fill: float, latency: float, decode_rate: float, decode_latency: float,
-                  stages: int) -> tuple[Sums, int]:
-    """Sums of a systolic GEMM too large to hold tile by tile (plan fixed by the full shape)."""
+                  stages: int) -> tuple[Sums, int, int]:
+    """Sums of a systolic GEMM too large to hold tile by tile (plan fixed by the full shape).
+
+    Returns the Sums, the tiles the reduced copies held and the number of folds.
+    """
     loops = systolic_loops(rows, cols, dataflow, m, n, k, keep, group, chunk)
 
     def run(counts: list[int]) -> Sums:
@@ -172,7 +181,8 @@ def systolic_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: in
         times = pl.run_pipeline(work, np.full(len(work), fill), latency, decode_rate, decode_latency, stages, 0.0)
         return sums_of(work, times, latency)
 
-    return extrapolate(loops, run)
+    summed, simulated = extrapolate(loops, run)
+    return summed, simulated, loops[0].count * loops[1].count
 
 
 # -- waves of a CTA grid ---------------------------------------------------------------------------
