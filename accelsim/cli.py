@@ -530,6 +530,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="size a symbolic dimension, e.g. batch=8 (repeatable)")
     i.add_argument("--name", help="workload name (default: the file's stem)")
+    i.add_argument("--dtype", choices=["fp32", "tf32", "fp16", "bf16", "fp8", "int8"],
+                   help="element type the model is deployed in (default: the graph's, e.g. fp32)")
     i.set_defaults(func=cmd_import_onnx)
 
     g = sub.add_parser("regress", help="compare results (files or directories) with baselines: exit 0 ok, "

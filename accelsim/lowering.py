@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .hardware import Hardware
+from .limits import check_kernel
 from .sparsity import Pattern, best_container, parse_pattern
 from .workload import VECTOR_OPS, Workload
 
@@ -210,7 +211,7 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
 def lower(model: Workload, hw: Hardware, sparsity: str | None = None) -> list[Kernel]:
     """Lower every op; ``sparsity`` (a pattern or 'dense') overrides the workload's plan."""
     kernels = []
-    for layer in model.layers:
+    for i, layer in enumerate(model.layers):
         kept = False
         if sparsity is not None:
             requested = None if sparsity == "dense" else sparsity
@@ -219,5 +220,7 @@ def lower(model: Workload, hw: Hardware, sparsity: str | None = None) -> list[Ke
             if requested == "dense":
                 kept = layer.sparsity == "dense" and model.sparsity not in (None, "dense")
                 requested = None
-        kernels.append(lower_layer(layer, model.dtype, model.dtype_bytes, requested, hw, kept))
+        kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, hw, kept)
+        check_kernel(kernel, model.name, i)
+        kernels.append(kernel)
     return kernels

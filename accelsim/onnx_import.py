@@ -32,6 +32,8 @@ from .errors import AccelsimError, ConfigError
 
 Shape = tuple[int, ...]
 
+MAX_DIM = 2**31 - 1  # accelsim's limit per dimension (workload sizes, as for YAML configs)
+
 # Element types -> workload dtype; the first float-typed graph input (then initializer) decides.
 _FLOAT_DTYPES = {1: "fp32", 10: "fp16", 16: "bf16", 17: "fp8", 18: "fp8", 19: "fp8", 20: "fp8", 11: "fp32"}
 _INT_DTYPES = {3: "int8", 2: "int8"}  # INT8, UINT8
@@ -100,10 +102,14 @@ def _sanitize(name: str) -> str:
 def _check_params(params: dict[str, Any] | None, src: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, value in (params or {}).items():
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer()
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
+            and float(value).is_integer()
         if not ok or value <= 0:
             raise ConfigError(src, str(key), f"--set value must be a positive integer (a dimension size), "
                                              f"got {value!r}")
+        if value > MAX_DIM:
+            raise ConfigError(src, str(key), f"--set value {int(value):,} is above accelsim's limit of 2^31-1 "
+                                             "per dimension")
         out[str(key)] = int(value)
     return out
 
@@ -154,6 +160,7 @@ def _resolve_symbolic(model: Any, params: dict[str, int], src: str, notes: list[
         else:
             value = batch
             used.add("batch")
+        if label not in params or label == "batch":  # sized by the batch (given or default)
             batch_dims.append(f"{label or '?'!r} of input {vi.name!r}")
         if label:
             mapping[label] = value
@@ -176,6 +183,11 @@ def _resolve_symbolic(model: Any, params: dict[str, int], src: str, notes: list[
             else:
                 raise OnnxImportError(src, f"input {vi.name!r} dim {i} has no size and no name; the importer "
                                            "cannot resolve it (fix the model's input shape)")
+    for vi in inputs:  # every input size within accelsim's limits (fixed ones too)
+        for i, d in enumerate(_dims(vi) or ()):
+            if d.HasField("dim_value") and not 1 <= d.dim_value <= MAX_DIM:
+                raise OnnxImportError(src, f"input {vi.name!r} dim {i} is {d.dim_value:,}; every dimension must be "
+                                           "between 1 and 2^31-1")
     for vi in [*graph.output, *graph.value_info]:  # keep declared shapes consistent with the inputs
         for d in _dims(vi) or ():
             if not d.HasField("dim_value") and d.dim_param in mapping:
@@ -231,6 +243,10 @@ class _Importer:
         for t in graph.initializer:
             self.shapes[t.name] = tuple(int(d) for d in t.dims)
             self.consts.add(t.name)
+            big = next((i for i, d in enumerate(t.dims) if d > MAX_DIM), None)
+            if big is not None:
+                raise OnnxImportError(src, f"initializer {t.name!r} dim {big} is {t.dims[big]:,} "
+                                           f"(shape {list(t.dims)}); every dimension must be at most 2^31-1")
         for vi in [*graph.input, *graph.value_info, *graph.output]:
             shape = _known_shape(vi)
             if shape is not None or vi.name not in self.shapes:
@@ -297,12 +313,30 @@ class _Importer:
         return None
 
     def add(self, node: Any, idx: int, layer: dict[str, Any]) -> None:
+        self._check_sizes(node, idx, layer)
         base = _sanitize(node.name) or f"{node.op_type}_{idx}"
         name, k = base, 2
         while name in self.names:
             name, k = f"{base}_{k}", k + 1
         self.names.add(name)
         self.layers.append({"name": name, **layer})
+
+    def _check_sizes(self, node: Any, idx: int, layer: dict[str, Any]) -> None:
+        """Every size of an emitted layer is 1..2^31-1 (the emitted workload must load)."""
+        sizes = [(k, v) for k, v in layer.items() if isinstance(v, int) and not isinstance(v, bool)]
+        sizes += [(f"{k}[{i}]", x) for k, v in layer.items() if isinstance(v, list) for i, x in enumerate(v)]
+        if layer["op"] == "conv2d":  # the im2col GEMM the engine runs
+            pair = [layer["ifmap"], layer["kernel"], layer["stride"], layer["padding"]]
+            (h, w), (kh, kw), (sh, sw), (ph, pw) = ((v, v) if isinstance(v, int) else v for v in pair)
+            pixels = ((h + 2 * ph - kh) // sh + 1) * ((w + 2 * pw - kw) // sw + 1)
+            sizes += [("n (output pixels x batch)", pixels * layer["batch"]),
+                      ("k (kernel x channels / groups)", kh * kw * layer["channels"] // layer["groups"])]
+        for key, value in sizes:
+            if key.startswith("padding") and value == 0:
+                continue
+            if not 1 <= value <= MAX_DIM:
+                raise self.fail(node, idx, f"{layer['op']} {key} = {value:,}: every size must be between 1 and "
+                                           "2^31-1 (accelsim's limit per dimension)")
 
     def elements(self, node: Any, idx: int) -> int:
         out = node.output[0] if node.output else ""
@@ -581,11 +615,21 @@ class _Importer:
                  out_shape: Sequence[int] | None, ceil_mode: bool = False) -> tuple[list[int], list[int], list[int]]:
         """(effective kernel, stride, symmetric padding) per spatial dim reproducing the ONNX output size."""
         rank = len(size)
-        strides = list(attrs.get("strides") or [1] * rank)
-        dil = list(attrs.get("dilations") or [1] * rank)
-        pads = list(attrs.get("pads") or [0] * (2 * rank))
+        kernel = self._ints(node, idx, {"kernel_shape": list(kernel)}, "kernel_shape", rank, 1, 1)
+        strides = self._ints(node, idx, attrs, "strides", rank, 1, 1)
+        dil = self._ints(node, idx, attrs, "dilations", rank, 1, 1)
+        pads = self._ints(node, idx, attrs, "pads", 2 * rank, 0, 0)
         auto = attrs.get("auto_pad", "NOTSET") or "NOTSET"
+        if auto not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+            raise self.fail(node, idx, f"attribute auto_pad {auto!r}: expected NOTSET, SAME_UPPER, SAME_LOWER or "
+                                       "VALID")
         keff = [d * (k - 1) + 1 for d, k in zip(dil, kernel, strict=True)]
+        for i in range(rank):
+            padded = size[i] + (0 if auto == "VALID" else pads[i] + pads[i + rank])
+            if auto not in ("SAME_UPPER", "SAME_LOWER") and keff[i] > padded:
+                dilated = f" (dilated to {keff})" if keff != kernel else ""
+                raise self.fail(node, idx, f"attribute kernel_shape {kernel}{dilated} is larger than the padded "
+                                           f"input {list(size)} (pads {pads}): the output would be empty")
         if any(d != 1 for d in dil):
             self.note_once(f"{node.op_type} dilation {dil}: costed as a dense kernel of the dilated size "
                            f"{keff} (MACs overestimated)")
@@ -618,6 +662,19 @@ class _Importer:
             padding.append(chosen)
         return keff, strides, padding
 
+    def _ints(self, node: Any, idx: int, attrs: dict[str, Any], name: str, length: int, least: int,
+              default: int) -> list[int]:
+        """An integer-list attribute of ``length`` values, each >= ``least`` (absent: ``default`` each)."""
+        value = attrs.get(name)
+        if value is None or (isinstance(value, list | tuple) and not value):
+            return [default] * length
+        values = list(value) if isinstance(value, list | tuple) else [value]
+        if len(values) != length or not all(isinstance(v, int) for v in values):
+            raise self.fail(node, idx, f"attribute {name} {values}: expected {length} integers")
+        if any(v < least for v in values):
+            raise self.fail(node, idx, f"attribute {name} {values}: every value must be >= {least}")
+        return values
+
     def _conv(self, node: Any, idx: int, attrs: dict[str, Any]) -> None:
         ix, iw = _CONV_OPS[node.op_type]
         x, w = node.input[ix], node.input[iw]
@@ -629,8 +686,13 @@ class _Importer:
             self._unsupported(node, idx)
             return
         groups = int(attrs.get("group", 1))
+        if groups < 1:
+            raise self.fail(node, idx, f"attribute group {groups}: must be >= 1")
         batch, channels, size = xs[0], xs[1], list(xs[2:])
         filters, kernel = ws[0], list(attrs.get("kernel_shape") or ws[2:])
+        if list(kernel) != list(ws[2:]):
+            raise self.fail(node, idx, f"attribute kernel_shape {list(kernel)} does not match the weight "
+                                       f"{w!r} {list(ws)}")
         if ws[1] * groups != channels:
             raise self.fail(node, idx, f"weight {list(ws)} with group {groups} does not match {channels} input "
                                        "channels")
@@ -693,15 +755,21 @@ class _Importer:
         return out
 
 
-def import_onnx(path: str | Path, params: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+def import_onnx(path: str | Path, params: dict[str, Any] | None = None,
+                dtype: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read an ONNX model (never its weight data) into a workload dict and a list of notes.
 
     ``params["batch"]`` sizes every symbolic leading input dim (default 1); any other symbolic
-    dim needs a parameter of the same name. Raises an AccelsimError subclass with a one-line
-    message naming the file on any problem.
+    dim needs a parameter of the same name. ``dtype`` (e.g. 'fp16' for an fp32 graph deployed in
+    half precision) replaces the element type read from the graph. Raises an AccelsimError
+    subclass with a one-line message naming the file on any problem.
     """
+    from .workload import DTYPE_BYTES
+
     onnx = _require_onnx()
     src = str(path)
+    if dtype is not None and dtype not in DTYPE_BYTES:
+        raise ConfigError(src, "--dtype", f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPE_BYTES)}")
     clean = _check_params(params, src)
     model = _load(onnx, path, src)
     notes: list[str] = []
@@ -723,7 +791,10 @@ def import_onnx(path: str | Path, params: dict[str, Any] | None = None) -> tuple
     except Exception as exc:
         notes.append(f"ONNX shape inference failed ({_one_line(exc)}); shapes computed by the importer")
         inferred = model
-    dtype = _workload_dtype(inferred.graph, notes)
+    graph_dtype = _workload_dtype(inferred.graph, notes)
+    if dtype is not None and dtype != graph_dtype:
+        notes.append(f"dtype {dtype} (--dtype; the graph's tensors are {graph_dtype})")
+    dtype = dtype or graph_dtype
     imp = _Importer(onnx, inferred, src, notes)
     imp.run()
     if not imp.layers:
@@ -763,22 +834,26 @@ def workload_yaml(data: dict[str, Any], notes: list[str], source: str) -> str:
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """accelsim.fileio.write_atomic: all or nothing, one-line AccelsimError on failure."""
     from .fileio import write_atomic
 
-    write_atomic(path, text)
+    try:
+        write_atomic(path, text)
+    except OSError as exc:  # until fileio raises its own one-line errors
+        raise AccelsimError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def cmd_import_onnx(args: Any) -> tuple[int, list[str]]:
-    """CLI body of ``accelsim import-onnx MODEL.onnx -o OUT.yaml [--set batch=N] [--name NAME]``.
+    """CLI body of ``accelsim import-onnx MODEL.onnx -o OUT.yaml [--set batch=N] [--name NAME] [--dtype D]``.
 
     ``args`` has ``model``, ``out`` (None: the YAML is returned as the lines to print), ``set``
-    (KEY=VALUE strings) and ``name``. Returns (exit code, lines to print); raises an AccelsimError
-    (one line) on bad input, which the CLI prints as an error with exit code 2.
+    (KEY=VALUE strings), ``name`` and ``dtype``. Returns (exit code, lines to print); raises an
+    AccelsimError (one line) on bad input, which the CLI prints as an error with exit code 2.
     """
     from .templating import parse_sets
 
     params = parse_sets(list(getattr(args, "set", None) or []))
-    data, notes = import_onnx(args.model, params)
+    data, notes = import_onnx(args.model, params, getattr(args, "dtype", None))
     name = getattr(args, "name", None)
     if name:
         data["name"] = name
@@ -786,10 +861,7 @@ def cmd_import_onnx(args: Any) -> tuple[int, list[str]]:
     out = getattr(args, "out", None)
     if not out:
         return 0, text.rstrip("\n").split("\n")
-    try:
-        _write_atomic(Path(out), text)
-    except OSError as exc:
-        raise AccelsimError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    _write_atomic(Path(out), text)
     ops = Counter(layer["op"] for layer in data["layers"])
     summary = ", ".join(f"{v} {k}" for k, v in sorted(ops.items()))
     return 0, [f"wrote {out}: workload {data['name']!r}, {len(data['layers'])} layers ({summary})",

@@ -6,7 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .engine import simulate
+from .engine.classes import KSTEP_CAP, TILE_CAP
 from .hardware import Hardware
+from .limits import SizeLimitError, check_total
 from .lowering import POLICIES, Kernel, lower
 from .results import KernelResult, RunResult, build_meta
 from .workload import WEIGHT_OPS, Workload
@@ -34,6 +36,10 @@ class Simulator:
         hit = self._cache.get(key)
         if hit is None:
             hit = simulate(kernel, self.hw, self.source, keep_tiles=self.keep_tiles)
+            if self.keep_tiles and hit.tiles is None:
+                raise SizeLimitError(f"layer '{kernel.name}': {hit.tiling['tiles']:,} tiles are too many for "
+                                     f"per-tile records (traces and timelines hold up to {TILE_CAP:,} tiles, "
+                                     f"{KSTEP_CAP:,} k-steps per CTA); use a smaller shape")
             self._cache[key] = hit
         return hit
 
@@ -102,6 +108,16 @@ def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: s
     return None
 
 
+def _check_model_totals(name: str, results: list[KernelResult], dense_total: int) -> None:
+    """Each layer fits 64 bits; refuse a model whose reported sums would not."""
+    where = f"workload '{name}'"
+    check_total(where, "total cycles", max(dense_total, sum(r.cycles["total"] for r in results)))
+    check_total(where, "total MACs", sum(r.macs for r in results))
+    for level in ("dram", "sram"):
+        for tensor in results[0].bytes[level] if results else ():
+            check_total(where, f"total {level.upper()} bytes of {tensor}", sum(r.bytes[level][tensor] for r in results))
+
+
 def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: str = "sparse-if-supported",
         hw_source: str = "<hardware>", keep_tiles: bool = False,
         progress: Callable[[int, int], None] | None = None, command: list[str] | None = None,
@@ -130,6 +146,7 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         bases.append(base)
         if progress is not None:
             progress(i + 1, len(kernels))
+    _check_model_totals(model.name, results, dense_total)
     warnings = []
     if hw.energy is not None:
         problem = _add_energy(results, bases, model.dtype, hw)

@@ -282,3 +282,127 @@ def test_cmd_import_onnx_writes_a_loadable_workload(tmp_path: Path) -> None:
         cmd_import_onnx(argparse.Namespace(model=args.model, out=str(out), set=["batch"], name=None))
     with pytest.raises(AccelsimError, match="positive integer"):
         cmd_import_onnx(argparse.Namespace(model=args.model, out=str(out), set=["batch=0"], name=None))
+
+
+# ----------------------------------------------------------------------------- hostile inputs (issue #15)
+
+CORPUS = ROOT / "tests" / "corpus"
+
+
+def _cli_fails(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run the CLI in-process: exit 2 and exactly one stderr line, which is returned."""
+    from accelsim.cli import main
+
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    assert rc == 2, err
+    assert err.count("\n") == 1 and err.startswith("accelsim: error: ") and "Traceback" not in err, err
+    return err.strip()
+
+
+def test_set_batch_on_a_symbolic_batch_says_it_was_applied(tmp_path: Path) -> None:
+    """A10: --set batch=8 on a model whose leading dim is named 'batch' was applied, yet the note said
+    'no input has a symbolic leading dim'."""
+    path = CORPUS / "onnx-symbolic-batch.onnx"
+    data, notes = import_onnx(path, {"batch": 8})
+    assert data["layers"][0]["batch"] == 8
+    assert any("batch = 8 (--set batch=8) for symbolic dim 'batch' of input 'x'" in n for n in notes), notes
+    assert not any("no input has a symbolic leading dim" in n for n in notes)
+    _, default_notes = import_onnx(path)
+    assert any("batch = 1 (the default" in n for n in default_notes)
+    # a leading dim with its own parameter is not the batch: --set batch then really is unused
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+                              [helper.make_tensor_value_info("x", F, ["N", 4])],
+                              [helper.make_tensor_value_info("y", F, ["N", 4])])
+    data, notes = import_onnx(_save(tmp_path, graph), {"N": 3, "batch": 8})
+    assert data["layers"][0]["elements"] == 12
+    assert any("batch=8 was given but no input has a symbolic leading dim" in n for n in notes)
+
+
+@pytest.mark.parametrize("corpus, message", [
+    ("onnx-conv-strides0.onnx", "node '/layer1/conv' (Conv): attribute strides [0, 0]: every value must be >= 1"),
+    ("onnx-conv-pads-negative.onnx", "node '/layer1/conv' (Conv): attribute pads [-1, -1, -1, -1]: every value "
+                                     "must be >= 0"),
+    ("onnx-conv-dilations0.onnx", "node '/layer1/conv' (Conv): attribute dilations [0, 0]: every value must be >= 1"),
+    ("onnx-conv-kernel-too-large.onnx", "node '/layer1/conv' (Conv): attribute kernel_shape [9, 9] is larger than "
+                                        "the padded input [8, 8]"),
+])
+def test_bad_conv_attributes_are_one_line_errors(capsys: pytest.CaptureFixture[str], corpus: str,
+                                                 message: str) -> None:
+    """B10: strides 0 raised ZeroDivisionError; dilations 0 silently became a 1x1 kernel."""
+    line = _cli_fails(capsys, "import-onnx", str(CORPUS / corpus))
+    assert str(CORPUS / corpus) in line and message in line
+
+
+@pytest.mark.parametrize("op, attrs, message", [
+    ("Conv", {"kernel_shape": [3, 3], "group": 0}, "attribute group 0: must be >= 1"),
+    ("Conv", {"kernel_shape": [3, 3], "strides": [1]}, "attribute strides [1]: expected 2 integers"),
+    ("Conv", {"kernel_shape": [3, 3], "dilations": [5, 5]}, "kernel_shape [3, 3] (dilated to [11, 11]) is larger"),
+    ("Conv", {"kernel_shape": [5, 5]}, "attribute kernel_shape [5, 5] does not match the weight 'w'"),
+    ("Conv", {"kernel_shape": [3, 3], "auto_pad": "SOMETIMES"}, "attribute auto_pad 'SOMETIMES'"),
+    ("MaxPool", {"kernel_shape": [2, 2], "strides": [0, 0]}, "(MaxPool): attribute strides [0, 0]"),
+    ("MaxPool", {"kernel_shape": [0, 0]}, "(MaxPool): attribute kernel_shape [0, 0]: every value must be >= 1"),
+    ("AveragePool", {"kernel_shape": [9, 9]}, "(AveragePool): attribute kernel_shape [9, 9] is larger"),
+])
+def test_other_bad_spatial_attributes(tmp_path: Path, op: str, attrs: dict, message: str) -> None:
+    inputs = ["x", "w"] if op == "Conv" else ["x"]
+    graph = helper.make_graph([helper.make_node(op, inputs, ["y"], name="n1", **attrs)], "g",
+                              [helper.make_tensor_value_info("x", F, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              [_init("w", [4, 3, 3, 3])] if op == "Conv" else [])
+    with pytest.raises(AccelsimError) as err:
+        import_onnx(_save(tmp_path, graph))
+    assert "node 'n1'" in str(err.value) and message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_sizes_beyond_2p31_are_refused_naming_the_tensor(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """B2: a [2^40, 2^40] initializer was passed through into the workload."""
+    line = _cli_fails(capsys, "import-onnx", str(CORPUS / "onnx-initializer-2p40.onnx"))
+    assert "initializer 'w' dim 0 is 1,099,511,627,776" in line and "2^31-1" in line
+    # every input dim fine, but the GEMM's n (batch x rows) passes 2^31-1: the node is named
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="/fc/MatMul")], "g",
+                              [helper.make_tensor_value_info("x", F, ["batch", 65536, 16])],
+                              [helper.make_tensor_value_info("y", F, None)], [_init("w", [16, 32])])
+    path = _save(tmp_path, graph)
+    with pytest.raises(AccelsimError, match=r"node '/fc/MatMul' \(MatMul\): gemm n = 4,294,967,296: every size"):
+        import_onnx(path, {"batch": 65536})
+    line = _cli_fails(capsys, "import-onnx", str(path), "--set", "batch=4294967296")
+    assert "batch: --set value 4,294,967,296 is above accelsim's limit of 2^31-1" in line
+    fixed = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+                              [helper.make_tensor_value_info("x", F, [2**31, 2])],
+                              [helper.make_tensor_value_info("y", F, None)])
+    with pytest.raises(AccelsimError, match=r"input 'x' dim 0 is 2,147,483,648; every dimension must be between 1"):
+        import_onnx(_save(tmp_path, fixed, name="fixed.onnx"))
+    data, _ = import_onnx(path, {"batch": 2})  # within the limits: the emitted workload loads
+    workload_from_dict(data, "imported")
+
+
+def test_dtype_overrides_the_graphs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """D5: an fp32 graph deployed as fp16 / int8: --dtype is written into the workload."""
+    from accelsim.cli import main
+
+    out = tmp_path / "cnn.yaml"
+    assert main(["import-onnx", str(_cnn(tmp_path)), "-o", str(out), "--dtype", "fp16"]) == 0
+    err = capsys.readouterr().err
+    assert "note: dtype fp16 (--dtype; the graph's tensors are fp32)" in err
+    assert load_workload(out).dtype == "fp16"
+    data, notes = import_onnx(_cnn(tmp_path), dtype="int8")
+    assert data["dtype"] == "int8" and workload_from_dict(data, "x").dtype_bytes == 1
+    data, notes = import_onnx(_cnn(tmp_path), dtype="fp32")  # the graph's own: no note
+    assert data["dtype"] == "fp32" and not any("--dtype" in n for n in notes)
+    with pytest.raises(AccelsimError, match="unknown dtype 'fp64'"):
+        import_onnx(_cnn(tmp_path), dtype="fp64")
+    with pytest.raises(SystemExit) as exc:
+        main(["import-onnx", str(_cnn(tmp_path)), "--dtype", "fp64"])
+    assert exc.value.code == 2 and "invalid choice: 'fp64'" in capsys.readouterr().err
+
+
+def test_write_failure_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = _cli_fails(capsys, "import-onnx", str(_cnn(tmp_path)), "-o", str(blocker / "out.yaml"))
+    assert str(blocker) in line
+    target = tmp_path / "dir.yaml"
+    target.mkdir()
+    line = _cli_fails(capsys, "import-onnx", str(_cnn(tmp_path)), "-o", str(target))
+    assert str(target) in line and not list(tmp_path.glob(".*.tmp"))

@@ -142,7 +142,7 @@ def test_planted_hardware_drift_exits_1_with_moved_metrics_first(micro, tmp_path
     ranks = [r.rank for r in report.rows]
     assert ranks == sorted(ranks)
     first = report.rows[0]
-    assert first.status == "drift" and first.rel_change > 1  # a number that moved more than 100 %
+    assert first.status == "drift" and first.layer == "(run)" and first.metric == "totals.cycles.total"
     assert rows[0].split()[0] == "drift" and first.metric in rows[0]
     moved = {r.metric for r in report.drift_rows}
     for metric in ("cycles.total", "cycles.stall_memory", "totals.cycles.total", "hardware.dram.bandwidth_gb_s",
@@ -433,7 +433,7 @@ def test_markdown_has_a_table(micro):
     lines = md.splitlines()
     assert lines[0] == "### accelsim regress: ❌ drift"
     head = next(i for i, line in enumerate(lines) if line.startswith("| status |"))
-    assert lines[head] == "| status | layer | metric | baseline | candidate | change | rel | tolerance |"
+    assert lines[head] == "| status | layer | metric | baseline | candidate | change | rel | of model | tolerance |"
     assert set(lines[head + 1]) <= set("|-:")
     assert lines[head + 2].startswith("| drift |") or lines[head + 2].startswith("| changed |")
     assert "**Drift by metric:**" in md and "inputs changed" in md.lower()
@@ -462,3 +462,91 @@ def test_report_written_into_candidate_dir_is_not_a_result(micro, tmp_path):
     assert (tmp_path / "c" / "regress.json").is_file()
     code, text = regress_command(tmp_path / "b", tmp_path / "c")
     assert code == 0, text
+
+
+# --------------------------------------------------------------------------------------------- ranking (#15 A5)
+
+def _ranked_pair() -> tuple[dict, dict]:
+    """A model whose latency rises 86 %: layer 'big' slows down by 946,000 cycles, while a stall counter
+    of layer 'small' jumps 132 -> 5,086 (+3,753 %, but 0.45 % of the model's time)."""
+    def layer(name: str, total: int, stall: int, util: float) -> dict:
+        return {"name": name, "op": "gemm", "cycles": {"total": total, "compute": total - stall,
+                                                         "stall_memory": stall, "stall_decode": 0, "launch": 0},
+                "utilization": util, "bytes": {"dram": {"b": 1000}}}
+
+    def result(big: int, big_stall: int, small: int, small_stall: int) -> dict:
+        total = big + small
+        return {"schema_version": SCHEMA_VERSION,
+                "layers": [layer("small", small, small_stall, 0.5), layer("big", big, big_stall, 0.9)],
+                "totals": {"cycles": {"total": total, "compute": total - big_stall - small_stall,
+                                      "stall_memory": big_stall + small_stall, "stall_decode": 0, "launch": 0},
+                           "latency_us": total / 1000, "bytes": {"dram": {"b": 2000}}}}
+
+    base = result(1_000_000, 10_000, 100_000, 132)
+    cand = result(1_946_000 - 4_954, 956_000 - 4_954, 104_954, 5_086)
+    return base, cand
+
+
+def test_drift_ranks_model_totals_first_then_by_share_of_the_total():
+    base, cand = _ranked_pair()
+    assert cand["totals"]["cycles"]["total"] / base["totals"]["cycles"]["total"] == pytest.approx(1.86)
+    report = compare(base, cand)
+    order = [(r.layer, r.metric) for r in report.drift_rows]
+    totals = [m for layer, m in order if m.startswith("totals.")]
+    assert order[:len(totals)] == [("(run)", m) for m in totals]  # every model total before any layer row
+    assert order[0] == ("(run)", "totals.cycles.total")  # the +86 % comes first, not the +3,753 %
+    layers = [(layer, m) for layer, m in order if layer != "(run)"]
+    assert layers[:2] == [("big", "cycles.stall_memory"), ("big", "cycles.total")]  # 946,000 cycles each
+    assert {m for layer, m in layers[2:4]} == {"cycles.stall_memory", "cycles.total"}  # 'small': 4,954 each
+    stall = next(r for r in report.drift_rows if (r.layer, r.metric) == ("small", "cycles.stall_memory"))
+    assert stall.rel_change > 37 and stall.share == pytest.approx(4954 / 1_100_000)
+    # the table follows the share of the model's total, largest first, within the layer rows
+    shares = [r.share for r in report.drift_rows if r.layer != "(run)" and r.share is not None]
+    assert shares == sorted(shares, reverse=True)
+    text = report.to_table()
+    rows = _table_rows(text)
+    assert "totals.cycles.total" in rows[0] and "+86%" in rows[0] and "86%" in rows[0].split("+86%")[1]
+    small_at = next(i for i, r in enumerate(rows) if r.split()[1] == "small" and "stall_memory" in r)
+    big_at = next(i for i, r in enumerate(rows) if r.split()[1] == "big" and "cycles.total" in r)
+    assert big_at < small_at
+    groups = [g["metric"] for g in report.by_metric()]
+    assert groups[0] == "totals.cycles.total"
+
+
+def test_unitless_layer_metric_weighs_by_the_layers_share_of_time():
+    base, cand = _ranked_pair()
+    cand["layers"][0]["utilization"] = 0.05  # -90 % in a layer holding 9 % of the time
+    rows = {(r.layer, r.metric): r for r in compare(base, cand).rows}
+    util = rows[("small", "utilization")]
+    assert util.share is None and util.weight == pytest.approx(0.9 * 100_000 / 1_100_000)
+
+
+# --------------------------------------------------------------------------------------------- non-finite (#15 A7)
+
+@pytest.mark.parametrize("literal, shown", [("Infinity", "Infinity"), ("-Infinity", "-Infinity"), ("NaN", "NaN"),
+                                            ("1e999", "Infinity")])
+def test_non_finite_number_in_a_baseline_is_an_error(micro, tmp_path, literal, shown):
+    """A baseline holding Infinity passed any candidate (every comparison with inf/NaN is False)."""
+    base, _ = micro
+    text = base.to_json()
+    key = '"latency_us": '
+    start = text.index(key) + len(key)
+    end = start + len(text[start:].split(",", 1)[0].split("\n", 1)[0])
+    bad = _write(tmp_path / "base.json", text[:start] + literal + text[end:])
+    good = _write(tmp_path / "cand.json", text)
+    for b, c, culprit in ((bad, good, bad), (good, bad, bad)):
+        code, out = regress_command(b, c)
+        assert code == 2, out
+        assert out == (f"accelsim: error: {culprit}: totals.latency_us: non-finite number {shown}; accelsim "
+                       "results hold finite numbers only (a hand-edited or corrupted file?)\n")
+
+
+def test_non_finite_number_in_a_layer_names_the_layer(micro):
+    base, _ = micro
+    body = json.loads(base.to_json())
+    body["layers"][1]["cycles"]["total"] = float("inf")
+    with pytest.raises(ResultFileError, match=rf"layers\[{body['layers'][1]['name']}\]\.cycles\.total: non-finite"):
+        compare(body, json.loads(base.to_json()))
+    with pytest.raises(ResultFileError, match="non-finite"):
+        bless_src = body  # bless validates every candidate first
+        regress._check_result(bless_src, "<candidate>")

@@ -9,8 +9,10 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..hardware import Hardware, SystolicCompute, TensorCoreCompute
+from ..limits import check_kernel
 from ..lowering import Kernel
 from ..results import BINDING_NAMES, TILE_DTYPE, KernelResult
+from . import classes as cl
 from . import pipeline as pl
 from . import tensorcore as tc
 from . import tiling as tl
@@ -30,20 +32,29 @@ _TIME_COLS = (("load_start", pl.P_LOAD_START), ("load_end", pl.P_LOAD_END),
 
 @dataclass
 class _Segment:
-    """One simulated tile sequence (a systolic kernel, or one wave class of a CTA grid)."""
+    """One simulated tile sequence (a systolic kernel, or one wave class of a CTA grid).
 
-    work: np.ndarray
-    times: np.ndarray
-    bw: np.ndarray
+    A sequence too long to hold tile by tile has no arrays, only ``summed``: its totals,
+    extrapolated from classes of identical tiles (``classes``).
+    """
+
+    work: np.ndarray | None
+    times: np.ndarray | None
+    bw: np.ndarray | None
     count: int = 1  # how many times this sequence runs back to back on each core
     active: int = 1  # cores running it concurrently
     wave_class: int = 0
+    summed: cl.Sums | None = None
 
     @property
     def end(self) -> float:
-        if not len(self.work):
-            return 0.0
-        return float(max(self.times[:, pl.P_COMPUTE_END].max(), self.times[:, pl.P_WB_END].max()))
+        return self.summed.end if self.summed is not None else cl.end_of(self.times)  # type: ignore[arg-type]
+
+    def totals(self, latency: float, groups: bool) -> cl.Sums:
+        """The sums a KernelResult is built from (``groups``: include the decode-group sum)."""
+        if self.summed is not None:
+            return self.summed
+        return cl.sums_of(self.work, self.times, latency, groups)  # type: ignore[arg-type]
 
 
 def _rate(value: object) -> float:
@@ -62,7 +73,13 @@ def _decode_params(kernel: Kernel, hw: Hardware) -> tuple[float, float]:
 
 
 def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True) -> KernelResult:
-    """Simulate one kernel on ``hw``, tile by tile; raises InfeasibleError if no tile fits."""
+    """Simulate one kernel on ``hw``, tile by tile; raises InfeasibleError if no tile fits.
+
+    Kernels with more tiles than ``classes.TILE_CAP`` are simulated by classes of identical tiles
+    and have no per-tile records (``tiles`` stays None, ``tiling['extrapolated']`` is True); more
+    than 2^62 MACs raise SizeLimitError.
+    """
+    check_kernel(kernel)
     if kernel.vector:
         segments, tiling, peak = _vector(kernel, hw)
         launch = hw.vector.launch_overhead_cycles
@@ -128,14 +145,21 @@ def _systolic(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segment]
                               f"SRAM too small for the smallest tile of layer '{kernel.name}' "
                               f"({kernel.m}x{kernel.n}x{kernel.k}, {kernel.pattern_executed or 'dense'}): "
                               f"needs {need} bytes in the {buf} buffer, has {have}{half}", kernel.name)
-    work = tl.systolic_tiles(comp.rows, comp.cols, tl.DATAFLOW_CODE[comp.dataflow],
-                             comp.output_drain == "serial", kernel.m, kernel.n, kernel.k,
-                             kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes),
-                             float(kernel.metadata_bits), float(comp.accumulator_bytes), int(plan["chunk"]),
-                             b_elements / (kernel.k * kernel.n), bool(plan["a_resident"]),
-                             bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse)
-    bw = np.full(len(work), hw.fill_bytes_per_cycle())
+    args = (comp.rows, comp.cols, tl.DATAFLOW_CODE[comp.dataflow], comp.output_drain == "serial", kernel.m,
+            kernel.n, kernel.k, kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes), float(kernel.metadata_bits),
+            float(comp.accumulator_bytes), int(plan["chunk"]), b_elements / (kernel.k * kernel.n),
+            bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse)
     rate, lat = _decode_params(kernel, hw)
+    n_tiles = cl.systolic_tile_count(comp.rows, comp.cols, args[2], kernel.m, kernel.n, kernel.k, kernel.keep_n,
+                                     kernel.group_m, args[12])
+    if n_tiles > cl.TILE_CAP:  # too many to hold: simulate classes of identical tiles, extrapolate
+        summed, simulated, folds = cl.systolic_sums(*args, hw.fill_bytes_per_cycle(), hw.dram_latency_cycles(), rate,
+                                                    lat, sram.n_stages())
+        tiling = {"tiles": n_tiles, "chunk": int(plan["chunk"]), "folds": folds, "a_resident": args[15],
+                  "b_resident": args[16], "c_resident": args[17], "extrapolated": True, "simulated_tiles": simulated}
+        return [_Segment(None, None, None, summed=summed)], tiling, float(comp.rows * comp.cols)
+    work = tl.systolic_tiles(*args)
+    bw = np.full(len(work), hw.fill_bytes_per_cycle())
     times = pl.run_pipeline(work, bw, hw.dram_latency_cycles(), rate, lat, sram.n_stages(), 0.0)
     tiling = {"tiles": int(len(work)), "chunk": int(plan["chunk"]),
               "folds": int(len(np.unique(work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]))) if len(work) else 0,
@@ -224,26 +248,29 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     b_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and b_total <= l2_bytes
     c_footprint = c_total + (m * batch * n * 4.0 * split if split > 1 else 0.0)  # C plus split-k partials
     c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_footprint <= l2_bytes
+    waves = -(-ctas // slots)
+    wave_classes = tc.wave_classes if waves <= cl.WAVE_CAP else cl.wave_classes_large  # same classes
     if l2 is None:  # no cache between cores and DRAM: every CTA reads its own blocks
-        classes = tc.wave_classes(1, 1, ctas, slots, a_total * grid_n / ctas, b_total * grid_m / ctas, False)
+        classes = wave_classes(1, 1, ctas, slots, a_total * grid_n / ctas, b_total * grid_m / ctas, False)
         classes = [(a, a * a_total * grid_n / ctas, a * b_total * grid_m / ctas, c, f)
                    for a, _, _, c, f in classes]
     else:
-        classes = tc.wave_classes(grid_m, grid_n, split, slots, a_total / (grid_m * split),
-                                  0.0 if b_in_l2 else b_total / (grid_n * split), all_fit)
-    base = tc.cta_k_loop(bm, bn, bk, min(k_slice, k_total), kernel.keep_n, kernel.group_m, mma[2], e, mbits,
-                         c_traffic / ctas, rate, kernel.sparse)
-    a_cta = base[:, tl.T_SRAM_A_VALUES].sum() + base[:, tl.T_SRAM_A_META].sum()
-    b_cta = base[:, tl.T_SRAM_B].sum()
+        classes = wave_classes(grid_m, grid_n, split, slots, a_total / (grid_m * split),
+                               0.0 if b_in_l2 else b_total / (grid_n * split), all_fit)
+    k_cta = min(k_slice, k_total)
+
+    def k_loop(k_len: int) -> np.ndarray:
+        return tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_traffic / ctas,
+                             rate, kernel.sparse)
+
     fill = hw.fill_bytes_per_cycle()
     l2_bw = l2.bandwidth_bytes_per_cycle if l2 is not None else math.inf
     dram_bw = hw.dram_bytes_per_cycle()
     dec_rate, dec_lat = _decode_params(kernel, hw)
-    segs = []
-    for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
-        fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
-        fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
-        fc = 0.0 if c_in_l2 else 1.0
+    latency = hw.dram_latency_cycles()
+
+    def run_class(base: np.ndarray, idx: int, active: int, count: int, fa: float, fb: float,
+                  fc: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         work = base.copy()
         tc.fill_dram_columns(work, fa, fb, fc)
         tc.tag_rows(work, idx, count)
@@ -259,22 +286,64 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
         # C goes to DRAM (or stays in L2): its own share of the memory system, not the loads'
         wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.full(len(work), fc), active, fill, l2_bw, dram_bw)
-        times = pl.run_pipeline_split(xfer, bw, wb_bw, hw.dram_latency_cycles(), dec_rate, dec_lat, stages, 0.0)
-        segs.append(_Segment(work, times, bw, count=count, active=active, wave_class=idx))
-    waves = -(-ctas // slots)
+        times = pl.run_pipeline_split(xfer, bw, wb_bw, latency, dec_rate, dec_lat, stages, 0.0)
+        return work, times, bw
+
+    fc = 0.0 if c_in_l2 else 1.0
+    k_steps = -(-k_cta // bk)
+    segs = []
+    if k_steps <= cl.KSTEP_CAP:
+        base = k_loop(k_cta)
+        a_cta = base[:, tl.T_SRAM_A_VALUES].sum() + base[:, tl.T_SRAM_A_META].sum()
+        b_cta = base[:, tl.T_SRAM_B].sum()
+        for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
+            fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
+            fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
+            work, times, bw = run_class(base, idx, active, count, fa, fb, fc)
+            segs.append(_Segment(work, times, bw, count=count, active=active, wave_class=idx))
+    else:  # a k-loop too long to hold: reduced loops, extended linearly in the number of k-steps
+        loop = cl.Loop(k_steps, bk, "k")
+        bases: dict[int, np.ndarray] = {}
+
+        def reduced(steps_run: int) -> np.ndarray:
+            if steps_run not in bases:
+                bases[steps_run] = k_loop(k_cta - (k_steps - steps_run) * bk)
+            return bases[steps_run]
+
+        def operand_bytes(counts: list[int]) -> cl.Sums:
+            return cl.Sums(0.0, 0.0, 0.0, 0.0, 0.0, reduced(counts[0]).sum(axis=0))
+
+        col = cl.extrapolate([loop], operand_bytes)[0].col
+        a_cta = col[tl.T_SRAM_A_VALUES] + col[tl.T_SRAM_A_META]
+        b_cta = col[tl.T_SRAM_B]
+        for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
+            fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
+            fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
+
+            def one(counts: list[int], idx: int = idx, active: int = active, count: int = count, fa: float = fa,
+                    fb: float = fb) -> cl.Sums:
+                work, times, _ = run_class(reduced(counts[0]), idx, active, count, fa, fb, fc)
+                return cl.sums_of(work, times, latency)
+
+            summed = cl.extrapolate([loop], one)[0]
+            segs.append(_Segment(None, None, None, count=count, active=active, wave_class=idx, summed=summed))
     last = ctas - (waves - 1) * slots
-    tiling = {"tiles": int(ctas * len(base)), "cta_tile": [bm, bn, bk], "split_k": split, "stages": stages,
+    tiling = {"tiles": int(ctas * k_steps), "cta_tile": [bm, bn, bk], "split_k": split, "stages": stages,
               "ctas": ctas, "grid": [grid_m, grid_n, split], "slots": slots, "waves": waves, "last_wave_ctas": last,
-              "idle_slot_fraction": round(1 - ctas / (waves * slots), 6), "k_steps": int(len(base)),
+              "idle_slot_fraction": round(1 - ctas / (waves * slots), 6), "k_steps": int(k_steps),
               "wave_classes": len(classes), "l2_reuse": "kernel" if all_fit else ("wave" if l2 else "none"),
               "b_from_l2": b_in_l2, "c_to_l2": c_in_l2}
+    if k_steps > cl.KSTEP_CAP:
+        tiling["extrapolated"] = True
     return segs, tiling
 
 
 # -- results -------------------------------------------------------------------------------
 
-def _records(segments: list[_Segment], launch: int) -> np.ndarray:
-    n = sum(len(s.work) for s in segments)
+def _records(segments: list[_Segment], launch: int) -> np.ndarray | None:
+    if any(s.summed is not None for s in segments):
+        return None  # extrapolated: no per-tile arrays to record
+    n = sum(len(s.work) for s in segments)  # type: ignore[arg-type]
     rec = np.zeros(n, dtype=TILE_DTYPE)
     rec["tile"] = np.arange(n)
     i = 0
@@ -301,31 +370,29 @@ def _records(segments: list[_Segment], launch: int) -> np.ndarray:
 
 def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: dict, peak: float,
               keep_tiles: bool, launch: int) -> KernelResult:
-    end = launch + sum(s.count * s.end for s in segments)
+    rate, _ = _decode_params(kernel, hw)
+    sums = [s.totals(hw.dram_latency_cycles(), math.isfinite(rate)) for s in segments]
+    end = launch + sum(s.count * t.end for s, t in zip(segments, sums, strict=True))
     total = _ceil(end)
-    compute_f = sum(s.count * s.work[:, tl.T_CYCLES].sum() for s in segments)
+    compute_f = sum(s.count * t.cycles for s, t in zip(segments, sums, strict=True))
     compute = int(round(compute_f))
-    stall_decode = int(round(sum(s.count * s.times[:, pl.P_STALL_DECODE].sum() for s in segments)))
+    stall_decode = int(round(sum(s.count * t.stall_decode for s, t in zip(segments, sums, strict=True))))
     stall_memory = max(0, total - compute - launch - stall_decode)
     if stall_memory == 0:
         total = compute + launch + stall_decode
-    col = sum(s.count * s.active * s.work.sum(axis=0) for s in segments)
+    col = sum(s.count * s.active * t.col for s, t in zip(segments, sums, strict=True))
     dram = {"a_values": _ceil(col[tl.T_DRAM_A_VALUES]), "a_metadata": _ceil(col[tl.T_DRAM_A_META]),
             "b": _ceil(col[tl.T_DRAM_B]), "c": _ceil(col[tl.T_DRAM_C_READ] + col[tl.T_DRAM_C_WRITE])}
     sram = {"a_values": _ceil(col[tl.T_SRAM_A_VALUES]), "a_metadata": _ceil(col[tl.T_SRAM_A_META]),
             "b": _ceil(col[tl.T_SRAM_B]), "c": _ceil(col[tl.T_SRAM_C])}
     memory_busy = 0.0
     decode_busy = 0.0
-    rate, _ = _decode_params(kernel, hw)
-    for s in segments:
-        moved = s.times[:, pl.P_LOAD_END] - s.times[:, pl.P_LOAD_START]
-        wb = s.times[:, pl.P_WB_END] - s.times[:, pl.P_WB_START]
-        lat = hw.dram_latency_cycles()
-        moved = np.where(moved > 0, moved - lat, 0.0).clip(min=0)
-        memory_busy += s.count * float(moved.sum() + wb.sum())
+    for s, t in zip(segments, sums, strict=True):
+        memory_busy += s.count * t.busy
         if math.isfinite(rate):
-            decode_busy += s.count * float(s.work[:, tl.T_GROUPS].sum()) / rate
+            decode_busy += s.count * t.groups / rate
     busy = {"compute": compute, "memory": _ceil(memory_busy), "decode": _ceil(decode_busy), "launch": int(launch)}
+    cl.check_totals(kernel.name, total, busy, dram, sram)
     ranked = max(range(4), key=lambda i: (busy[BINDING_NAMES[i]], -i))
     macs_exec = kernel.macs_executed
     return KernelResult(

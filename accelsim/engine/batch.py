@@ -36,6 +36,7 @@ from ..results import BINDING_NAMES
 from . import pipeline as pl
 from . import simulate
 from . import tiling as tl
+from .classes import TILE_CAP, systolic_tile_count
 
 __all__ = ["LeanHardware", "Summary", "summarize", "summary_from_result", "BINDING_NAMES"]
 
@@ -332,6 +333,9 @@ def _systolic(kernel: Kernel, lh: LeanHardware) -> Summary:
     if "infeasible" in plan:
         simulate(kernel, lh.hw, lh.source, keep_tiles=False)  # raises the engine's own InfeasibleError
         raise AssertionError("engine accepted a kernel the plan rejects")  # pragma: no cover
+    if systolic_tile_count(lh.rows, lh.cols, lh.dataflow_code, kernel.m, kernel.n, kernel.k, kernel.keep_n,
+                           kernel.group_m, int(plan["chunk"])) > TILE_CAP:  # the engine's class-extrapolated path
+        return summary_from_result(simulate(kernel, lh.hw, lh.source, keep_tiles=False))
     sparse = kernel.sparse
     dec_rate, dec_lat = (lh.decode_rate, lh.decode_latency) if sparse else (_INF, 0.0)
     raw = _systolic_raw(lh.rows, lh.cols, lh.dataflow_code, lh.serial, kernel.m, kernel.n, kernel.k,

@@ -46,6 +46,9 @@ DEFAULT_ATOL = 0.0
 # Run-level sections that echo the inputs: drift there is the cause of the rest.
 INPUT_SECTIONS = ("hardware", "workload", "sparsity", "policy")
 
+# The model totals a drift report leads with.
+HEADLINE_TOTALS = ("totals.cycles.total", "totals.latency_us")
+
 # Layer label used for run-level rows (totals, hardware, workload, ...).
 RUN_LEVEL = "(run)"
 
@@ -112,6 +115,14 @@ def _check_result(data: Any, source: str) -> dict[str, Any]:
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise ResultFileError(source, f"not an accelsim result (schema_version {version!r} is not a "
                                       "non-negative integer)")
+    try:
+        bad = _non_finite(data)
+    except RecursionError:  # pragma: no cover - pathological nesting
+        raise ResultFileError(source, "not an accelsim result (nested too deeply)") from None
+    if bad is not None:
+        path, value = bad
+        raise ResultFileError(source, f"{path}: non-finite number {_json_text(value)}; accelsim results hold finite "
+                                      "numbers only (a hand-edited or corrupted file?)")
     data = migrate(data, source)
     layers = data.get("layers")
     if not isinstance(layers, list):
@@ -121,6 +132,33 @@ def _check_result(data: Any, source: str) -> dict[str, Any]:
         if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
             raise ResultFileError(source, f"not an accelsim result (layers[{i}] has no 'name')")
     return data
+
+
+def _non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """The key path and value of the first NaN or infinity in a decoded JSON value, else None.
+
+    Python's json module reads ``NaN``, ``Infinity`` and overflowing literals such as ``1e999``; a
+    baseline holding one would pass any candidate (every comparison with NaN or inf is False), so
+    results must be finite. Paths label layers by name, like the report's rows.
+    """
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path or "(top level)", value)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _non_finite(v, f"{path}.{k}" if path else str(k))
+            if found:
+                return found
+    elif isinstance(value, list):
+        label = _list_key(value)
+        for i, v in enumerate(value):
+            found = _non_finite(v, f"{path}[{label(i, v) if label else i}]")
+            if found:
+                return found
+    return None
+
+
+def _json_text(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 def _json_type(value: Any) -> str:
@@ -392,6 +430,8 @@ class Row:
     rel_change: float | None = None   # |change| / |baseline|; None for non-numeric; inf from zero
     rtol: float | None = None
     atol: float | None = None
+    share: float | None = None  # |change| / the model's total of the same kind (cycles, bytes, MACs, J)
+    weight: float | None = None  # ranking weight: share, else relative change x the layer's share of time
 
     @property
     def is_drift(self) -> bool:
@@ -399,22 +439,32 @@ class Row:
 
     @property
     def severity(self) -> float:
-        """Relative change (inf from zero); -1 for a non-numeric change or a metric on one side only."""
+        """The ranking weight (inf from zero); -1 for a non-numeric change or a metric on one side only."""
         if self.rel_change is None:
             return -1.0
-        return self.rel_change
+        return self.weight if self.weight is not None else self.rel_change
 
     @property
-    def rank(self) -> tuple[int, float]:
-        """Worst first: numbers beyond tolerance by relative change, then non-numeric changes and
-        one-sided metrics, then numbers within tolerance."""
-        group = 2 if not self.is_drift else (0 if self.rel_change is not None else 1)
-        return group, -self.severity
+    def rank(self) -> tuple[int, int, float]:
+        """Worst first: model totals beyond tolerance, then other numbers beyond tolerance, both by
+        weight (their change as a share of the model's total of that kind, so a stall counter going
+        from 132 to 5,086 cycles in one layer ranks by those 4,954 cycles against the model's
+        total, not by its +3,753 %), then non-numeric changes and one-sided metrics, then numbers
+        within tolerance. The model's total cycles and latency lead the totals."""
+        if not self.is_drift:
+            group = 3
+        elif self.rel_change is None:
+            group = 2
+        else:
+            group = 0 if self.layer == RUN_LEVEL and self.metric.startswith("totals.") else 1
+        return group, 0 if group == 0 and self.metric in HEADLINE_TOTALS else 1, -self.severity
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["rel_change"] = _json_number(self.rel_change)
         d["abs_change"] = _json_number(self.abs_change)
+        d["share"] = _json_number(self.share)
+        d["weight"] = _json_number(self.weight)
         d["baseline"] = _json_value(self.baseline)
         d["candidate"] = _json_value(self.candidate)
         return d
@@ -463,19 +513,22 @@ class Report:
         return "drift" if self.has_drift else "ok"
 
     def by_metric(self) -> list[dict[str, Any]]:
-        """Drift rows grouped by metric name: how many layers, the worst relative change, where."""
+        """Drift rows grouped by metric name: how many layers, the worst (heaviest) change, where.
+
+        Groups come in the table's order: model totals first, then by their heaviest row's weight.
+        """
         groups: dict[str, dict[str, Any]] = {}
         for r in self.rows:
             if not r.is_drift:
                 continue
             g = groups.setdefault(r.metric, {"metric": r.metric, "rows": 0, "worst_rel_change": None,
-                                             "worst_file": r.file, "worst_layer": r.layer, "_sev": -2.0})
+                                             "worst_file": r.file, "worst_layer": r.layer, "_sev": (9, 9, 0.0)})
             g["rows"] += 1
-            if r.severity > g["_sev"]:
-                g["_sev"] = r.severity
+            if r.rank < g["_sev"]:
+                g["_sev"] = r.rank
                 g["worst_rel_change"] = r.rel_change
                 g["worst_file"], g["worst_layer"] = r.file, r.layer
-        out = sorted(groups.values(), key=lambda g: (-g["_sev"], -g["rows"], g["metric"]))
+        out = sorted(groups.values(), key=lambda g: (g["_sev"], -g["rows"], g["metric"]))
         for g in out:
             del g["_sev"]
         return out
@@ -521,12 +574,12 @@ class Report:
         if not self.single_file:
             cells.append(r.file)
         cells += [r.layer, r.metric, _fmt_value(r.baseline), _fmt_value(r.candidate), _fmt_change(r),
-                  _fmt_rel(r), _fmt_tol(r)]
+                  _fmt_rel(r), _fmt_share(r), _fmt_tol(r)]
         return cells
 
     def _head(self) -> list[str]:
         return ["status", *([] if self.single_file else ["file"]), "layer", "metric", "baseline", "candidate",
-                "change", "rel", "tolerance"]
+                "change", "rel", "of model", "tolerance"]
 
     def to_table(self, max_rows: int = 40, headline: str | None = None) -> str:
         """Readable text: headline, the moved metrics worst first, one-sided layers/files, counts."""
@@ -538,7 +591,7 @@ class Report:
             shown = self.rows[:max_rows]
             cells = [self._cells(r) for r in shown]
             widths = [max(len(row[i]) for row in [head, *cells]) for i in range(len(head))]
-            right = {len(head) - 5, len(head) - 4, len(head) - 3, len(head) - 2}
+            right = {len(head) - 6, len(head) - 5, len(head) - 4, len(head) - 3, len(head) - 2}
 
             def line(row: list[str]) -> str:
                 return "  ".join(v.rjust(w) if i in right else v.ljust(w)
@@ -578,8 +631,8 @@ class Report:
                 for g in groups[:20]) + (f"; … {len(groups) - 20} more" if len(groups) > 20 else ""), ""]
         if self.rows:
             head = self._head()
-            lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---:" if h in ("baseline", "candidate",
-                                                                                  "change", "rel") else "---"
+            lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---:" if h in ("baseline", "candidate", "change",
+                                                                                  "rel", "of model") else "---"
                                                                        for h in head) + "|"]
             for r in self.rows[:max_rows]:
                 lines.append("| " + " | ".join(_md_cell(c, code=i in (1, 2) if self.single_file else i in (1, 2, 3))
@@ -677,6 +730,14 @@ def _fmt_rel(r: Row) -> str:
     return sign + _fmt_rel_value(r.rel_change)
 
 
+def _fmt_share(r: Row) -> str:
+    if r.share is None:
+        return "-"
+    if math.isinf(r.share):
+        return "inf"
+    return f"{r.share * 100:.3g}%"
+
+
 def _fmt_tol(r: Row) -> str:
     if r.rtol is None:
         return "exact"
@@ -711,8 +772,76 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _family(metric: str) -> str | None:
+    """The kind of quantity a metric counts, when the model has a total of it (else None: unitless)."""
+    if metric.startswith("totals."):
+        metric = metric[len("totals."):]
+    elif metric.startswith("by_op_type["):
+        metric = metric.split("].", 1)[-1]
+    head, _, rest = metric.partition(".")
+    if head in ("dense_total_cycles", "dense_cycles"):
+        return "dense_cycles"
+    if head in ("cycles", "busy") or metric == "fallback.cycles":
+        return "cycles"
+    if head == "bytes":
+        return rest.partition(".")[0] or None  # dram / sram
+    if head in ("macs", "macs_executed"):
+        return "macs"
+    if head == "energy" and any(p.endswith("_j") and not p.endswith("per_j") for p in rest.split(".")):
+        return "energy"  # total_j, dense_total_j, by_component_j.*, by_tensor_j.* (not inferences_per_j)
+    if head == "latency_us":
+        return "latency"
+    if head == "footprint" and metric.endswith("_bytes"):
+        return "footprint"
+    return None
+
+
+def _family_totals(result: dict[str, Any]) -> dict[str, float]:
+    """The model's total of each kind of quantity (what a change is a share of)."""
+    flat = {k: v for k, v in flatten({"totals": result.get("totals"), "footprint": result.get("footprint")}).items()
+            if _is_number(v) and math.isfinite(v)}
+    out = {"cycles": flat.get("totals.cycles.total"), "dense_cycles": flat.get("totals.dense_total_cycles"),
+           "macs": flat.get("totals.macs"),
+           "energy": flat.get("totals.energy.total_j"), "latency": flat.get("totals.latency_us"),
+           "footprint": flat.get("footprint.total_bytes")}
+    for level in ("dram", "sram"):
+        parts = [v for k, v in flat.items() if k.startswith(f"totals.bytes.{level}.")]
+        out[level] = sum(parts) if parts else None
+    return {k: abs(float(v)) for k, v in out.items() if v is not None}
+
+
+class _Weigher:
+    """Ranking weights of one result pair: a change as a share of the model's total of its kind."""
+
+    def __init__(self, base: dict[str, Any], cand: dict[str, Any]) -> None:
+        b, c = _family_totals(base), _family_totals(cand)
+        self.totals = {k: b[k] if b.get(k) else c.get(k, 0.0) for k in b.keys() | c.keys()}  # baseline's, if any
+
+    def layer_share(self, b_layer: dict[str, Any], c_layer: dict[str, Any]) -> float:
+        """A layer's share of the model's time (baseline, else candidate): weighs its unitless metrics."""
+        total = self.totals.get("cycles")
+        for layer in (b_layer, c_layer):
+            cycles = layer.get("cycles")
+            t = cycles.get("total") if isinstance(cycles, dict) else None
+            if total and _is_number(t) and math.isfinite(t):
+                return min(1.0, abs(t) / total)
+        return 1.0
+
+    def weigh(self, row: Row, scope: float) -> None:
+        family = _family(row.metric)
+        total = self.totals.get(family) if family else None
+        if family and total is not None and row.abs_change is not None:
+            row.share = row.abs_change / total if total else (math.inf if row.abs_change else 0.0)
+            if math.isnan(row.share):
+                row.share = math.inf
+            row.weight = row.share
+        elif row.rel_change is not None:
+            row.weight = row.rel_change * scope
+
+
 def _compare_metrics(base: dict[str, Any], cand: dict[str, Any], tol: Tolerances, file: str, layer: str,
-                     prefix: str, rows: list[Row], counts: dict[str, int]) -> None:
+                     prefix: str, rows: list[Row], counts: dict[str, int], weigher: _Weigher | None = None,
+                     scope: float = 1.0) -> None:
     keys = list(base)
     keys += [k for k in cand if k not in base]
     for key in keys:
@@ -741,7 +870,10 @@ def _compare_metrics(base: dict[str, Any], cand: dict[str, Any], tol: Tolerances
                 rel = diff / abs(b)
             ok = diff <= max(t.atol, t.rtol * abs(b))  # False for NaN / inf differences
             status = WITHIN if ok else DRIFT
-            rows.append(Row(file, layer, metric, b, c, status, diff, rel, t.rtol, t.atol))
+            row = Row(file, layer, metric, b, c, status, diff, rel, t.rtol, t.atol)
+            if weigher is not None:
+                weigher.weigh(row, scope)
+            rows.append(row)
             counts["within" if ok else "drift"] += 1
         elif b == c and type(b) is type(c):
             counts["unchanged"] += 1
@@ -753,7 +885,8 @@ def _compare_metrics(base: dict[str, Any], cand: dict[str, Any], tol: Tolerances
 def _compare_results(base: dict[str, Any], cand: dict[str, Any], tol: Tolerances, file: str,
                      rows: list[Row], one_sided: list[OneSided], counts: dict[str, int]) -> None:
     counts["files"] += 1
-    _compare_metrics(_run_level(base), _run_level(cand), tol, file, RUN_LEVEL, "", rows, counts)
+    weigher = _Weigher(base, cand)
+    _compare_metrics(_run_level(base), _run_level(cand), tol, file, RUN_LEVEL, "", rows, counts, weigher)
     b_layers = _layers_by_name(base)
     c_layers = _layers_by_name(cand)
     for name, b_layer in b_layers.items():
@@ -766,7 +899,7 @@ def _compare_results(base: dict[str, Any], cand: dict[str, Any], tol: Tolerances
         counts["layers"] += 1
         strip = {k: v for k, v in b_layer.items() if k != "name"}
         _compare_metrics(flatten(strip), flatten({k: v for k, v in c_layer.items() if k != "name"}), tol, file,
-                         name, "", rows, counts)
+                         name, "", rows, counts, weigher, weigher.layer_share(b_layer, c_layer))
     for name in c_layers:
         if name not in b_layers and not tol.layer_ignored(name):
             one_sided.append(OneSided("layer", file, name, "candidate"))
@@ -797,8 +930,10 @@ def compare(baseline: str | Path | dict[str, Any], candidate: str | Path | dict[
     """Compare two results (paths to files, loaded dicts) or two directories of results.
 
     Directories are matched by relative path of their ``*.json`` files; a file on one side only is
-    drift. Rows (the metrics that moved) come worst first: drift before within-tolerance, each by
-    relative change, then non-numeric changes and metrics on one side only.
+    drift. Rows (the metrics that moved) come worst first (:attr:`Row.rank`): model totals beyond
+    tolerance, then other drift by its share of the model's total of the same kind (cycles, DRAM or
+    SRAM bytes, MACs, joules; unitless metrics by relative change x the layer's share of time), then
+    non-numeric changes and metrics on one side only, then changes within tolerance.
     Raises :class:`ResultFileError` / :class:`SchemaVersionError` / :class:`RegressInputError`.
     """
     tol = as_tolerances(tolerances)
