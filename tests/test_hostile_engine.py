@@ -196,6 +196,6 @@ def test_floor_sum() -> None:
 def test_corpus_index_lists_the_engine_cases() -> None:
     import yaml
 
-    index = yaml.safe_load((CORPUS / "engine.yaml").read_text())
+    index = yaml.safe_load((CORPUS / "index-engine.yaml").read_text())
     files = {Path(a).name for entry in index for a in entry["argv"] if "{corpus}" in a}
     assert {"huge-gemm-2p31.yaml", "huge-gemm-1e6.yaml", "huge-embedding.yaml"} <= files
