@@ -13,6 +13,7 @@ from . import __version__
 from .errors import AccelsimError, OutputError
 from .explain import traffic_notes
 from .fileio import write_atomic
+from .results import dumps_finite
 from .textsafe import printable
 
 
@@ -254,7 +255,6 @@ def _load_pair(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
 
 
 def cmd_reality_check(args: argparse.Namespace) -> int:
-    import json
 
     from .fileio import write_all
     from .reality import reality_check
@@ -273,7 +273,7 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
         out = Path(args.out)
         fig, _ = render_reality_check(data)
         files: dict[Path, bytes | str] = {**chart_files(fig, out)}
-        files[out / "reality_check.json"] = json.dumps(data, indent=2) + "\n"
+        files[out / "reality_check.json"] = dumps_finite(data, "reality-check", indent=2) + "\n"
         for path in write_all(files):  # all three or none
             print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -426,7 +426,6 @@ def format_serve(result: dict[str, Any]) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import json
 
     from .runtime import serve_command
 
@@ -444,7 +443,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for warning in result.get("warnings", []):
         print(f"accelsim: warning: {warning}", file=sys.stderr)
     if args.format == "json":
-        sys.stdout.write(json.dumps(result, indent=2, default=float) + "\n")
+        sys.stdout.write(dumps_finite(result, "serve", indent=2, default=float) + "\n")
     else:
         sys.stdout.write(format_serve(result))
     for path in result.get("files", []):

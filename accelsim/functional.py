@@ -28,7 +28,6 @@ Metadata bit layout (``Compressed.pack_metadata``), ``b = metadata_bits = ceil(l
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ import numpy as np
 
 from .engine.functional import nm_gemm_tiles
 from .errors import FunctionalError, InfeasibleError
+from .results import dumps_finite
 from .sparsity import Pattern, parse_pattern
 
 __all__ = ["Compressed", "Pruned", "compress", "decompress", "execute_compressed", "format_check",
@@ -563,7 +563,7 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
 def format_check(result: dict[str, Any], as_json: bool = False) -> str:
     """Render a functional_check result as an aligned two-column table (or JSON)."""
     if as_json:
-        return json.dumps(result, indent=2, sort_keys=False)
+        return dumps_finite(result, "functional-check", indent=2, sort_keys=False)
     lines = []
     width = max(len(key) for key in result)
     for key, value in result.items():

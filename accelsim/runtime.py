@@ -69,7 +69,6 @@ from __future__ import annotations
 import bisect
 import csv
 import heapq
-import json
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -83,6 +82,7 @@ from pydantic import Field
 from . import configio
 from .errors import AccelsimError, ConfigError
 from .hardware import Hardware, PosInt, Strict, load_hardware
+from .results import dumps_finite
 from .runner import Simulator, run
 from .serve_limits import MAX_BATCH, MAX_INSTANCES, MAX_WAIT_MS, check_serve_args, check_sizes, load_assessment
 from .sparsity import normalize_pattern
@@ -1484,7 +1484,7 @@ def _write_outputs(out: Path, result: dict[str, Any], models: Mapping[str, Servi
         fig = latency_vs_load_figure(curves, metric=metric, budget_ms=budget,
                                      title=f"{result['workload']} on {result['hardware']}: {metric} vs load")
         files[out / "latency_vs_load.png"] = figure_bytes(fig, "png")
-    files[out / "serve.json"] = (json.dumps(result, indent=2, default=float) + "\n").encode()
+    files[out / "serve.json"] = (dumps_finite(result, "serve", indent=2, default=float) + "\n").encode()
     return [str(f) for f in write_all(files)]
 
 

@@ -53,6 +53,7 @@ from pydantic import BaseModel
 from . import configio
 from .errors import AccelsimError, ConfigError, InfeasibleError
 from .hardware import Hardware, hardware_from_dict
+from .results import dumps_finite
 from .sparsity import normalize_pattern
 
 FORMAT_VERSION = 1
@@ -1138,7 +1139,7 @@ def _run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str,
             if stale.is_file() and (_CHUNK_RE.match(stale.name) or stale.name.endswith(".tmp")):
                 stale.unlink()
         _write_atomic(out / "spec.yaml", spec.text.encode())
-        _write_atomic(plan_path, (json.dumps(plan, indent=2) + "\n").encode())
+        _write_atomic(plan_path, (dumps_finite(plan, "sweep plan", indent=2) + "\n").encode())
     chunks.mkdir(parents=True, exist_ok=True)
     n_chunks = plan["chunks"]
     per_point = spec.rows_per_point
@@ -1184,7 +1185,7 @@ def _run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str,
     }
     summary["infeasible_rows"] = infeasible
     meta = _meta(spec, summary, command)
-    _write_atomic(out / "meta.json", (json.dumps(meta, indent=2, default=str) + "\n").encode())
+    _write_atomic(out / "meta.json", (dumps_finite(meta, "sweep meta", indent=2, default=str) + "\n").encode())
     summary["files"].append(str(out / "meta.json"))
     return summary
 

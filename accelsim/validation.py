@@ -32,6 +32,7 @@ import numpy as np
 
 from .errors import AccelsimError, ConfigError
 from .hardware import Hardware
+from .results import dumps_finite
 from .runner import Simulator, run
 from .workload import DTYPE_BYTES, workload_from_dict
 
@@ -540,7 +541,6 @@ def validate_hw_command(measurements_csv: str | Path, hw_map: Sequence[str],
     User errors (bad CSV, bad map, bad config) raise :class:`~accelsim.errors.AccelsimError`
     with a one-line message naming the file, line and column.
     """
-    import json
 
     rows = read_measurements(measurements_csv)
     hws, sources = parse_hw_map(list(hw_map))
@@ -555,7 +555,7 @@ def validate_hw_command(measurements_csv: str | Path, hw_map: Sequence[str],
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise AccelsimError(f"--out {out}: cannot create the directory ({exc.strerror or exc})") from None
-        _write_text(out / "validation.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
+        _write_text(out / "validation.json", dumps_finite(result, "validate-hw", indent=2, sort_keys=True) + "\n")
         _write_text(out / "validation.csv", rows_csv(result))
         paths = save_scatter(scatter_figure(result), out)
         text += "\n\nwrote " + ", ".join(str(p) for p in [out / "validation.json", out / "validation.csv", *paths])

@@ -10,7 +10,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from . import configio
 from .errors import ConfigError
-from .hardware import BigNonNegInt, NonNegInt, PosInt, Strict
+from .hardware import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
 from .sparsity import normalize_pattern
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
@@ -120,7 +120,8 @@ class Embedding(_Layer):
 
 
 class _Vector(_Layer):
-    elements: PosInt = Field(description="Elements of the (output) tensor.")
+    # a count, not a dimension: attention scores at long sequences pass 2^31 (32 x 32768^2 = 2^35)
+    elements: BigPosInt = Field(description="Elements of the (output) tensor.")
 
 
 class BatchNorm(_Vector):
@@ -175,7 +176,7 @@ class Unsupported(_Layer):
 
     op: Literal["unsupported"]
     source_op: str = Field(description="The original operator type, e.g. the ONNX op_type.")
-    elements: PosInt = Field(1, description="Output elements (costed at one vector op each).")
+    elements: BigPosInt = Field(1, description="Output elements (costed at one vector op each).")
 
 
 WEIGHT_OPS = ("gemm", "conv2d")

@@ -205,3 +205,13 @@ def test_run_table_explains_weights_re_read_and_partial_sums_spilled() -> None:
     # and a run where everything stays on chip has nothing to explain
     assert traffic_notes(run(load_workload(WL / "gemm-microbench.yaml"), load_hardware(HW / "tpu-like.yaml"),
                              None).body()) == ()
+
+
+def test_element_counts_past_2p31_are_counts_not_dimensions() -> None:
+    """Attention scores at long context hold more than 2^31 elements (32 heads x 32768^2): they run."""
+    model = load_workload(WL / "llama2-7b-prefill.yaml", {"seq": 32768})
+    big = [lay for lay in model.layers if getattr(lay, "elements", 0) > 2**31]
+    assert big, "the case needs a vector op past 2^31 elements"
+    result = run(model, load_hardware(HW / "a100-like.yaml"), None)
+    assert result.total_cycles > 0
+    json.loads(result.to_json())
