@@ -18,7 +18,7 @@ import io
 import os
 import stat
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -101,21 +101,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, fsync: bool
     Follows symlinks, refuses folders and special files, creates parent folders; every failure is
     an OutputError and leaves the previous file untouched.
     """
-    given = Path(path)
-    target = resolve_target(given)
-    _make_parent(given, target)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = _tmp_path(target)
-    try:
-        _write_tmp(tmp, payload, fsync)
-        os.replace(tmp, target)
-    except OSError as exc:
-        _unlink_quietly(tmp)
-        raise OutputError(str(given), _reason(exc)) from None
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    return given
+    return write_all({path: data}, fsync=fsync)[0]
 
 
 def write_all(files: Mapping[str | os.PathLike[str], bytes | str], *, fsync: bool = False) -> list[Path]:
@@ -137,28 +123,33 @@ def write_all(files: Mapping[str | os.PathLike[str], bytes | str], *, fsync: boo
         plan.append((given, target, data.encode("utf-8") if isinstance(data, str) else data))
     for given, target, _ in plan:
         _make_parent(given, target)
-    temps: list[tuple[Path, Path, Path]] = []
+    pending: list[Path] = []  # temporary files not yet renamed into place
     current = plan[0][0] if plan else Path()
-    try:
+    with _temporaries_removed_on_failure(pending, lambda: current):
         for given, target, payload in plan:
             current = given
-            tmp = _tmp_path(target)
-            temps.append((given, target, tmp))
-            _write_tmp(tmp, payload, fsync)
-        while temps:
-            given, target, tmp = temps[0]
+            pending.append(_tmp_path(target))
+            _write_tmp(pending[-1], payload, fsync)
+        for given, target, _ in plan:
             current = given
-            os.replace(tmp, target)
-            temps.pop(0)
+            os.replace(pending[0], target)
+            pending.pop(0)
+    return [given for given, _, _ in plan]
+
+
+@contextlib.contextmanager
+def _temporaries_removed_on_failure(temps: list[Path], naming: Callable[[], Path]) -> Iterator[None]:
+    """On any failure remove ``temps`` (as they are then); an OSError becomes an OutputError naming ``naming()``."""
+    try:
+        yield
     except OSError as exc:
-        for _, _, tmp in temps:
+        for tmp in temps:
             _unlink_quietly(tmp)
-        raise OutputError(str(current), _reason(exc)) from None
+        raise OutputError(str(naming()), _reason(exc)) from None
     except BaseException:
-        for _, _, tmp in temps:
+        for tmp in temps:
             _unlink_quietly(tmp)
         raise
-    return [given for given, _, _ in plan]
 
 
 @contextlib.contextmanager
@@ -174,17 +165,11 @@ def atomic_open(path: str | os.PathLike[str], *, encoding: str = "utf-8",
     target = resolve_target(given)
     _make_parent(given, target)
     tmp = _tmp_path(target)
-    try:
+    with _temporaries_removed_on_failure([tmp], lambda: given):
         fh = open(_open_tmp(tmp), "w", encoding=encoding, newline=newline, closefd=True)  # noqa: SIM115
         with fh:
             yield fh
         os.replace(tmp, target)
-    except OSError as exc:
-        _unlink_quietly(tmp)
-        raise OutputError(str(given), _reason(exc)) from None
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
 
 
 def figure_bytes(fig: Any, fmt: str, dpi: float | None = None) -> bytes:
