@@ -584,14 +584,17 @@ def _validate_point(hw_data: dict[str, Any], overrides: dict[str, Any], origin: 
         label = "random sample" if origin == "random" else f"{origin} point"
         values = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
         where = f"{label} {index}" + (f" ({values})" if overrides else "")
-        key = exc.key or ""
-        culprit = next((p for p in overrides if key == p or key.startswith(p + ".") or p.startswith(key + ".")),
-                       None)
-        if culprit is None and overrides:
-            culprit = next(iter(overrides))
         section = "grid" if origin == "grid" else "random"
-        raise ConfigError(source, f"{section}.{culprit}" if culprit else None,
-                          f"{where}: {key + ': ' if key and key != culprit else ''}{exc.problem}") from None
+        problems = []
+        for key, problem in exc.problems:  # every problem of the point, each named by the key that caused it
+            key = key or ""
+            culprit = next((p for p in overrides if key == p or key.startswith(p + ".") or p.startswith(key + ".")),
+                           None)
+            if culprit is None and overrides:
+                culprit = next(iter(overrides))
+            problems.append((f"{section}.{culprit}" if culprit else None,
+                             f"{where}: {key + ': ' if key and key != culprit else ''}{problem}"))
+        raise ConfigError.many(source, problems, exc.unlisted) from None
 
 
 def cost_names(columns: Iterable[str]) -> dict[str, str]:

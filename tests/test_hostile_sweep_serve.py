@@ -323,3 +323,16 @@ def test_report_files_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with pytest.raises(AccelsimError, match="No space left on device"):
         report_command(A100, GEMMS, str(tmp_path / "r"), "2:4")
     assert list((tmp_path / "r").iterdir()) == []  # no report file, no temporary left
+
+
+def test_sweep_point_reports_every_problem_of_the_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A grid point with two bad values names both grid keys (it used to keep only the first problem)."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"name: t\nhardware: {ROOT / 'hwconfigs/tpu-like.yaml'}\nworkloads: [{GEMMS}]\n"
+                    "grid:\n  core.compute.rows: [0, 64]\n  dram.bandwidth_gb_s: [-5]\n")
+    code, _, err = cli(capsys, "sweep", str(spec), "-o", str(tmp_path / "out"))
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 2
+    assert "grid.core.compute.rows: grid point 0" in lines[0] and "greater than 0, got 0" in lines[0]
+    assert "grid.dram.bandwidth_gb_s: grid point 0" in lines[1] and "got -5" in lines[1]
+    assert not (tmp_path / "out").exists()
