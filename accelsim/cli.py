@@ -368,8 +368,8 @@ def format_serve(result: dict[str, Any]) -> str:
     labels = result["sparsities"]
     res = result["results"]
     llm = result["mode"] == "llm"
-    lines = [f"SERVING  {result['workload']} on {result['hardware']}, {result['rate_rps']} req/s for "
-             f"{result['duration_s']} s (seed {result['seed']}, variability "
+    lines = [f"SERVING  {printable(result['workload'])} on {printable(result['hardware'])}, "
+             f"{result['rate_rps']} req/s for {result['duration_s']} s (seed {result['seed']}, variability "
              f"{'on' if result['variability_enabled'] else 'off'})"]
     metric_rows: list[tuple[str, Any]] = []
     if llm:

@@ -58,7 +58,7 @@ def run_entry(argv: list[str]) -> dict[str, Any]:
         err.write("".join(traceback.format_exception(exc)))
     finally:
         signal.alarm(0)
-    return {"exit": code, "stdout": out.getvalue()[-2000:], "stderr": err.getvalue()[-4000:]}
+    return {"exit": code, "stdout": out.getvalue()[:6000], "stderr": err.getvalue()[-4000:]}
 
 
 def main() -> int:

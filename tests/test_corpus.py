@@ -71,8 +71,8 @@ def test_corpus_case(entry: dict, outcomes: dict[str, dict]) -> None:
     text = err if entry["exit"] != 0 else got["stdout"] + err
     message = entry["message"].replace("{corpus}", str(CORPUS))
     assert message in text, f"{message!r} not in {text!r}"
+    assert "\x1b" not in got["stdout"] + err, "control characters reach the terminal"
     if entry["exit"] == 2:
         lines = [line for line in err.splitlines() if line.strip()]
         problems = [line for line in lines if not line.startswith("accelsim: warning:")]
         assert 1 <= len(problems) <= MAX_PROBLEM_LINES, err
-        assert all("\x1b" not in line for line in lines), "control characters reach the terminal"

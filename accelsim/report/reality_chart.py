@@ -16,6 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from ..textsafe import printable
+
 FIGSIZE = (13.0, 5.5)
 DPI = 100
 BASENAME = "reality_check"
@@ -62,7 +64,7 @@ def _subject(data: dict[str, Any]) -> str:
     """``bert-base (batch 16, seq 128) on a100-like, 2:4``."""
     params = format_params(data.get("params"))
     workload = f"{data.get('workload', '?')} ({params})" if params else str(data.get("workload", "?"))
-    return f"{workload} on {data.get('hardware', '?')}, {data.get('sparsity')}"
+    return printable(f"{workload} on {data.get('hardware', '?')}, {data.get('sparsity')}")
 
 
 def _executed_note(data: dict[str, Any]) -> str:
@@ -198,7 +200,7 @@ def why_lines(data: dict[str, Any]) -> list[str]:
     At most MAX_WHY_LINES lines of at most WHY_LINE_CHARS characters; what is cut says where the rest is.
     """
     lines = ([f"note: {_executed_note(data)}"] if _executed_note(data) else [])
-    lines += [f"why: {e}" for e in data.get("explanation") or []]
+    lines += [f"why: {printable(e)}" for e in data.get("explanation") or []]
     cut = [line if len(line) <= WHY_LINE_CHARS else line[: WHY_LINE_CHARS - 3] + "..." for line in lines]
     if len(cut) > MAX_WHY_LINES:
         rest = len(cut) - (MAX_WHY_LINES - 1)
@@ -352,5 +354,5 @@ def text_bars(data: dict[str, Any], width: int = 40) -> str:
     if _executed_note(data):
         lines.append(f"note: {_executed_note(data)}")
     if explanation:
-        lines.extend(f"why: {e}" for e in explanation)
+        lines.extend(f"why: {printable(e)}" for e in explanation)
     return "\n".join(lines)
