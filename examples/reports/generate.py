@@ -1,8 +1,8 @@
 """Regenerate the example deployment reports under examples/reports/ (see README.md there).
 
 Run from anywhere: ``.venv/bin/python examples/reports/generate.py``. Each report is what
-``accelsim report`` writes for the command shown in README.md; until that subcommand is wired
-into the CLI this script calls its handler, :func:`accelsim.report.deploy.report_command`.
+``accelsim report`` writes for the command shown in README.md; this script calls that
+subcommand's handler, :func:`accelsim.report.deploy.report_command`, for each example.
 """
 
 from __future__ import annotations
