@@ -31,7 +31,7 @@ fields at the fraction the config (or the tables) already has. The outer search 
     python -m accelsim.calibrate ../shared/reference/gpu/a100_fp16_24_speedups.csv \
         --hw hwconfigs/a100-like.yaml --gpu A100 [--fractions 0.70,0.75,0.80,0.85,1.0] [--loso]
 
-Library code: nothing here prints (only the ``python -m`` entry point, :func:`main`).
+Library code: nothing here prints; the ``python -m`` entry point lives in :mod:`accelsim.cli.calibrate`.
 """
 
 from __future__ import annotations
