@@ -31,7 +31,7 @@ fields at the fraction the config (or the tables) already has. The outer search 
     python -m accelsim.calibrate ../shared/reference/gpu/a100_fp16_24_speedups.csv \
         --hw hwconfigs/a100-like.yaml --gpu A100 [--fractions 0.70,0.75,0.80,0.85,1.0] [--loso]
 
-Library code: nothing here prints (only the ``python -m`` entry point, :func:`main`).
+Library code: nothing here prints; the ``python -m`` entry point lives in :mod:`accelsim.cli.calibrate`.
 """
 
 from __future__ import annotations
@@ -506,50 +506,7 @@ def format_search(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m accelsim.calibrate CSV --hw CONFIG --gpu NAME``: the five-field fit, printed."""
-    import argparse
-    import sys
+if __name__ == "__main__":  # python -m accelsim.calibrate: the command line lives in accelsim.cli
+    from .cli.calibrate import main
 
-    from tqdm import tqdm
-
-    from .hardware import load_hardware
-    from .validation import read_measurements
-
-    ap = argparse.ArgumentParser(prog="python -m accelsim.calibrate", description=main.__doc__)
-    ap.add_argument("measurements", help="measurement CSV (accelsim validate-hw format)")
-    ap.add_argument("--hw", required=True, help="tensor-core hardware config (YAML)")
-    ap.add_argument("--gpu", required=True, help="GPU name (prefix) of the rows to fit, e.g. A100")
-    ap.add_argument("--fractions", default=",".join(f"{f:g}" for f in DEFAULT_FRACTIONS),
-                    help="comma-separated dram.sustained_fraction candidates (default: %(default)s)")
-    ap.add_argument("--grid", choices=("default", "coarse"), default="default",
-                    help="efficiency grid of the body tables (coarse: 5 points, 2.6x faster)")
-    ap.add_argument("--penalty", type=float, default=0.1, help="weight of the time-error term (default 0.1)")
-    ap.add_argument("--loso", action="store_true", help="also leave one source out at every fraction")
-    args = ap.parse_args(argv)
-    try:
-        fractions = [float(x) for x in args.fractions.split(",") if x.strip()]
-    except ValueError:
-        ap.error(f"--fractions: expected numbers, got {args.fractions!r}")
-    try:
-        rows = read_measurements(args.measurements)
-        hw = load_hardware(args.hw)
-        with tqdm(unit="fit", file=sys.stderr, leave=False, disable=None) as bar:
-
-            def update(done: int, total: int) -> None:
-                bar.total = total
-                bar.update(done - bar.n)
-
-            res = calibrate5(rows, hw, args.gpu, fractions, penalty=args.penalty, loso=args.loso,
-                             grid=COARSE_GRID if args.grid == "coarse" else DEFAULT_GRID, progress=update)
-    except AccelsimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"{res['rows']} main-regime rows of {args.gpu}; shipped config: MAE {res['before']['mae']:.4f}, "
-          f"objective {res['before']['objective']:.4f}")
-    print(format_search(res))
-    return 0
-
-
-if __name__ == "__main__":
     raise SystemExit(main())

@@ -53,7 +53,7 @@ descriptions and the runtime config. LLM runs add ``ttft_ms``, ``tpot_ms``, ``ou
 :func:`find_max_rate` gives "capacity at SLA"; :func:`quality_at_budget` quality at equal latency budget;
 :func:`serve_command` all of it for dense and sparse side by side.
 
-Intended CLI (the lead wires :func:`serve_command` into ``accelsim/cli.py``)::
+Intended CLI (:func:`serve_command` is wired in ``accelsim/cli/serve.py``)::
 
     accelsim serve --hw HW.yaml --workload WL.yaml --rate R [--sparsity 2:4] [--duration S] [--seed N]
                    [--max-batch B] [--max-wait-ms W] [--instances K] [--set KEY=VALUE]... [--hw-set P=V]...

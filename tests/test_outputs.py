@@ -193,12 +193,12 @@ def test_trace_write_failure_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_stray_oserror_is_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import accelsim.cli as cli_mod
+    import accelsim.cli.run as run_cmd  # the module whose parser dispatches to cmd_run
 
     def boom(args: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device", "somewhere.json")
 
-    monkeypatch.setattr(cli_mod, "cmd_run", boom)
+    monkeypatch.setattr(run_cmd, "cmd_run", boom)
     line = fails(capsys, "run", "--hw", TPU, "--workload", GEMM)
     assert line == "accelsim: error: somewhere.json: No space left on device"
 

@@ -23,11 +23,11 @@ from accelsim.calibrate import (
     fit,
     format_search,
     leave_one_source_out,
-    main,
     pooled,
     select_rows,
     with_calibration,
 )
+from accelsim.cli.calibrate import main
 from accelsim.errors import AccelsimError
 from accelsim.report.validation_plots import save_scatter, scatter_figure
 from accelsim.validation import (

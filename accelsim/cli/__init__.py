@@ -1,0 +1,59 @@
+"""Command line: the only code that reads argv, prints and exits.
+
+One module per group of subcommands (each adds its parsers and runs its commands), the options they
+share declared once in :mod:`.options`; :func:`main` turns every failure into one line and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from ..errors import AccelsimError
+from .analysis import add_plot, add_reality_check, add_report, add_trace, add_validate_hw
+from .check import add_functional_check, add_schema, add_validate
+from .import_onnx import add_import_onnx
+from .options import Parser
+from .regress import add_regress
+from .run import CSV_FIELDS, add_run, format_by_op_type, format_csv, format_table
+from .serve import add_serve, format_serve
+from .sweep import add_sweep, add_sweep_plot
+
+__all__ = ["CSV_FIELDS", "build_parser", "format_by_op_type", "format_csv", "format_serve", "format_table", "main"]
+
+# in the order `accelsim --help` lists them
+_SUBCOMMANDS = (add_run, add_reality_check, add_import_onnx, add_regress, add_report, add_sweep, add_sweep_plot,
+                add_serve, add_trace, add_plot, add_validate_hw, add_functional_check, add_validate, add_schema)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `accelsim` parser with every subcommand."""
+    p = Parser(prog="accelsim", description="Cycle-approximate accelerator simulator for dense and N:M sparse "
+                                            "workloads.")
+    p.add_argument("--version", action="version", version=f"accelsim {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for add in _SUBCOMMANDS:
+        add(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run `accelsim ARGV`; return the exit code (argparse exits 2 itself on a usage error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except AccelsimError as exc:
+        for line in exc.lines():  # one per problem, control characters escaped
+            print(f"accelsim: error: {line}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("accelsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:  # last resort: writers raise OutputError, but no I/O failure may end in a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"accelsim: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2

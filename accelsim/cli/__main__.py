@@ -1,0 +1,8 @@
+"""python -m accelsim.cli (the same as python -m accelsim)."""
+
+import sys
+
+from . import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""accelsim reality-check, report, trace, plot and validate-hw: analyses of one workload on one config."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import AccelsimError, OutputError
+from ..fileio import write_all
+from ..reality import reality_check
+from ..report.deploy import report_command
+from ..report.trace import trace_command
+from ..results import dumps_finite
+from ..validation import validate_hw_command
+from . import options
+from .common import command_line, load_pair, progress_bar, wrote
+
+
+def cmd_reality_check(args: argparse.Namespace) -> int:
+    """Nominal vs real sparse speedup as text bars; with -o, the chart and its data."""
+    from ..report.reality_chart import chart_files, render_reality_check, text_bars  # matplotlib: deferred
+
+    hw, model, sparsity = load_pair(args)
+    if sparsity == "dense" or (sparsity is None and not model.planned_patterns()):
+        plan = "runs dense" if sparsity == "dense" else "has no sparsity plan"
+        raise AccelsimError(f"reality-check needs a pattern: {args.workload} {plan}; pass --sparsity N:M "
+                            f"(e.g. 2:4)")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
+    data = reality_check(model, hw, sparsity, policy=args.policy, hw_source=args.hw)
+    print(text_bars(data))
+    if args.out:
+        out = Path(args.out)
+        fig, _ = render_reality_check(data)
+        files: dict[str | os.PathLike[str], bytes | str] = {p: b for p, b in chart_files(fig, out).items()}
+        files[out / "reality_check.json"] = dumps_finite(data, "reality-check", indent=2) + "\n"
+        wrote(write_all(files))  # all three or none
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """The deployment report; exit 3 with --fail-on-breach when the quality guardrail trips."""
+    bar, update = progress_bar(0, "stage")
+    try:
+        paths, lines = report_command(args.hw, args.workload, args.out, args.sparsity, args.set, args.hw_set,
+                                      args.policy, args.patterns, args.quality_threshold, args.weights,
+                                      command=command_line(), progress=update)
+    finally:
+        bar.close()
+    for line in lines:
+        print(line)
+    wrote(paths)
+    return 3 if args.fail_on_breach and lines and "BREACH" in lines[0] else 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    """Write a Chrome/Perfetto trace and say how big it is."""
+    try:
+        stats = trace_command(args.hw, args.workload, args.out, args.sparsity, args.layer or None, args.max_events,
+                              args.set, args.hw_set)
+    except ValueError as exc:
+        raise AccelsimError(str(exc)) from None
+    red = stats.get("reduction") or {}
+    print(f"wrote {stats['path']}: {stats['events']:,} events, {stats['bytes'] / 1e6:.1f} MB, "
+          f"{stats.get('span_us', 0):,.1f} us simulated; reduction: {red.get('description', 'none')}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Write one plot as PNG and SVG."""
+    from ..report.plots import plot_command  # matplotlib: deferred
+
+    try:
+        paths = plot_command(args.kind, args.hw, args.workload, args.out, args.sparsity, args.layer, args.set,
+                             args.hw_set)
+    except ValueError as exc:
+        raise AccelsimError(str(exc)) from None
+    wrote(paths)
+    return 0
+
+
+def cmd_validate_hw(args: argparse.Namespace) -> int:
+    """Predicted vs measured speedups; the exit code says whether they agree."""
+    code, text = validate_hw_command(args.measurements, args.hw_map, args.out)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return code
+
+
+def add_reality_check(sub: options.Subparsers) -> None:
+    """The reality-check subcommand."""
+    rc = sub.add_parser("reality-check", help="nominal vs real sparse speedup, every loss explained, as a chart")
+    options.add_target(rc, options.SPARSITY_PLAN)
+    options.add_overrides(rc)
+    options.add_policy(rc)
+    options.add_out(rc, "directory for reality_check.png/.svg/.json")
+    rc.set_defaults(func=cmd_reality_check)
+
+
+def add_report(sub: options.Subparsers) -> None:
+    """The report subcommand."""
+    rp = sub.add_parser("report", help="sparsity deployment report: report.md, report.html, report.json")
+    options.add_target(rp, options.SPARSITY_PLAN)
+    options.add_overrides(rp)
+    options.add_policy(rp)
+    rp.add_argument("--patterns", help="also tabulate these patterns in the supported-layer matrix, e.g. 2:4,1:4")
+    rp.add_argument("--quality-threshold", type=float, help="largest acceptable quality drop (overrides max_drop)")
+    rp.add_argument("--weights", help=".npz of weights by layer name (or .npy) for the pruning-error proxy")
+    rp.add_argument("--fail-on-breach", action="store_true", help="exit 3 when the quality guardrail trips")
+    options.add_out(rp, "output directory", required=True)
+    rp.set_defaults(func=cmd_report)
+
+
+def add_trace(sub: options.Subparsers) -> None:
+    """The trace subcommand."""
+    tr = sub.add_parser("trace", help="per-tile Chrome/Perfetto trace (open in ui.perfetto.dev)")
+    options.add_target(tr, options.SPARSITY_OR_DENSE)
+    tr.add_argument("--layer", action="append", default=[], metavar="NAME", help="only these layers (repeatable)")
+    tr.add_argument("--max-events", type=int, help="bound on events; reduced deterministically (default 500,000; "
+                                                      "0 = no bound)")
+    options.add_overrides(tr)
+    options.add_out(tr, "trace JSON file", required=True)
+    tr.set_defaults(func=cmd_trace)
+
+
+def add_plot(sub: options.Subparsers) -> None:
+    """The plot subcommand."""
+    pl = sub.add_parser("plot", help="timeline, occupancy, roofline, traffic or power plot (PNG + SVG)")
+    pl.add_argument("kind", choices=["timeline", "occupancy", "roofline", "traffic", "power"])
+    options.add_target(pl, options.SPARSITY_OR_DENSE)
+    pl.add_argument("--layer", help="timeline: only this layer")
+    options.add_overrides(pl)
+    options.add_out(pl, "output directory", required=True)
+    pl.set_defaults(func=cmd_plot)
+
+
+def add_validate_hw(sub: options.Subparsers) -> None:
+    """The validate-hw subcommand."""
+    vh = sub.add_parser("validate-hw", help="predicted vs measured 2:4 speedups on real GPUs")
+    vh.add_argument("measurements", help="CSV in the format of shared/reference/gpu/a100_fp16_24_speedups.csv")
+    vh.add_argument("--hw-map", action="append", required=True, metavar="GPU=CONFIG",
+                    help="which config simulates which GPU, e.g. A100=hwconfigs/a100-like.yaml (repeatable)")
+    options.add_out(vh, "directory for validation.json/.csv and the scatter plot")
+    vh.set_defaults(func=cmd_validate_hw)

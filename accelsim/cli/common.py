@@ -1,0 +1,86 @@
+"""What several commands do around the library call: output format, writing, progress, loading inputs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..errors import AccelsimError
+from ..fileio import write_atomic
+from ..hardware import Hardware, load_hardware
+from ..sparsity import normalize_pattern
+from ..templating import parse_sets
+from ..workload import Workload, load_workload
+
+_EXT_FORMATS = {".json": "json", ".csv": "csv"}
+
+
+def command_line() -> list[str]:
+    """The command as typed, recorded in result headers."""
+    return ["accelsim", *sys.argv[1:]]
+
+
+def output_format(command: str, given: str | None, out: str | None, choices: tuple[str, ...]) -> str:
+    """--format, else taken from -o's extension (.json, .csv; anything else: table); refuse a contradiction."""
+    ext = Path(out).suffix.lower() if out else ""
+    implied = _EXT_FORMATS.get(ext)
+    if given is not None:
+        if implied is not None and implied != given:
+            raise AccelsimError(f"-o {out}: the extension says {implied} but --format is {given}; change one "
+                                f"of them (without --format the extension decides)")
+        return given
+    fmt = implied or "table"
+    if fmt not in choices:
+        raise AccelsimError(f"-o {out}: {command} writes {' or '.join(choices)}, not {fmt}; use "
+                            + ", ".join(f"--format {c}" for c in choices))
+    return fmt
+
+
+def emit(text: str, out: str | None) -> None:
+    """Write ``text`` to ``out`` in one step (temp file + rename), or to stdout without -o."""
+    if out:
+        write_atomic(out, text)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def warn(warnings: list[str]) -> None:
+    """Print each warning on stderr."""
+    for warning in warnings:
+        print(f"accelsim: warning: {warning}", file=sys.stderr)
+
+
+def wrote(paths: Iterable[object]) -> None:
+    """Say on stderr which files were written."""
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
+
+
+def progress_bar(total_hint: int, unit: str = "layer") -> tuple[tqdm, Callable[[int, int], None]]:
+    """A progress bar on stderr (shown after half a second, only on a terminal) and its update callback."""
+    bar = tqdm(total=total_hint, unit=unit, delay=0.5, file=sys.stderr, leave=False, disable=None)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return bar, update
+
+
+def load_pair(args: argparse.Namespace) -> tuple[Hardware, Workload, str | None]:
+    """The hardware, workload and --sparsity of a command with --hw/--workload/--set/--hw-set/--sparsity."""
+    hw = load_hardware(args.hw, getattr(args, "hw_set", []))
+    model = load_workload(args.workload, parse_sets(args.set, args.workload))
+    sparsity = None
+    if args.sparsity is not None:
+        try:
+            sparsity = normalize_pattern(args.sparsity)
+        except ValueError as exc:
+            raise AccelsimError(f"--sparsity: {exc}") from None
+    return hw, model, sparsity

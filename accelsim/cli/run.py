@@ -1,0 +1,163 @@
+"""accelsim run: simulate a workload on a hardware config; its table, CSV and per-op-type views."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+
+from ..explain import traffic_notes
+from ..fileio import resolve_target
+from ..results import RunResult
+from ..runner import run
+from ..textsafe import printable
+from ..workload import with_dtype
+from . import options
+from .common import command_line, emit, load_pair, output_format, progress_bar, warn
+
+
+def _fmt_int(v: int) -> str:
+    return f"{v:,}"
+
+
+def _shape_text(shape: dict[str, int]) -> str:
+    if "elements" in shape:
+        return f"{shape['elements']:,} el"
+    text = f"{shape['m']}x{shape['n']}x{shape['k']}"
+    return f"{shape['batch']}x({text})" if "batch" in shape else text
+
+
+def format_by_op_type(result: RunResult) -> str:
+    """Counts and time per op type x path."""
+    groups = result.by_op_type()
+    head = ["op", "path", "count", "cycles", "share", "vs dense", "reasons"]
+    rows = [[g["op"], g["path"], str(g["count"]), _fmt_int(g["cycles"]), f"{g['share_of_time'] * 100:.1f}%",
+             f"{g['dense_cycles'] / g['cycles']:.3f}x" if g["cycles"] else "-",
+             ", ".join(f"{k} x{v}" for k, v in g["reasons"].items()) or "-"] for g in groups]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    right = {2, 3, 4, 5}
+
+    def line(r: list[str]) -> str:
+        cells = zip(r, widths, strict=True)
+        return "  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(cells)).rstrip()
+
+    return "\n".join(["by op type", line(head), "  ".join("-" * w for w in widths), *map(line, rows)]) + "\n"
+
+
+def format_table(result: RunResult) -> str:
+    """Human-readable per-layer table and totals of a RunResult."""
+    body = result.body()
+    hw, wl = body["hardware"], body["workload"]
+    rows = []
+    head = ["layer", "op", "m x n x k", "path", "pattern", "reason", "cycles", "compute", "stall mem",
+            "stall dec", "util", "binding", "vs dense"]
+    for lay in body["layers"]:
+        c = lay["cycles"]
+        rows.append([printable(lay["name"]), lay["op"], _shape_text(lay["shape"]), lay["path"],
+                     lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
+                     _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
+                     f"{lay['utilization'] * 100:.1f}%", lay["binding"], f"{lay['speedup_vs_dense']:.3f}x"])
+    t = body["totals"]
+    c = t["cycles"]
+    rows.append(["TOTAL", "", "", "", "", "", _fmt_int(c["total"]), _fmt_int(c["compute"]),
+                 _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]), f"{t['utilization'] * 100:.1f}%",
+                 "", f"{t['speedup_vs_dense']:.3f}x"])
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    right = {6, 7, 8, 9, 10, 12}
+
+    def line(r: list[str]) -> str:
+        cells = zip(r, widths, strict=True)
+        return "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(cells))
+
+    sep = "  ".join("-" * w for w in widths)
+    title = (f"{printable(wl['name'])} on {printable(hw['name'])} ({hw['clock_ghz']} GHz), sparsity: "
+             f"{body['sparsity'] or 'per workload plan'}")
+    if "dtype_declared" in wl:
+        title += f", dtype: {wl['dtype']} (--dtype; the workload says {wl['dtype_declared']})"
+    dram = t["bytes"]["dram"]
+    foot = (f"latency {t['latency_us']:,.3f} us | DRAM bytes: A values {_fmt_int(dram['a_values'])}, "
+            f"A metadata {_fmt_int(dram['a_metadata'])}, B {_fmt_int(dram['b'])}, C {_fmt_int(dram['c'])} | "
+            f"dense total {_fmt_int(t['dense_total_cycles'])} cycles")
+    lines = [title, line(head), sep, *[line(r) for r in rows[:-1]], sep, line(rows[-1]), foot]
+    if "energy" in t:
+        e = t["energy"]
+        comp = e["by_component_j"]
+        share = ", ".join(f"{k} {v / e['total_j'] * 100:.0f}%" for k, v in comp.items() if v > 0.005 * e["total_j"])
+        lines.append(f"energy {e['total_j'] * 1e3:,.3f} mJ (dense {e['dense_total_j'] * 1e3:,.3f} mJ) | "
+                     f"avg power {e['avg_power_w']:,.1f} W | perf/W vs dense {e['perf_per_watt_vs_dense']:.3f}x | "
+                     f"{share}")
+    fp = body.get("footprint") or {}
+    if fp:
+        cap = fp.get("dram_capacity_bytes")
+        lines.append(f"footprint {_fmt_int(fp['total_bytes'])} bytes: weights as deployed "
+                     f"{_fmt_int(fp['weights_deployed_bytes'])} ({_fmt_int(fp['weights_metadata_bytes'])} of it "
+                     f"metadata; dense {_fmt_int(fp['weights_dense_bytes'])}), peak activations "
+                     f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
+                     + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else ""))
+    lines += [f"why: {note.text()}" for note in traffic_notes(body)]
+    return "\n".join(lines) + "\n"
+
+
+CSV_FIELDS = ["name", "op", "m", "n", "k", "path", "pattern_requested", "pattern_executed", "reason",
+              "cycles_total", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
+              "macs", "macs_executed", "utilization", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
+              "sram_a_values", "sram_a_metadata", "sram_b", "sram_c", "binding", "speedup_vs_dense"]
+
+
+def format_csv(result: RunResult) -> str:
+    """One CSV row per layer."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for lay in result.body()["layers"]:
+        c, d, s = lay["cycles"], lay["bytes"]["dram"], lay["bytes"]["sram"]
+        shp = lay["shape"]
+        w.writerow([lay["name"], lay["op"], shp.get("m", ""), shp.get("n", ""), shp.get("k", ""), lay["path"],
+                    lay["pattern_requested"] or "", lay["pattern_executed"] or "", lay["reason"] or "",
+                    c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], lay["macs"],
+                    lay["macs_executed"], lay["utilization"], d["a_values"], d["a_metadata"], d["b"], d["c"],
+                    s["a_values"], s["a_metadata"], s["b"], s["c"], lay["binding"], lay["speedup_vs_dense"]])
+    return buf.getvalue()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run one simulation and print (or write) it as a table, JSON or CSV."""
+    fmt = output_format("run", args.format, args.out, ("table", "json", "csv"))
+    if args.out:
+        resolve_target(args.out)  # a folder or device in the way fails before the run
+    hw, model, sparsity = load_pair(args)
+    if args.dtype is not None:
+        model = with_dtype(model, args.dtype)
+    bar, update = progress_bar(len(model.layers))
+    try:
+        result = run(model, hw, sparsity, policy=args.policy, hw_source=args.hw, progress=update,
+                     command=command_line())
+    finally:
+        bar.close()
+    if fmt == "json":
+        text = result.to_json()
+    elif fmt == "csv":
+        text = format_csv(result)
+    else:
+        text = format_table(result)
+        if args.by_op_type:
+            text += "\n" + format_by_op_type(result)
+    warn(result.warnings)
+    emit(text, args.out)
+    return 0
+
+
+def add_run(sub: options.Subparsers) -> None:
+    """The run subcommand."""
+    r = sub.add_parser("run", help="simulate a workload on a hardware config")
+    options.add_target(r, "N:M pattern for every weight layer, or 'dense' (overrides the workload)",
+                       hw_help="hardware YAML (hwconfigs/*.yaml)", workload_help="workload YAML (workloads/*.yaml)")
+    options.add_hw_set(r, "override one hardware field, e.g. dram.bandwidth_gb_s=100 (repeatable)")
+    options.add_set(r, "set a workload parameter, e.g. batch=16 or seq=512 (repeatable)")
+    options.add_policy(r, "'fastest' also simulates dense and keeps the faster kernel per layer")
+    options.add_dtype(r, "run every layer in this element type instead of the workload's dtype (e.g. an fp32 "
+                         "ONNX import deployed as fp16)")
+    r.add_argument("--by-op-type", action="store_true", help="add a summary per op type x path to the table")
+    options.add_format(r, ("table", "json", "csv"), "default: from -o's extension (.json, .csv; otherwise table)")
+    options.add_out(r, "write the output to this file instead of stdout")
+    r.set_defaults(func=cmd_run)
