@@ -416,3 +416,19 @@ def test_run_dtype_overrides_the_workload(tmp_path: Path, capsys: pytest.Capture
     assert body["workload"]["dtype"] == "fp16" and body["workload"]["dtype_declared"] == "fp32"
     rc, out, err = cli(capsys, "run", "--hw", A100, "--workload", wl, "--dtype", "fp16")
     assert rc == 0 and "dtype: fp16 (--dtype; the workload says fp32)" in out.splitlines()[0]
+
+
+def test_validate_checks_every_file_and_fails_if_any_is_bad(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad file does not hide the verdict on the files after it (it used to stop at the first)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nclock_ghz: -1\n")
+    rc, out, err = cli(capsys, "validate", str(bad), str(ROOT / "hwconfigs/tpu-like.yaml"), str(tmp_path / "no.yaml"),
+                       str(ROOT / "workloads/resnet18.yaml"))
+    assert rc == 2
+    assert out.splitlines() == ["hwconfigs/tpu-like.yaml: ok (hardware 'tpu-like')".replace(
+        "hwconfigs/", f"{ROOT}/hwconfigs/"), f"{ROOT}/workloads/resnet18.yaml: ok (workload 'resnet18', 21 layers)"]
+    lines = err.strip().splitlines()
+    assert f"{bad}: clock_ghz: should be greater than 0, got -1" in lines[0]
+    assert any("no.yaml: file not found" in line for line in lines)
+    assert lines[-1] == "accelsim: error: 2 of 4 files have problems" and len(lines) <= 11

@@ -6,17 +6,29 @@ import argparse
 import sys
 
 from ..configkinds import KINDS, schema_text, validate_file
+from ..errors import AccelsimError
 from ..fileio import resolve_target
 from ..functional import format_check, functional_check
 from . import options
 from .common import emit, output_format
 
+MAX_ERROR_LINES = 10
+
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check each file against the schema of its kind."""
+    """Check every file against the schema of its kind; exit 2 if any is bad (at most ten error lines)."""
+    shown, bad = 0, []
     for path in args.files:
-        print(validate_file(path))
-    return 0
+        try:
+            print(validate_file(path))
+        except AccelsimError as exc:
+            bad.append(path)
+            for line in exc.lines()[: max(MAX_ERROR_LINES - shown, 0)]:
+                print(f"accelsim: error: {line}", file=sys.stderr)
+                shown += 1
+    if len(bad) > 1:
+        print(f"accelsim: error: {len(bad)} of {len(args.files)} files have problems", file=sys.stderr)
+    return 2 if bad else 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
