@@ -81,7 +81,7 @@ class Kernel:
         """Distinct B elements: the ifmap for a conv (im2col duplicates them), else k * n."""
         return min(self.b_unique, self.k * self.n) if self.b_unique else self.k * self.n
 
-    @property
+    @cached_property
     def macs(self) -> int:
         """Dense-equivalent multiply-accumulates of the op."""
         return self.m * self.n * self.k * self.batch
@@ -95,7 +95,7 @@ class Kernel:
         """Reduction length A keeps after compression: ceil(k / M) * N."""
         return -(-self.k // self.group_m) * self.keep_n
 
-    @property
+    @cached_property
     def macs_executed(self) -> int:
         return self.m * self.n * self.k_compressed * self.batch
 

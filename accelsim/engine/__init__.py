@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -65,10 +64,6 @@ def _rate(value: object) -> float:
     return float("inf") if value == "unlimited" else float(value)  # type: ignore[arg-type]
 
 
-def _ceil(x: float) -> int:
-    return int(math.ceil(x - 1e-6))
-
-
 def _decode_params(kernel: Kernel, hw: Hardware) -> tuple[float, float]:
     spec = hw.core.sparse
     if not kernel.sparse or spec is None:
@@ -99,8 +94,7 @@ def hardware_key(hw: Hardware) -> str:
 
     With a kernel's ``cache_key()`` it keys a cache of :func:`simulate_totals`.
     """
-    data = {k: v for k, v in hw.to_dict().items() if k not in ENGINE_IGNORES}
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hw.model_dump_json(exclude=set(ENGINE_IGNORES))
 
 
 def _segments(kernel: Kernel, hw: Hardware, source: str, detail: bool) -> tuple[list[_Segment], dict, float, int]:
@@ -418,20 +412,23 @@ def _totals(kernel: Kernel, hw: Hardware, segments: list[_Segment], launch: int)
         c = t.col if w == 1 else w * t.col
         col = c if col is None else col + c
     c = col.tolist()  # type: ignore[union-attr]
-    total = _ceil(launch + end)
+    ceil = math.ceil  # counts round up, forgiving float noise of 1e-6
+    total = ceil(launch + end - 1e-6)
     compute = int(round(cycles))
     stall_decode = int(round(stall))
     stall_memory = max(0, total - compute - launch - stall_decode)
     if stall_memory == 0:
         total = compute + launch + stall_decode
-    busy_memory, busy_decode = _ceil(memory_busy), _ceil(decode_busy)
-    busy = (compute, busy_memory, busy_decode, launch)
-    ranked = max(range(4), key=lambda i: (busy[i], -i))  # the busiest resource; ties to the first listed
-    t = KernelTotals(total, compute, stall_memory, stall_decode, int(launch), _ceil(c[tl.T_DRAM_A_VALUES]),
-                     _ceil(c[tl.T_DRAM_A_META]), _ceil(c[tl.T_DRAM_B]),
-                     _ceil(c[tl.T_DRAM_C_READ] + c[tl.T_DRAM_C_WRITE]), _ceil(c[tl.T_SRAM_A_VALUES]),
-                     _ceil(c[tl.T_SRAM_A_META]), _ceil(c[tl.T_SRAM_B]),
-                     _ceil(c[tl.T_SRAM_C]), busy_memory, busy_decode, BINDING_NAMES[ranked], float(c[tl.T_GROUPS]))
+    busy_memory, busy_decode = ceil(memory_busy - 1e-6), ceil(decode_busy - 1e-6)
+    ranked, most = 0, compute  # the busiest resource (BINDING_NAMES order); a tie goes to the first listed
+    for i, value in ((1, busy_memory), (2, busy_decode), (3, launch)):
+        if value > most:
+            ranked, most = i, value
+    t = KernelTotals(total, compute, stall_memory, stall_decode, int(launch), ceil(c[tl.T_DRAM_A_VALUES] - 1e-6),
+                     ceil(c[tl.T_DRAM_A_META] - 1e-6), ceil(c[tl.T_DRAM_B] - 1e-6),
+                     ceil(c[tl.T_DRAM_C_READ] + c[tl.T_DRAM_C_WRITE] - 1e-6), ceil(c[tl.T_SRAM_A_VALUES] - 1e-6),
+                     ceil(c[tl.T_SRAM_A_META] - 1e-6), ceil(c[tl.T_SRAM_B] - 1e-6), ceil(c[tl.T_SRAM_C] - 1e-6),
+                     busy_memory, busy_decode, BINDING_NAMES[ranked], float(c[tl.T_GROUPS]))
     cl.check_totals(kernel.name, t)
     return t
 

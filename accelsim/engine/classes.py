@@ -65,7 +65,7 @@ class Sums:
     def from_vector(cls, v: np.ndarray) -> Sums:
         head = v[:pl.N_SUM_SCALARS].tolist()
         return cls(head[pl.S_END], head[pl.S_CYCLES], head[pl.S_STALL_DECODE], head[pl.S_BUSY], head[pl.S_GROUPS],
-                   v[pl.N_SUM_SCALARS:].copy())
+                   v[pl.N_SUM_SCALARS:])
 
 
 def end_of(times: np.ndarray) -> float:
