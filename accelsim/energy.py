@@ -27,7 +27,7 @@ import numpy as np
 
 from .errors import ConfigError
 from .hardware import Hardware
-from .results import KernelResult
+from .results import KernelResult, KernelTotals
 
 PJ = 1e-12
 COMPONENTS = ("mac", "vector", "decode", "sram", "l2", "dram", "static")
@@ -47,6 +47,18 @@ def layer_energy(res: KernelResult, hw: Hardware, dtype: str) -> dict[str, Any]:
     return op_energy(hw, dtype, res.path == "sparse", res.macs_executed, res.bytes["dram"], res.bytes["sram"],
                      res.cycles["total"], res.counts.get("decode_groups", 0.0), res.counts.get("vector_ops", 0.0),
                      res.name)
+
+
+def energy_tables_cover(hw: Hardware, dtype: str) -> bool:
+    """Whether ``hw`` has energy figures, with MAC energies for ``dtype`` on every datapath."""
+    spec = hw.energy
+    return spec is not None and dtype in spec.mac_pj and (spec.sparse_mac_pj is None or dtype in spec.sparse_mac_pj)
+
+
+def kernel_energy(hw: Hardware, dtype: str, kernel: Any, totals: KernelTotals) -> float:
+    """Total energy (J) of ``kernel`` run with ``totals`` (from ``engine.simulate_totals``)."""
+    return op_energy(hw, dtype, kernel.sparse, kernel.macs_executed, totals.dram(), totals.sram(), totals.total,
+                     totals.decode_groups, kernel.vector_ops, kernel.name)["total_j"]
 
 
 def op_energy(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, dram: dict[str, int],

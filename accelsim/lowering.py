@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 from .hardware import Hardware
@@ -80,7 +81,7 @@ class Kernel:
         """Distinct B elements: the ifmap for a conv (im2col duplicates them), else k * n."""
         return min(self.b_unique, self.k * self.n) if self.b_unique else self.k * self.n
 
-    @property
+    @cached_property
     def macs(self) -> int:
         """Dense-equivalent multiply-accumulates of the op."""
         return self.m * self.n * self.k * self.batch
@@ -94,7 +95,7 @@ class Kernel:
         """Reduction length A keeps after compression: ceil(k / M) * N."""
         return -(-self.k // self.group_m) * self.keep_n
 
-    @property
+    @cached_property
     def macs_executed(self) -> int:
         return self.m * self.n * self.k_compressed * self.batch
 
@@ -107,35 +108,83 @@ class Kernel:
                       batch=self.batch, weight=self.weight)
 
     def cache_key(self) -> tuple[Any, ...]:
-        """Everything the engine result depends on (names and reasons excluded)."""
-        return (self.path, self.op if self.vector else None, self.m, self.n, self.k, self.dtype, self.keep_n,
-                self.group_m, self.metadata_bits,
-                self.b_unique, tuple(self.padding.get("n", ())), self.batch, self.elements, self.vector_ops,
-                self.read_bytes, self.write_bytes)
+        """The kernel's value without its labels (``LABELS``): a simulation cache key.
+
+        Derived from the fields, so a field added to Kernel is part of the key unless it is a label.
+        """
+        return self._key
+
+    @cached_property
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(_hashable(getattr(self, name)) for name in _KEY_FIELDS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def resolve_pattern(requested: Pattern | None, hw: Hardware) -> tuple[Pattern | None, str | None]:
+# Fields of a Kernel that only label it: the engine's numbers never depend on them (a run relabels a
+# cached result with the layer's own).
+LABELS = frozenset({"name", "reason", "pattern_requested"})
+_KEY_FIELDS = tuple(f.name for f in fields(Kernel) if f.name not in LABELS)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class LoweringTarget:
+    """Everything lowering reads of a Hardware, and nothing else.
+
+    Lowering sees only this value (a Hardware is turned into one first), so two configs with the
+    same target lower every model alike: the target is the lowering cache key, by construction.
+    """
+
+    natives: tuple[Pattern, ...] | None  # native N:M patterns, config order; None: no sparse datapath
+    metadata_bits: tuple[int, ...]  # metadata bits per kept value of each native pattern
+    sparse_dtypes: tuple[str, ...] | None  # element types the sparse datapath runs; None: all
+    weight_shape_multiple: tuple[int, int]  # (m, k) the sparse operand must be multiples of
+    dense_operand_align: int
+    vector_ops_per_element: tuple[tuple[str, float], ...]
+    depthwise: str  # where depthwise convs run: "array" | "vector"
+
+
+def lowering_target(hw: Hardware | LoweringTarget) -> LoweringTarget:
+    """What lowering reads of ``hw`` (a LoweringTarget is returned as is)."""
+    if isinstance(hw, LoweringTarget):
+        return hw
+    spec = hw.core.sparse
+    natives = tuple(spec.native()) if spec is not None else None
+    return LoweringTarget(
+        natives=natives, metadata_bits=tuple(spec.metadata_bits(p) for p in natives) if spec is not None else (),
+        sparse_dtypes=tuple(spec.dtypes) if spec is not None and spec.dtypes is not None else None,
+        weight_shape_multiple=(1, 1) if spec is None else (spec.weight_shape_multiple.m, spec.weight_shape_multiple.k),
+        dense_operand_align=spec.dense_operand_align if spec is not None else 1,
+        vector_ops_per_element=tuple(sorted(hw.vector.ops_per_element.items())), depthwise=hw.vector.depthwise)
+
+
+def resolve_pattern(requested: Pattern | None, hw: Hardware | LoweringTarget) -> tuple[Pattern | None, str | None]:
     """Native pattern that runs ``requested`` on ``hw`` (None = dense) and the reason code."""
     if requested is None:
         return None, None
-    sparse = hw.core.sparse
-    if sparse is None:
+    natives = lowering_target(hw).natives
+    if natives is None:
         return None, "no_sparse_support"
-    natives = list(sparse.native())
     if requested in natives:
         return requested, None
-    container = best_container(requested, natives)
+    container = best_container(requested, list(natives))
     if container is None:
         return None, "pattern_unsupported"
     return container, "pattern_promoted"
 
 
-def _vector_kernel(layer: Any, dtype: str, e: int, hw: Hardware, requested: str | None,
+def _vector_kernel(layer: Any, dtype: str, e: int, target: LoweringTarget, requested: str | None,
                    reason: str | None) -> Kernel:
-    ops_table = hw.vector.ops_per_element
+    ops_table = dict(target.vector_ops_per_element)
     op = layer.op
     if op == "conv2d":  # depthwise on the vector unit
         oh, ow = layer.output_hw()
@@ -163,12 +212,13 @@ def _vector_kernel(layer: Any, dtype: str, e: int, hw: Hardware, requested: str 
                   vector_ops=float(ops), read_bytes=int(reads * e), write_bytes=int(writes * e))
 
 
-def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | None, hw: Hardware,
-                kept_dense: bool = False) -> Kernel:
+def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | None,
+                hw: Hardware | LoweringTarget, kept_dense: bool = False) -> Kernel:
     """One op to a Kernel. ``requested_text`` is the plan's pattern for it (None = dense)."""
     e = dtype_bytes
+    target = lowering_target(hw)
     if layer.op in VECTOR_OPS:
-        return _vector_kernel(layer, dtype, e, hw, None, None)
+        return _vector_kernel(layer, dtype, e, target, None, None)
     m, n, k = layer.gemm_shape()
     batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
@@ -176,8 +226,8 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
     req_str = str(requested) if requested else None
     if layer.op == "conv2d" and layer.groups > 1:
         reason = "op_no_sparse_kernel" if requested else None
-        if layer.depthwise and hw.vector.depthwise == "vector":
-            return _vector_kernel(layer, dtype, e, hw, req_str, reason)
+        if layer.depthwise and target.depthwise == "vector":
+            return _vector_kernel(layer, dtype, e, target, req_str, reason)
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique,
                       batch=batch)
     if layer.op == "matmul":
@@ -185,19 +235,18 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
                       "activation_operands" if requested else None, batch=batch, weight=False)
     if kept_dense:
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", None, None, "kept_dense", b_unique=b_unique)
-    executed, reason = resolve_pattern(requested, hw)
-    spec = hw.core.sparse
-    if executed is not None and spec is not None:
-        mult = spec.weight_shape_multiple
-        if spec.dtypes is not None and dtype not in spec.dtypes:
+    executed, reason = resolve_pattern(requested, target)
+    if executed is not None:
+        mult_m, mult_k = target.weight_shape_multiple
+        if target.sparse_dtypes is not None and dtype not in target.sparse_dtypes:
             executed, reason = None, "dtype_unsupported"
-        elif m % mult.m or k % mult.k:
+        elif m % mult_m or k % mult_k:
             executed, reason = None, "shape_below_minimum"
     if executed is None:
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique)
-    bits = spec.metadata_bits(executed)  # type: ignore[union-attr]
+    bits = target.metadata_bits[target.natives.index(executed)]  # type: ignore[union-attr]
     padding: dict[str, list[int]] = {}
-    align = spec.dense_operand_align  # type: ignore[union-attr]
+    align = target.dense_operand_align
     if n % align:
         padding["n"] = [n, -(-n // align) * align]
         reason = reason or "n_padded"
@@ -208,8 +257,9 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
                   executed.n, executed.m, bits, padding, b_unique)
 
 
-def lower(model: Workload, hw: Hardware, sparsity: str | None = None) -> list[Kernel]:
+def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None = None) -> list[Kernel]:
     """Lower every op; ``sparsity`` (a pattern or 'dense') overrides the workload's plan."""
+    target = lowering_target(hw)
     kernels = []
     for i, layer in enumerate(model.layers):
         kept = False
@@ -220,7 +270,7 @@ def lower(model: Workload, hw: Hardware, sparsity: str | None = None) -> list[Ke
             if requested == "dense":
                 kept = layer.sparsity == "dense" and model.sparsity not in (None, "dense")
                 requested = None
-        kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, hw, kept)
+        kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept)
         check_kernel(kernel, model.name, i)
         kernels.append(kernel)
     return kernels

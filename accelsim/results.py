@@ -7,9 +7,10 @@ import json
 import math
 import platform
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,6 +39,142 @@ TILE_DTYPE = np.dtype([
 ])
 
 BINDING_NAMES = ("compute", "memory", "decode", "launch")
+TENSORS = ("a_values", "a_metadata", "b", "c")
+
+
+class KernelTotals(NamedTuple):
+    """The scalars of one simulated kernel that every total is built from (runs and sweeps alike)."""
+
+    total: int
+    compute: int
+    stall_memory: int
+    stall_decode: int
+    launch: int
+    dram_a_values: int
+    dram_a_metadata: int
+    dram_b: int
+    dram_c: int
+    sram_a_values: int
+    sram_a_metadata: int
+    sram_b: int
+    sram_c: int
+    busy_memory: int
+    busy_decode: int
+    binding: str  # one of BINDING_NAMES: the busiest resource
+    decode_groups: float
+
+    def cycles(self) -> dict[str, int]:
+        """Cycles by cause, as a KernelResult reports them."""
+        return {"total": self.total, "compute": self.compute, "stall_memory": self.stall_memory,
+                "stall_decode": self.stall_decode, "launch": self.launch}
+
+    def dram(self) -> dict[str, int]:
+        """DRAM bytes by tensor."""
+        return {"a_values": self.dram_a_values, "a_metadata": self.dram_a_metadata, "b": self.dram_b,
+                "c": self.dram_c}
+
+    def sram(self) -> dict[str, int]:
+        """SRAM bytes by tensor."""
+        return {"a_values": self.sram_a_values, "a_metadata": self.sram_a_metadata, "b": self.sram_b,
+                "c": self.sram_c}
+
+    def busy(self) -> dict[str, int]:
+        """Busy cycles of each resource."""
+        return {"compute": self.compute, "memory": self.busy_memory, "decode": self.busy_decode,
+                "launch": self.launch}
+
+
+class LayerTotals(NamedTuple):
+    """One layer's (or ``count`` identical layers') share of a model total."""
+
+    totals: KernelTotals
+    path: str  # "sparse" | "dense" | "vector", as run
+    requested: bool  # the plan asked for a sparse pattern
+    macs: int
+    macs_executed: int
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class ModelTotals:
+    """Sums over a model's layers: what a run's ``totals()`` and a sweep row report."""
+
+    cycles: dict[str, int]
+    dram: dict[str, int]
+    sram: dict[str, int]
+    macs: int
+    macs_executed: int
+    layers: int
+    layers_by_path: dict[str, int]
+    requested_layers: int
+    fallback_layers: int
+    fallback_cycles: int
+    binding_cycles: dict[str, int]  # cycles of the layers each resource binds
+    dense_total_cycles: int
+
+    @property
+    def total(self) -> int:
+        return self.cycles["total"]
+
+    def latency_us(self, clock_ghz: float) -> float:
+        return round(self.total / (clock_ghz * 1e3), 6)
+
+    def speedup_vs_dense(self) -> float:
+        return round(self.dense_total_cycles / self.total, 6) if self.total else 1.0
+
+    def utilization(self, peak_macs_per_cycle: float) -> float:
+        total = self.total
+        return round(self.macs_executed / (total * peak_macs_per_cycle), 6) if total and peak_macs_per_cycle else 0.0
+
+    def fallback_share_of_time(self) -> float:
+        return round(self.fallback_cycles / self.total, 6) if self.total else 0.0
+
+    def binding(self) -> tuple[str, float]:
+        """The resource binding most of the model's cycles, and that share of them."""
+        best = max(BINDING_NAMES, key=lambda b: (self.binding_cycles[b], -BINDING_NAMES.index(b)))
+        return best, round(self.binding_cycles[best] / self.total, 6) if self.total else 0.0
+
+
+def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> ModelTotals:
+    """The one summation of per-layer totals into a model's (``dense_total_cycles``: its dense baseline)."""
+    total = compute = stall_mem = stall_dec = launch = 0
+    dram = [0, 0, 0, 0]
+    sram = [0, 0, 0, 0]
+    macs = macs_exec = n_layers = requested = fallback = fallback_cycles = 0
+    paths: dict[str, int] = {}
+    bind = dict.fromkeys(BINDING_NAMES, 0)
+    for t, path, req, m, mx, n in layers:
+        cyc = n * t.total
+        total += cyc
+        compute += n * t.compute
+        stall_mem += n * t.stall_memory
+        stall_dec += n * t.stall_decode
+        launch += n * t.launch
+        dram[0] += n * t.dram_a_values
+        dram[1] += n * t.dram_a_metadata
+        dram[2] += n * t.dram_b
+        dram[3] += n * t.dram_c
+        sram[0] += n * t.sram_a_values
+        sram[1] += n * t.sram_a_metadata
+        sram[2] += n * t.sram_b
+        sram[3] += n * t.sram_c
+        bind[t.binding] += cyc
+        macs += n * m
+        macs_exec += n * mx
+        n_layers += n
+        paths[path] = paths.get(path, 0) + n
+        if req:
+            requested += n
+            if path != "sparse":
+                fallback += n
+                fallback_cycles += cyc
+    return ModelTotals(
+        cycles={"total": total, "compute": compute, "stall_memory": stall_mem, "stall_decode": stall_dec,
+                "launch": launch},
+        dram=dict(zip(TENSORS, dram, strict=True)), sram=dict(zip(TENSORS, sram, strict=True)), macs=macs,
+        macs_executed=macs_exec, layers=n_layers, layers_by_path=dict(sorted(paths.items())),
+        requested_layers=requested, fallback_layers=fallback, fallback_cycles=fallback_cycles, binding_cycles=bind,
+        dense_total_cycles=dense_total_cycles)
 
 
 @dataclass
@@ -64,6 +201,14 @@ class KernelResult:
     counts: dict[str, float] = field(default_factory=dict)
     tiles: np.ndarray | None = field(default=None, repr=False)
     energy: dict[str, Any] | None = None
+
+    def layer_totals(self) -> LayerTotals:
+        """This layer's share of a model total."""
+        c, d, s, b = self.cycles, self.bytes["dram"], self.bytes["sram"], self.busy
+        t = KernelTotals(c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], d["a_values"],
+                         d["a_metadata"], d["b"], d["c"], s["a_values"], s["a_metadata"], s["b"], s["c"], b["memory"],
+                         b["decode"], self.binding, float(self.counts.get("decode_groups", 0.0)))
+        return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON body of this layer (no per-tile records)."""
@@ -131,36 +276,27 @@ class RunResult:
     def total_cycles(self) -> int:
         return sum(r.cycles["total"] for r in self.layers)
 
+    def model_totals(self) -> ModelTotals:
+        """Sums over layers (the same summation a sweep row comes from)."""
+        return model_totals((r.layer_totals() for r in self.layers), self.dense_total_cycles)
+
     def totals(self) -> dict[str, Any]:
         """Sums over layers and model-level speedup."""
-        keys = ("total", "compute", "stall_memory", "stall_decode", "launch")
-        cycles = {k: sum(r.cycles[k] for r in self.layers) for k in keys}
-        levels = self.layers[0].bytes.keys() if self.layers else []
-        by = {lvl: {t: sum(r.bytes[lvl][t] for r in self.layers) for t in self.layers[0].bytes[lvl]}
-              for lvl in levels}
-        macs = sum(r.macs for r in self.layers)
-        execd = sum(r.macs_executed for r in self.layers)
-        total = cycles["total"]
-        paths: dict[str, int] = {}
-        for r in self.layers:
-            paths[r.path] = paths.get(r.path, 0) + 1
-        fallback = [r for r in self.layers if r.pattern_requested and r.path != "sparse"]
+        t = self.model_totals()
         return {
-            "cycles": cycles,
-            "latency_us": round(total / (self.clock_ghz * 1e3), 6),
-            "macs": macs,
-            "macs_executed": execd,
-            "utilization": round(execd / (total * self.peak_macs_per_cycle), 6) if total else 0.0,
-            "bytes": by,
-            "layers": len(self.layers),
-            "layers_by_path": dict(sorted(paths.items())),
+            "cycles": t.cycles,
+            "latency_us": t.latency_us(self.clock_ghz),
+            "macs": t.macs,
+            "macs_executed": t.macs_executed,
+            "utilization": t.utilization(self.peak_macs_per_cycle),
+            "bytes": {"dram": t.dram, "sram": t.sram} if self.layers else {},
+            "layers": t.layers,
+            "layers_by_path": t.layers_by_path,
             "dense_total_cycles": self.dense_total_cycles,
-            "speedup_vs_dense": round(self.dense_total_cycles / total, 6) if total else 1.0,
+            "speedup_vs_dense": t.speedup_vs_dense(),
             **({"energy": self.energy_totals()} if self.layers and self.layers[0].energy is not None else {}),
-            "fallback": {"layers": len(fallback),
-                         "cycles": sum(r.cycles["total"] for r in fallback),
-                         "share_of_time": round(sum(r.cycles["total"] for r in fallback) / total, 6)
-                         if total else 0.0},
+            "fallback": {"layers": t.fallback_layers, "cycles": t.fallback_cycles,
+                         "share_of_time": t.fallback_share_of_time()},
         }
 
     def energy_totals(self) -> dict[str, Any]:

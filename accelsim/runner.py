@@ -44,6 +44,13 @@ class Simulator:
         return hit
 
 
+def choose_path(kernel: Kernel, cycles: int, dense_cycles: int, policy: str) -> Kernel:
+    """The kernel that runs under ``policy``: ``kernel``, or under 'fastest' its dense twin when that is faster."""
+    if kernel.sparse and policy == "fastest" and dense_cycles < cycles:
+        return kernel.as_dense("slower_than_dense")
+    return kernel
+
+
 def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelResult:
     out = KernelResult(**{**res.__dict__})
     out.name, out.op, out.reason = kernel.name, kernel.op, kernel.reason
@@ -137,9 +144,9 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     for i, kernel in enumerate(kernels):
         res = sim(kernel)
         base = sim(kernel.as_dense()) if kernel.sparse else res
-        if kernel.sparse and policy == "fastest" and base.cycles["total"] < res.cycles["total"]:
-            kernel = kernel.as_dense("slower_than_dense")
-            kernels[i] = kernel
+        chosen = choose_path(kernel, res.cycles["total"], base.cycles["total"], policy)
+        if chosen is not kernel:
+            kernel = kernels[i] = chosen
             res = base
         dense_total += base.cycles["total"]
         results.append(_labelled(res, kernel, base))

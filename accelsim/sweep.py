@@ -51,9 +51,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import configio
+from .energy import energy_tables_cover, kernel_energy
+from .engine import hardware_key, simulate_totals
 from .errors import AccelsimError, ConfigError, InfeasibleError
 from .hardware import Hardware, hardware_from_dict
-from .results import dumps_finite
+from .lowering import Kernel, lower, lowering_target
+from .results import KernelTotals, LayerTotals, ModelTotals, dumps_finite, model_totals
+from .runner import Simulator, choose_path, peak_macs_per_cycle, run
 from .sparsity import normalize_pattern
 
 FORMAT_VERSION = 1
@@ -620,31 +624,6 @@ def _check_cost(expr: Any, columns: list[str], source: str) -> str:
 
 # ---------------------------------------------------------------------------------------- workers
 
-def _lowering_key(hw: Hardware) -> str:
-    """Everything of the hardware lowering may read: the config minus fields only the engine uses.
-
-    (``lowering.lower`` reads core.sparse's patterns / dtypes / shape rules / alignment and the vector
-    block's op table and depthwise placement; the subtrees excluded here are engine-only.)
-    """
-    data = hw.to_dict()
-    for key in ("name", "clock_ghz", "cores", "dram", "l2", "energy", "activations", "launch_overhead_cycles"):
-        data.pop(key, None)
-    core = dict(data.get("core") or {})
-    core.pop("compute", None)
-    core.pop("sram", None)
-    if core.get("sparse"):
-        sparse = dict(core["sparse"])
-        sparse.pop("decode_groups_per_cycle", None)
-        sparse.pop("decode_latency_cycles", None)
-        core["sparse"] = sparse
-    data["core"] = core
-    vec = dict(data.get("vector") or {})
-    vec.pop("ops_per_cycle", None)
-    vec.pop("launch_overhead_cycles", None)
-    data["vector"] = vec
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
-
-
 @dataclass
 class _Group:
     kernel: Any
@@ -655,21 +634,19 @@ class _Group:
 @dataclass
 class _Lowered:
     groups: list[_Group]
-    layers: int
-    requested: int
 
 
 class _WorkerState:
     """Per-process caches, valid for one sweep context."""
 
-    MAX_SUMMARIES = 200_000
+    MAX_TOTALS = 200_000
     MAX_LOWERED = 2_000
 
     def __init__(self, ctx_id: str) -> None:
         self.ctx_id = ctx_id
         self.models: dict[tuple[int, int], Any] = {}
         self.lowered: dict[tuple, _Lowered] = {}
-        self.summaries: dict[tuple, tuple] = {}
+        self.totals: dict[tuple, Any] = {}
 
 
 _STATE: _WorkerState | None = None
@@ -694,47 +671,18 @@ def _model(ctx: dict[str, Any], st: _WorkerState, wi: int, ci: int) -> Any:
     return m
 
 
-def _kernel_key(kernel: Any) -> tuple:
-    """``Kernel.cache_key()`` plus the op of a vector kernel (the engine costs an embedding differently:
-    its input is a table, never in L2), which cache_key leaves out."""
-    return (kernel.cache_key(), kernel.op if kernel.vector else None)
-
-
-def _lower_groups(model: Any, hw: Hardware, sparsity: str | None) -> _Lowered:
+def _lower_groups(model: Any, target: Any, sparsity: str | None) -> _Lowered:
     """Lower ``model`` and fold identical kernels: (kernel, dense baseline) pairs with their layer count."""
-    from .lowering import lower
-
-    kernels = lower(model, hw, sparsity)
     groups: dict[tuple, _Group] = {}
-    for k in kernels:
+    for k in lower(model, target, sparsity):
         base = k.as_dense() if k.sparse else None
-        key = (_kernel_key(k), _kernel_key(base) if base is not None else None)
+        key = (k.cache_key(), k.pattern_requested, base.cache_key() if base is not None else None)
         g = groups.get(key)
         if g is None:
             groups[key] = _Group(k, base, 1)
         else:
             g.count += 1
-    return _Lowered(list(groups.values()), len(kernels), sum(1 for k in kernels if k.pattern_requested))
-
-
-def _metrics(total: int, compute: int, stall_mem: int, stall_dec: int, launch: int, dense_total: int, macs: int,
-             macs_exec: int, dram: tuple[int, int, int, int], layers: int, sparse_layers: int, fallback: int,
-             fallback_cycles: int, requested: int, bind_cycles: list[int], peak: float,
-             clock_ghz: float, energy: float | None = None, dense_energy: float | None = None) -> tuple:
-    from .results import BINDING_NAMES
-
-    dram_total = sum(dram)
-    best = max(range(len(BINDING_NAMES)), key=lambda i: (bind_cycles[i], -i))
-    return (True, None, round(total / (clock_ghz * 1e3), 6), total, dense_total,
-            round(dense_total / total, 6) if total else 1.0,
-            round(macs_exec / (total * peak), 6) if total and peak else 0.0, peak,
-            compute, stall_mem, stall_dec, launch, macs, macs_exec, dram_total, *dram, dram[1],
-            round(dram[1] / dram_total, 6) if dram_total else 0.0, layers, sparse_layers, fallback,
-            round(fallback / requested, 6) if requested else 0.0,
-            round(fallback_cycles / total, 6) if total else 0.0,
-            BINDING_NAMES[best], round(bind_cycles[best] / total, 6) if total else 0.0,
-            _sig(energy), _sig(dense_energy),
-            _sig(dense_energy / energy) if energy and dense_energy is not None else None)
+    return _Lowered(list(groups.values()))
 
 
 def _sig(x: float | None, digits: int = 6) -> float | None:
@@ -742,118 +690,98 @@ def _sig(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else float(f"{x:.{digits}g}")
 
 
+def _metrics(t: ModelTotals, peak: float, clock_ghz: float, energy: float | None, dense_energy: float | None) -> tuple:
+    """A feasible row's METRICS from its model totals (``results.ModelTotals``)."""
+    dram = (t.dram["a_values"], t.dram["a_metadata"], t.dram["b"], t.dram["c"])
+    dram_total = sum(dram)
+    binding, share = t.binding()
+    return (True, None, t.latency_us(clock_ghz), t.total, t.dense_total_cycles, t.speedup_vs_dense(),
+            t.utilization(peak), peak, t.cycles["compute"], t.cycles["stall_memory"], t.cycles["stall_decode"],
+            t.cycles["launch"], t.macs, t.macs_executed, dram_total, *dram, dram[1],
+            round(dram[1] / dram_total, 6) if dram_total else 0.0, t.layers, t.layers_by_path.get("sparse", 0),
+            t.fallback_layers, round(t.fallback_layers / t.requested_layers, 6) if t.requested_layers else 0.0,
+            t.fallback_share_of_time(), binding, share, _sig(energy), _sig(dense_energy),
+            _sig(dense_energy / energy) if energy and dense_energy is not None else None)
+
+
 def _infeasible(exc: InfeasibleError) -> tuple:
     return (False, f"{exc.key}: {exc.problem}") + (None,) * (len(METRICS) - 2)
 
 
-def _lean_row(model: Any, hw: Hardware, lh: Any, lkey: str, sparsity: str | None, policy: str, st: _WorkerState,
-              model_key: tuple[int, int]) -> tuple:
-    from .engine.batch import summarize
-    from .runner import peak_macs_per_cycle
+class _Point:
+    """One hardware point as the caches see it: what lowering reads, and what the engine reads."""
 
-    key = (model_key, sparsity, lkey)
+    def __init__(self, hw: Hardware, source: str) -> None:
+        self.hw = hw
+        self.source = source
+        self.target = lowering_target(hw)  # the lowering cache key
+        self.engine = hardware_key(hw)  # with a kernel's cache_key(), the simulation cache key
+        self.energy: dict[tuple, float] = {}  # (dtype, kernel cache key) -> J, on this point's hardware
+
+    def kernel_energy(self, dtype: str, kernel: Kernel, totals: KernelTotals) -> float:
+        key = (dtype, kernel.cache_key())
+        e = self.energy.get(key)
+        if e is None:
+            e = self.energy[key] = kernel_energy(self.hw, dtype, kernel, totals)
+        return e
+
+
+def _row(model: Any, keys: _Point, sparsity: str | None, policy: str, st: _WorkerState,
+         model_key: tuple[int, int]) -> tuple:
+    """One row: each distinct kernel simulated once (cached on what the engine reads), then summed."""
+    hw = keys.hw
+    key = (model_key, sparsity, keys.target)
     low = st.lowered.get(key)
     if low is None:
         if len(st.lowered) >= st.MAX_LOWERED:
             st.lowered.clear()
-        low = _lower_groups(model, hw, sparsity)
+        low = _lower_groups(model, keys.target, sparsity)
         st.lowered[key] = low
-    cache = st.summaries
-    if len(cache) >= st.MAX_SUMMARIES:
+    cache = st.totals
+    if len(cache) >= st.MAX_TOTALS:
         cache.clear()
 
-    def sim(kernel: Any) -> tuple:
-        k = (lh.key(kernel), _kernel_key(kernel))
+    def sim(kernel: Kernel) -> KernelTotals:
+        k = (keys.engine, kernel.cache_key())
         hit = cache.get(k)
         if hit is None:
-            hit = summarize(kernel, lh)  # InfeasibleError is not cached: its text names this layer
+            hit = simulate_totals(kernel, hw, keys.source)  # an InfeasibleError is not cached: it names the layer
             cache[k] = hit
         return hit
 
-    total = compute = stall_mem = stall_dec = launch = dense_total = macs = macs_exec = 0
-    a_v = a_m = b = c = 0
-    sparse_layers = fallback = fallback_cycles = 0
-    with_energy = hw.energy is not None and _energy_tables_cover(hw, model.dtype)
+    with_energy = energy_tables_cover(hw, model.dtype)
     energy = dense_energy = 0.0
-    bind = [0, 0, 0, 0]
-    fastest = policy == "fastest"
+    dense_total = 0
+    layers = []
     for g in low.groups:
         kernel = g.kernel
         res = sim(kernel)
         base = sim(g.base) if kernel.sparse else res
-        path, requested = kernel.path, kernel.pattern_requested
-        if kernel.sparse and fastest and base[0] < res[0]:
-            kernel = kernel.as_dense("slower_than_dense")
-            path, res = "dense", base
+        run = choose_path(kernel, res.total, base.total, policy)
+        if run is not kernel:
+            res = base
         n = g.count
-        total += n * res[0]
-        compute += n * res[1]
-        stall_mem += n * res[2]
-        stall_dec += n * res[3]
-        launch += n * res[4]
-        a_v += n * res[5]
-        a_m += n * res[6]
-        b += n * res[7]
-        c += n * res[8]
-        bind[res[9]] += n * res[0]
-        dense_total += n * base[0]
-        macs += n * kernel.macs
-        macs_exec += n * kernel.macs_executed
-        if path == "sparse":
-            sparse_layers += n
-        elif requested:
-            fallback += n
-            fallback_cycles += n * res[0]
+        dense_total += n * base.total
+        layers.append(LayerTotals(res, run.path, bool(run.pattern_requested), run.macs, run.macs_executed, n))
         if with_energy:
-            e = _summary_energy(hw, model.dtype, kernel, res, path == "sparse")
+            e = keys.kernel_energy(model.dtype, run, res)
             energy += n * e
-            dense_energy += n * (_summary_energy(hw, model.dtype, g.base, base, False) if kernel.sparse else e)
-    return _metrics(total, compute, stall_mem, stall_dec, launch, dense_total, macs, macs_exec, (a_v, a_m, b, c),
-                    low.layers, sparse_layers, fallback, fallback_cycles, low.requested, bind,
-                    peak_macs_per_cycle(hw, model.dtype), hw.clock_ghz, energy if with_energy else None,
-                    dense_energy if with_energy else None)
-
-
-def _energy_tables_cover(hw: Hardware, dtype: str) -> bool:
-    spec = hw.energy
-    return spec is not None and dtype in spec.mac_pj and (spec.sparse_mac_pj is None or dtype in spec.sparse_mac_pj)
-
-
-def _summary_energy(hw: Hardware, dtype: str, kernel: Any, res: tuple, sparse: bool) -> float:
-    """Total energy (J) of one kernel from its lean summary (the same formula as accelsim.energy)."""
-    from .energy import op_energy
-
-    dram = {"a_values": res[5], "a_metadata": res[6], "b": res[7], "c": res[8]}
-    sram = {"a_values": res[10], "a_metadata": res[11], "b": res[12], "c": res[13]}
-    return op_energy(hw, dtype, sparse, kernel.macs_executed, dram, sram, res[0], res[14],
-                     kernel.vector_ops, kernel.name)["total_j"]
+            dense_energy += n * (keys.kernel_energy(model.dtype, g.base, base) if run.sparse else e)
+    return _metrics(model_totals(layers, dense_total), peak_macs_per_cycle(hw, model.dtype), hw.clock_ghz,
+                    energy if with_energy else None, dense_energy if with_energy else None)
 
 
 def _reference_row(model: Any, hw: Hardware, sparsity: str | None, policy: str, sim: Any) -> tuple:
     """The same row from :func:`accelsim.runner.run` (the check path; slower)."""
-    from .results import BINDING_NAMES
-    from .runner import run
-
     res = run(model, hw, sparsity, policy=policy, simulator=sim)
     t = res.totals()
-    cyc = t["cycles"]
-    d = t["bytes"]["dram"]
-    bind = [sum(r.cycles["total"] for r in res.layers if r.binding == name) for name in BINDING_NAMES]
-    return _metrics(cyc["total"], cyc["compute"], cyc["stall_memory"], cyc["stall_decode"], cyc["launch"],
-                    t["dense_total_cycles"], t["macs"], t["macs_executed"],
-                    (d["a_values"], d["a_metadata"], d["b"], d["c"]), t["layers"],
-                    sum(1 for r in res.layers if r.path == "sparse"), t["fallback"]["layers"],
-                    t["fallback"]["cycles"], sum(1 for r in res.layers if r.pattern_requested), bind,
-                    res.peak_macs_per_cycle, hw.clock_ghz,
+    return _metrics(res.model_totals(), res.peak_macs_per_cycle, hw.clock_ghz,
                     t["energy"]["total_j"] if "energy" in t else None,
                     t["energy"]["dense_total_j"] if "energy" in t else None)
 
 
 def _run_points(ctx: dict[str, Any], points: list[tuple[int, dict[str, Any]]]) -> list[list[tuple]]:
     """Metric rows for each point: (workload, combo, sparsity) order."""
-    from .engine.batch import LeanHardware
-    from .runner import Simulator
-
     st = _state(ctx)
     lean = ctx["lean"]
     out = []
@@ -862,8 +790,7 @@ def _run_points(ctx: dict[str, Any], points: list[tuple[int, dict[str, Any]]]) -
         hw = hardware_from_dict(with_overrides(ctx["hardware"], overrides, src), src)
         rows: list[tuple] = []
         if lean:
-            lh = LeanHardware(hw, src)
-            lkey = _lowering_key(hw)
+            keys = _Point(hw, src)
         else:
             sim = Simulator(hw, src)
         for wi, (_, _, combos) in enumerate(ctx["workloads"]):
@@ -872,7 +799,7 @@ def _run_points(ctx: dict[str, Any], points: list[tuple[int, dict[str, Any]]]) -
                 for sp in ctx["sparsity"]:
                     try:
                         if lean:
-                            rows.append(_lean_row(model, hw, lh, lkey, sp, ctx["policy"], st, (wi, ci)))
+                            rows.append(_row(model, keys, sp, ctx["policy"], st, (wi, ci)))
                         else:
                             rows.append(_reference_row(model, hw, sp, ctx["policy"], sim))
                     except InfeasibleError as exc:

@@ -20,9 +20,8 @@ import pytest
 from conftest import HW, ROOT
 
 import accelsim.engine.classes as cl
-from accelsim.engine import simulate
+from accelsim.engine import simulate, simulate_totals
 from accelsim.engine import tensorcore as tc
-from accelsim.engine.batch import LeanHardware, summarize, summary_from_result
 from accelsim.hardware import load_hardware
 from accelsim.limits import SizeLimitError
 from accelsim.lowering import lower
@@ -131,11 +130,11 @@ def test_huge_kernel_has_no_tile_records_and_trace_runs_refuse_it() -> None:
         Simulator(hw, keep_tiles=True)(kernel)
 
 
-def test_sweep_lean_path_takes_the_extrapolated_kernel() -> None:
-    """The sweep's numba fast path ran every tile too (same segfault); it now defers to the engine."""
+def test_sweep_totals_take_the_extrapolated_kernel() -> None:
+    """The sweep's totals-only path extrapolates a huge kernel exactly as a run does."""
     hw = load_hardware(HW / "scalesim-32x32-ws.yaml")
     kernel = lower(_gemm(10**6, 10**6, 10**6), hw, "2:4")[0]
-    assert summarize(kernel, LeanHardware(hw)) == summary_from_result(simulate(kernel, hw, keep_tiles=False))
+    assert simulate_totals(kernel, hw) == simulate(kernel, hw, keep_tiles=False).layer_totals().totals
 
 
 def _relative(a: float, b: float, scale: float) -> float:

@@ -11,13 +11,16 @@ from ..errors import InfeasibleError
 from ..hardware import Hardware, SystolicCompute, TensorCoreCompute
 from ..limits import check_kernel
 from ..lowering import Kernel
-from ..results import BINDING_NAMES, TILE_DTYPE, KernelResult
+from ..results import BINDING_NAMES, TILE_DTYPE, KernelResult, KernelTotals
 from . import classes as cl
 from . import pipeline as pl
 from . import tensorcore as tc
 from . import tiling as tl
 
-__all__ = ["simulate"]
+__all__ = ["ENGINE_IGNORES", "hardware_key", "simulate", "simulate_totals"]
+
+# Top-level sections of a hardware config the engine never reads (a test traces every read to check).
+ENGINE_IGNORES = frozenset({"name", "energy"})
 
 _WORK_COLS = (("compute_cycles", tl.T_CYCLES), ("decode_groups", tl.T_GROUPS),
               ("dram_a_values", tl.T_DRAM_A_VALUES), ("dram_a_metadata", tl.T_DRAM_A_META),
@@ -50,19 +53,15 @@ class _Segment:
     def end(self) -> float:
         return self.summed.end if self.summed is not None else cl.end_of(self.times)  # type: ignore[arg-type]
 
-    def totals(self, latency: float, groups: bool) -> cl.Sums:
-        """The sums a KernelResult is built from (``groups``: include the decode-group sum)."""
+    def totals(self, latency: float) -> cl.Sums:
+        """The sums a kernel's totals are built from."""
         if self.summed is not None:
             return self.summed
-        return cl.sums_of(self.work, self.times, latency, groups)  # type: ignore[arg-type]
+        return cl.sums_of(self.work, self.times, latency)  # type: ignore[arg-type]
 
 
 def _rate(value: object) -> float:
     return float("inf") if value == "unlimited" else float(value)  # type: ignore[arg-type]
-
-
-def _ceil(x: float) -> int:
-    return int(math.ceil(x - 1e-6))
 
 
 def _decode_params(kernel: Kernel, hw: Hardware) -> tuple[float, float]:
@@ -77,59 +76,79 @@ def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tile
 
     Kernels with more tiles than ``classes.TILE_CAP`` are simulated by classes of identical tiles
     and have no per-tile records (``tiles`` stays None, ``tiling['extrapolated']`` is True); more
-    than 2^62 MACs raise SizeLimitError.
+    than 2^62 MACs raise SizeLimitError. The numbers are :func:`simulate_totals`' (the same code).
+    """
+    segments, tiling, peak, launch = _segments(kernel, hw, source, detail=True)
+    totals = _totals(kernel, hw, segments, launch)
+    return _result(kernel, totals, tiling, peak, _records(segments, launch) if keep_tiles else None)
+
+
+def simulate_totals(kernel: Kernel, hw: Hardware, source: str = "<hardware>") -> KernelTotals:
+    """The totals of ``simulate(kernel, hw)`` without its tiling details or per-tile records (faster)."""
+    segments, _, _, launch = _segments(kernel, hw, source, detail=False)
+    return _totals(kernel, hw, segments, launch)
+
+
+def hardware_key(hw: Hardware) -> str:
+    """Everything of ``hw`` the engine may read: the resolved config but for ``ENGINE_IGNORES``.
+
+    With a kernel's ``cache_key()`` it keys a cache of :func:`simulate_totals`.
+    """
+    return hw.model_dump_json(exclude=set(ENGINE_IGNORES))
+
+
+def _segments(kernel: Kernel, hw: Hardware, source: str, detail: bool) -> tuple[list[_Segment], dict, float, int]:
+    """The simulated tile sequences of ``kernel``, its tiling description, peak rate and launch cycles.
+
+    ``detail=False`` may leave the tiling description short and fold tile arrays into their sums.
     """
     check_kernel(kernel)
     if kernel.vector:
-        segments, tiling, peak = _vector(kernel, hw)
-        launch = hw.vector.launch_overhead_cycles
+        segments, tiling, peak = _vector(kernel, hw, detail)
+        return segments, tiling, peak, hw.vector.launch_overhead_cycles
+    if isinstance(hw.core.compute, TensorCoreCompute):
+        segments, tiling, peak = _tensor_core(kernel, hw, source)
     else:
-        if isinstance(hw.core.compute, TensorCoreCompute):
-            segments, tiling, peak = _tensor_core(kernel, hw, source)
-        else:
-            segments, tiling, peak = _systolic(kernel, hw, source)
-            segments[0].count = kernel.batch  # independent copies run back to back
-            if kernel.batch > 1:
-                tiling["batch"] = kernel.batch
-        launch = hw.launch_overhead_cycles.sparse if kernel.sparse else hw.launch_overhead_cycles.dense
-    return _assemble(kernel, hw, segments, tiling, peak, keep_tiles, launch)
+        segments, tiling, peak = _systolic(kernel, hw, source, detail)
+        segments[0].count = kernel.batch  # independent copies run back to back
+        if kernel.batch > 1:
+            tiling["batch"] = kernel.batch
+    launch = hw.launch_overhead_cycles.sparse if kernel.sparse else hw.launch_overhead_cycles.dense
+    return segments, tiling, peak, launch
 
 
 # -- vector unit ---------------------------------------------------------------------------
 
-def _vector(kernel: Kernel, hw: Hardware) -> tuple[list[_Segment], dict, float]:
+def _vector(kernel: Kernel, hw: Hardware, detail: bool) -> tuple[list[_Segment], dict, float]:
     """Element-wise work streamed through the vector unit in chunks: load, compute, write back."""
     total_bytes = kernel.read_bytes + kernel.write_bytes
     n_tiles = int(min(64, max(1, -(-total_bytes // 65536))))
-    work = np.zeros((n_tiles, tl.N_TILE_COLS))
-    work[:, tl.T_CHUNK] = np.arange(n_tiles)
-    col_in = tl.T_DRAM_A_VALUES if kernel.op == "embedding" else tl.T_DRAM_B
-    sram_in = tl.T_SRAM_A_VALUES if kernel.op == "embedding" else tl.T_SRAM_B
-    in_l2 = (hw.activations == "l2_if_fits" and hw.l2 is not None and kernel.op != "embedding"
+    embedding = kernel.op == "embedding"
+    in_l2 = (hw.activations == "l2_if_fits" and hw.l2 is not None and not embedding
              and total_bytes <= hw.l2.bytes)
-    work[:, sram_in] = kernel.read_bytes / n_tiles
-    work[:, tl.T_SRAM_C] = kernel.write_bytes / n_tiles
-    work[:, tl.T_CYCLES] = kernel.vector_ops / hw.vector.ops_per_cycle / n_tiles
     fill = hw.fill_bytes_per_cycle() * hw.cores
     if hw.l2 is not None:
         fill = min(fill, hw.l2.bandwidth_bytes_per_cycle)
     rate = fill if in_l2 else min(fill, hw.dram_bytes_per_cycle())
-    xfer = work.copy()
-    xfer[:, col_in] = work[:, sram_in]
-    xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
-    if not in_l2:
-        work[:, col_in] = work[:, sram_in]
-        work[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
+    args = (n_tiles, tl.T_DRAM_A_VALUES if embedding else tl.T_DRAM_B, tl.T_SRAM_A_VALUES if embedding else tl.T_SRAM_B,
+            in_l2, kernel.read_bytes / n_tiles, kernel.write_bytes / n_tiles,
+            kernel.vector_ops / hw.vector.ops_per_cycle / n_tiles)
+    pipe_latency = 0.0 if in_l2 else hw.dram_latency_cycles()
+    peak = float(hw.vector.ops_per_cycle)
+    if not detail:  # chunks generated, scheduled and summed in one call
+        summed = cl.Sums.from_vector(pl.vector_segment_sums(*args, rate, pipe_latency, hw.dram_latency_cycles()))
+        return [_Segment(None, None, None, summed=summed)], {"tiles": n_tiles}, peak
+    work, xfer = tl.vector_tiles(*args)
     bw = np.full(n_tiles, rate)
-    times = pl.run_pipeline(xfer, bw, 0.0 if in_l2 else hw.dram_latency_cycles(), math.inf, 0.0, 2, 0.0)
+    times = pl.run_pipeline(xfer, bw, pipe_latency, math.inf, 0.0, 2, 0.0)
     tiling = {"tiles": n_tiles, "unit": "vector", "elements": kernel.elements,
               "ops": round(kernel.vector_ops, 3), "in_l2": in_l2}
-    return [_Segment(work, times, bw)], tiling, float(hw.vector.ops_per_cycle)
+    return [_Segment(work, times, bw)], tiling, peak
 
 
 # -- systolic ------------------------------------------------------------------------------
 
-def _systolic(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segment], dict, float]:
+def _systolic(kernel: Kernel, hw: Hardware, source: str, detail: bool) -> tuple[list[_Segment], dict, float]:
     comp = hw.core.compute
     assert isinstance(comp, SystolicCompute)
     sram = hw.core.sram
@@ -158,6 +177,11 @@ def _systolic(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segment]
         tiling = {"tiles": n_tiles, "chunk": int(plan["chunk"]), "folds": folds, "a_resident": args[15],
                   "b_resident": args[16], "c_resident": args[17], "extrapolated": True, "simulated_tiles": simulated}
         return [_Segment(None, None, None, summed=summed)], tiling, float(comp.rows * comp.cols)
+    if not detail:  # tiles generated, scheduled and summed in one call
+        vec = pl.systolic_segment_sums(*args, hw.fill_bytes_per_cycle(), hw.dram_latency_cycles(), rate, lat,
+                                       sram.n_stages())
+        summed = cl.Sums.from_vector(vec)
+        return [_Segment(None, None, None, summed=summed)], {"tiles": n_tiles}, float(comp.rows * comp.cols)
     work = tl.systolic_tiles(*args)
     bw = np.full(len(work), hw.fill_bytes_per_cycle())
     times = pl.run_pipeline(work, bw, hw.dram_latency_cycles(), rate, lat, sram.n_stages(), 0.0)
@@ -368,32 +392,49 @@ def _records(segments: list[_Segment], launch: int) -> np.ndarray | None:
     return rec
 
 
-def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: dict, peak: float,
-              keep_tiles: bool, launch: int) -> KernelResult:
+def _totals(kernel: Kernel, hw: Hardware, segments: list[_Segment], launch: int) -> KernelTotals:
+    """The one assembly of a kernel's totals from its segments' sums (runs and sweeps alike)."""
     rate, _ = _decode_params(kernel, hw)
-    sums = [s.totals(hw.dram_latency_cycles(), math.isfinite(rate)) for s in segments]
-    end = launch + sum(s.count * t.end for s, t in zip(segments, sums, strict=True))
-    total = _ceil(end)
-    compute_f = sum(s.count * t.cycles for s, t in zip(segments, sums, strict=True))
-    compute = int(round(compute_f))
-    stall_decode = int(round(sum(s.count * t.stall_decode for s, t in zip(segments, sums, strict=True))))
+    decodes = math.isfinite(rate)
+    latency = hw.dram_latency_cycles()
+    end = cycles = stall = memory_busy = decode_busy = 0.0
+    col = None
+    for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
+        t = s.totals(latency)
+        n = s.count
+        end += n * t.end
+        cycles += n * t.cycles
+        stall += n * t.stall_decode
+        memory_busy += n * t.busy
+        if decodes:
+            decode_busy += n * t.groups / rate
+        w = n * s.active
+        c = t.col if w == 1 else w * t.col
+        col = c if col is None else col + c
+    c = col.tolist()  # type: ignore[union-attr]
+    ceil = math.ceil  # counts round up, forgiving float noise of 1e-6
+    total = ceil(launch + end - 1e-6)
+    compute = int(round(cycles))
+    stall_decode = int(round(stall))
     stall_memory = max(0, total - compute - launch - stall_decode)
     if stall_memory == 0:
         total = compute + launch + stall_decode
-    col = sum(s.count * s.active * t.col for s, t in zip(segments, sums, strict=True))
-    dram = {"a_values": _ceil(col[tl.T_DRAM_A_VALUES]), "a_metadata": _ceil(col[tl.T_DRAM_A_META]),
-            "b": _ceil(col[tl.T_DRAM_B]), "c": _ceil(col[tl.T_DRAM_C_READ] + col[tl.T_DRAM_C_WRITE])}
-    sram = {"a_values": _ceil(col[tl.T_SRAM_A_VALUES]), "a_metadata": _ceil(col[tl.T_SRAM_A_META]),
-            "b": _ceil(col[tl.T_SRAM_B]), "c": _ceil(col[tl.T_SRAM_C])}
-    memory_busy = 0.0
-    decode_busy = 0.0
-    for s, t in zip(segments, sums, strict=True):
-        memory_busy += s.count * t.busy
-        if math.isfinite(rate):
-            decode_busy += s.count * t.groups / rate
-    busy = {"compute": compute, "memory": _ceil(memory_busy), "decode": _ceil(decode_busy), "launch": int(launch)}
-    cl.check_totals(kernel.name, total, busy, dram, sram)
-    ranked = max(range(4), key=lambda i: (busy[BINDING_NAMES[i]], -i))
+    busy_memory, busy_decode = ceil(memory_busy - 1e-6), ceil(decode_busy - 1e-6)
+    ranked, most = 0, compute  # the busiest resource (BINDING_NAMES order); a tie goes to the first listed
+    for i, value in ((1, busy_memory), (2, busy_decode), (3, launch)):
+        if value > most:
+            ranked, most = i, value
+    t = KernelTotals(total, compute, stall_memory, stall_decode, int(launch), ceil(c[tl.T_DRAM_A_VALUES] - 1e-6),
+                     ceil(c[tl.T_DRAM_A_META] - 1e-6), ceil(c[tl.T_DRAM_B] - 1e-6),
+                     ceil(c[tl.T_DRAM_C_READ] + c[tl.T_DRAM_C_WRITE] - 1e-6), ceil(c[tl.T_SRAM_A_VALUES] - 1e-6),
+                     ceil(c[tl.T_SRAM_A_META] - 1e-6), ceil(c[tl.T_SRAM_B] - 1e-6), ceil(c[tl.T_SRAM_C] - 1e-6),
+                     busy_memory, busy_decode, BINDING_NAMES[ranked], float(c[tl.T_GROUPS]))
+    cl.check_totals(kernel.name, t)
+    return t
+
+
+def _result(kernel: Kernel, t: KernelTotals, tiling: dict, peak: float, tiles: np.ndarray | None) -> KernelResult:
+    """The KernelResult of ``kernel`` from its totals."""
     macs_exec = kernel.macs_executed
     return KernelResult(
         name=kernel.name, op=kernel.op,
@@ -401,11 +442,9 @@ def _assemble(kernel: Kernel, hw: Hardware, segments: list[_Segment], tiling: di
         ({"m": kernel.m, "n": kernel.n, "k": kernel.k} | ({"batch": kernel.batch} if kernel.batch > 1 else {})),
         path=kernel.path, pattern_requested=kernel.pattern_requested,
         pattern_executed=kernel.pattern_executed, reason=kernel.reason, padding=dict(kernel.padding),
-        cycles={"total": total, "compute": compute, "stall_memory": stall_memory,
-                "stall_decode": stall_decode, "launch": int(launch)},
-        macs=kernel.macs, macs_executed=macs_exec,
-        utilization=(kernel.vector_ops if kernel.vector else macs_exec) / (total * peak) if total else 0.0,
-        bytes={"dram": dram, "sram": sram}, binding=BINDING_NAMES[ranked], busy=busy, tiling=tiling,
-        counts={"decode_groups": float(col[tl.T_GROUPS]), "vector_ops": float(kernel.vector_ops)},
-        tiles=_records(segments, launch) if keep_tiles else None,
+        cycles=t.cycles(), macs=kernel.macs, macs_executed=macs_exec,
+        utilization=(kernel.vector_ops if kernel.vector else macs_exec) / (t.total * peak) if t.total else 0.0,
+        bytes={"dram": t.dram(), "sram": t.sram()}, binding=t.binding, busy=t.busy(), tiling=tiling,
+        counts={"decode_groups": t.decode_groups, "vector_ops": float(kernel.vector_ops)},
+        tiles=tiles,
     )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..limits import INT64_MAX, SizeLimitError, check_total
+from ..results import KernelTotals
 from . import pipeline as pl
 from . import tiling as tl
 
@@ -31,12 +32,14 @@ _SPLIT_CAP = 1 << 16  # split-k slices the closed-form wave count walks (one pla
 _SPAN = 24  # the larger copy has this many more (a multiple of any alignment period up to 8)
 
 
-def check_totals(name: str, total: int, busy: dict[str, int], dram: dict[str, int], sram: dict[str, int]) -> None:
-    """Refuse a result whose cycle or byte count passes 2^63 - 1."""
-    if max(total, *busy.values(), *dram.values(), *sram.values()) <= INT64_MAX:
+def check_totals(name: str, t: KernelTotals) -> None:
+    """Refuse a kernel whose cycle or byte count passes 2^63 - 1."""
+    if max(t.total, t.compute, t.busy_memory, t.busy_decode, t.launch, t.dram_a_values, t.dram_a_metadata, t.dram_b,
+           t.dram_c, t.sram_a_values, t.sram_a_metadata, t.sram_b, t.sram_c) <= INT64_MAX:
         return
-    named = {"cycles": total} | {f"busy {k} cycles": v for k, v in busy.items()} \
-        | {f"DRAM bytes of {k}": v for k, v in dram.items()} | {f"SRAM bytes of {k}": v for k, v in sram.items()}
+    named = {"cycles": t.total} | {f"busy {k} cycles": v for k, v in t.busy().items()} \
+        | {f"DRAM bytes of {k}": v for k, v in t.dram().items()} \
+        | {f"SRAM bytes of {k}": v for k, v in t.sram().items()}
     key, value = max(named.items(), key=lambda kv: kv[1])
     check_total(f"layer '{name}'", key, value)
 
@@ -55,11 +58,14 @@ class Sums:
     col: np.ndarray  # work.sum(axis=0): bytes and counts per tile-work column
 
     def vector(self) -> np.ndarray:
+        """The layout of ``pipeline.segment_sums``."""
         return np.concatenate([[self.end, self.cycles, self.stall_decode, self.busy, self.groups], self.col])
 
     @classmethod
     def from_vector(cls, v: np.ndarray) -> Sums:
-        return cls(float(v[0]), float(v[1]), float(v[2]), float(v[3]), float(v[4]), v[5:].copy())
+        head = v[:pl.N_SUM_SCALARS].tolist()
+        return cls(head[pl.S_END], head[pl.S_CYCLES], head[pl.S_STALL_DECODE], head[pl.S_BUSY], head[pl.S_GROUPS],
+                   v[pl.N_SUM_SCALARS:])
 
 
 def end_of(times: np.ndarray) -> float:
@@ -69,18 +75,9 @@ def end_of(times: np.ndarray) -> float:
     return float(max(times[:, pl.P_COMPUTE_END].max(), times[:, pl.P_WB_END].max()))
 
 
-def busy_of(times: np.ndarray, latency: float) -> float:
-    """DRAM busy cycles of a sequence: load transfer time (latency excluded) plus write-backs."""
-    moved = times[:, pl.P_LOAD_END] - times[:, pl.P_LOAD_START]
-    wb = times[:, pl.P_WB_END] - times[:, pl.P_WB_START]
-    moved = np.where(moved > 0, moved - latency, 0.0).clip(min=0)
-    return float(moved.sum() + wb.sum())
-
-
-def sums_of(work: np.ndarray, times: np.ndarray, latency: float, groups: bool = True) -> Sums:
-    """The Sums of one simulated sequence (``groups=False``: skip the decode-group sum, left 0)."""
-    return Sums(end_of(times), float(work[:, tl.T_CYCLES].sum()), float(times[:, pl.P_STALL_DECODE].sum()),
-                busy_of(times, latency), float(work[:, tl.T_GROUPS].sum()) if groups else 0.0, work.sum(axis=0))
+def sums_of(work: np.ndarray, times: np.ndarray, latency: float) -> Sums:
+    """The Sums of one simulated sequence (``pipeline.segment_sums``)."""
+    return Sums.from_vector(pl.segment_sums(work, times, latency))
 
 
 # -- extrapolation over long loops -----------------------------------------------------------------

@@ -11,7 +11,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .tiling import T_CYCLES, T_DRAM_A_META, T_DRAM_A_VALUES, T_DRAM_B, T_DRAM_C_READ, T_DRAM_C_WRITE, T_GROUPS
+from .tiling import (
+    T_CYCLES,
+    T_DRAM_A_META,
+    T_DRAM_A_VALUES,
+    T_DRAM_B,
+    T_DRAM_C_READ,
+    T_DRAM_C_WRITE,
+    T_GROUPS,
+    systolic_tiles,
+    vector_tiles,
+)
 
 # Columns of the timing array.
 P_LOAD_START, P_LOAD_END, P_DECODE_START, P_DECODE_END = 0, 1, 2, 3
@@ -114,3 +124,67 @@ def run_pipeline_split(tiles: np.ndarray, bw: np.ndarray, wb_bw: np.ndarray, lat
             times[i, P_WB_START] = ce
             times[i, P_WB_END] = ce
     return times
+
+
+# Layout of the sums vector ``segment_sums`` returns (``classes.Sums.vector()``): five scalars, then
+# the per-column sums of the tile-work array.
+S_END, S_CYCLES, S_STALL_DECODE, S_BUSY, S_GROUPS = 0, 1, 2, 3, 4
+N_SUM_SCALARS = 5
+
+
+@njit(cache=True)
+def segment_sums(work: np.ndarray, times: np.ndarray, latency: float) -> np.ndarray:
+    """The totals of one scheduled tile sequence.
+
+    end (last compute or write-back), compute cycles, decode stalls, DRAM busy cycles (load transfer
+    time without ``latency``, plus write-backs), decode groups, then every work column summed.
+    Every sum runs over the tiles in order, so a sequence gives the same floats however it is reached.
+    """
+    n_cols = work.shape[1]
+    out = np.zeros(N_SUM_SCALARS + n_cols, dtype=np.float64)
+    n = work.shape[0]
+    if n == 0:
+        return out
+    end = max(times[0, P_COMPUTE_END], times[0, P_WB_END])
+    busy = 0.0
+    stall = 0.0
+    for i in range(n):
+        end = max(end, times[i, P_COMPUTE_END], times[i, P_WB_END])
+        stall += times[i, P_STALL_DECODE]
+        moved = times[i, P_LOAD_END] - times[i, P_LOAD_START]
+        if moved > latency:
+            busy += moved - latency
+        busy += times[i, P_WB_END] - times[i, P_WB_START]
+    for j in range(n_cols):
+        acc = 0.0
+        for i in range(n):
+            acc += work[i, j]
+        out[N_SUM_SCALARS + j] = acc
+    out[S_END] = end
+    out[S_CYCLES] = out[N_SUM_SCALARS + T_CYCLES]
+    out[S_STALL_DECODE] = stall
+    out[S_BUSY] = busy
+    out[S_GROUPS] = out[N_SUM_SCALARS + T_GROUPS]
+    return out
+
+
+@njit(cache=True)
+def systolic_segment_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: int, n: int, k: int,
+                          keep: int, group: int, elem_bytes: float, meta_bits: float, acc_bytes: float, chunk: int,
+                          b_dram_scale: float, a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool,
+                          fill: float, latency: float, decode_rate: float, decode_latency: float,
+                          n_stages: int) -> np.ndarray:
+    """``segment_sums`` of a systolic schedule, generated and run in one call (no arrays kept)."""
+    work = systolic_tiles(rows, cols, dataflow, serial_drain, m, n, k, keep, group, elem_bytes, meta_bits, acc_bytes,
+                          chunk, b_dram_scale, a_resident, b_resident, c_resident, sparse)
+    times = run_pipeline(work, np.full(work.shape[0], fill), latency, decode_rate, decode_latency, n_stages, 0.0)
+    return segment_sums(work, times, latency)
+
+
+@njit(cache=True)
+def vector_segment_sums(n_tiles: int, col_in: int, sram_in: int, in_l2: bool, in_bytes: float, out_bytes: float,
+                        cycles: float, rate: float, pipe_latency: float, latency: float) -> np.ndarray:
+    """``segment_sums`` of a vector kernel's chunks, generated and run in one call (no arrays kept)."""
+    work, xfer = vector_tiles(n_tiles, col_in, sram_in, in_l2, in_bytes, out_bytes, cycles)
+    times = run_pipeline(xfer, np.full(n_tiles, rate), pipe_latency, np.inf, 0.0, 2, 0.0)
+    return segment_sums(work, times, latency)

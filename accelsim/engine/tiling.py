@@ -37,6 +37,30 @@ def _groups(x0: int, x1: int, keep: int) -> int:
 
 
 @njit(cache=True)
+def vector_tiles(n_tiles: int, col_in: int, sram_in: int, in_l2: bool, in_bytes: float, out_bytes: float,
+                 cycles: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-chunk work of element-wise ops on the vector unit, and what each chunk transfers.
+
+    Each chunk reads ``in_bytes`` into SRAM column ``sram_in`` (from DRAM column ``col_in`` unless the
+    input sits in L2), takes ``cycles`` and writes ``out_bytes`` back.
+    """
+    work = np.zeros((n_tiles, N_TILE_COLS), dtype=np.float64)
+    xfer = np.zeros((n_tiles, N_TILE_COLS), dtype=np.float64)
+    for i in range(n_tiles):
+        for w in (work, xfer):
+            w[i, T_CHUNK] = i
+            w[i, sram_in] = in_bytes
+            w[i, T_SRAM_C] = out_bytes
+            w[i, T_CYCLES] = cycles
+        xfer[i, col_in] = in_bytes
+        xfer[i, T_DRAM_C_WRITE] = out_bytes
+        if not in_l2:
+            work[i, col_in] = in_bytes
+            work[i, T_DRAM_C_WRITE] = out_bytes
+    return work, xfer
+
+
+@njit(cache=True)
 def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                    m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
                    meta_bits: float, acc_bytes: float, chunk: int, b_dram_scale: float,
