@@ -164,6 +164,8 @@ def test_extrapolation_agrees_with_the_exact_path(monkeypatch: pytest.MonkeyPatc
     approx = simulate(kernel, hw_obj, keep_tiles=False)
     assert approx.tiling["extrapolated"] is True
     assert approx.tiling["tiles"] == exact.tiling["tiles"]
+    for flag in ("a_resident", "b_resident", "c_resident"):  # the description matches the exact path's
+        assert approx.tiling.get(flag) == exact.tiling.get(flag), flag
     for lvl in ("dram", "sram"):
         for key, value in exact.bytes[lvl].items():
             assert _relative(approx.bytes[lvl][key], value, value) < 1e-9, (lvl, key)

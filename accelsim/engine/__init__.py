@@ -174,8 +174,9 @@ def _systolic(kernel: Kernel, hw: Hardware, source: str, detail: bool) -> tuple[
     if n_tiles > cl.TILE_CAP:  # too many to hold: simulate classes of identical tiles, extrapolate
         summed, simulated, folds = cl.systolic_sums(*args, hw.fill_bytes_per_cycle(), hw.dram_latency_cycles(), rate,
                                                     lat, sram.n_stages())
-        tiling = {"tiles": n_tiles, "chunk": int(plan["chunk"]), "folds": folds, "a_resident": args[15],
-                  "b_resident": args[16], "c_resident": args[17], "extrapolated": True, "simulated_tiles": simulated}
+        tiling = {"tiles": n_tiles, "chunk": int(plan["chunk"]), "folds": folds, "a_resident": bool(plan["a_resident"]),
+                  "b_resident": bool(plan["b_resident"]), "c_resident": bool(plan["c_resident"]),
+                  "extrapolated": True, "simulated_tiles": simulated}
         return [_Segment(None, None, None, summed=summed)], tiling, float(comp.rows * comp.cols)
     if not detail:  # tiles generated, scheduled and summed in one call
         vec = pl.systolic_segment_sums(*args, hw.fill_bytes_per_cycle(), hw.dram_latency_cycles(), rate, lat,
