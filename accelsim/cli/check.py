@@ -23,9 +23,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(validate_file(path))
         except AccelsimError as exc:
             bad.append(path)
-            for line in exc.lines()[: max(MAX_ERROR_LINES - shown, 0)]:
-                print(f"accelsim: error: {line}", file=sys.stderr)
-                shown += 1
+            lines = exc.lines()  # one file's own problems: at most ten, then "and N more"
+            if shown == 0 or shown + len(lines) <= MAX_ERROR_LINES:  # later files: counted in the summary
+                for line in lines:
+                    print(f"accelsim: error: {line}", file=sys.stderr)
+                shown += len(lines)
     if len(bad) > 1:
         print(f"accelsim: error: {len(bad)} of {len(args.files)} files have problems", file=sys.stderr)
     return 2 if bad else 0
