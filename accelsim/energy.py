@@ -57,50 +57,58 @@ def energy_tables_cover(hw: Hardware, dtype: str) -> bool:
 
 def kernel_energy(hw: Hardware, dtype: str, kernel: Any, totals: KernelTotals) -> float:
     """Total energy (J) of ``kernel`` run with ``totals`` (from ``engine.simulate_totals``)."""
-    return op_energy(hw, dtype, kernel.sparse, kernel.macs_executed, totals.dram(), totals.sram(), totals.total,
-                     totals.decode_groups, kernel.vector_ops, kernel.name)["total_j"]
+    t = totals
+    comp, _, _, _ = _terms(hw, dtype, kernel.sparse, kernel.macs_executed,
+                           (t.dram_a_values, t.dram_a_metadata, t.dram_b, t.dram_c),
+                           (t.sram_a_values, t.sram_a_metadata, t.sram_b, t.sram_c), t.total, t.decode_groups,
+                           kernel.vector_ops, kernel.name)
+    return sum(comp)
 
 
 def op_energy(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, dram: dict[str, int],
               sram: dict[str, int], cycles: int, decode_groups: float, vector_ops: float,
               name: str = "op") -> dict[str, Any]:
     """Energy of one op from its counts (MACs, bytes per level and tensor, cycles, decode groups, vector ops)."""
+    comp, mem, seconds, decode_pj = _terms(hw, dtype, sparse, macs_executed, tuple(dram[t] for t in TENSORS),
+                                           tuple(sram[t] for t in TENSORS), cycles, decode_groups, vector_ops, name)
+    by_tensor = {t: sum(m) * PJ for t, m in zip(TENSORS, mem, strict=True)}
+    by_tensor["a_metadata"] += decode_pj * PJ
+    total = sum(comp)
+    return {"total_j": total, "by_component_j": dict(zip(COMPONENTS, comp, strict=True)), "by_tensor_j": by_tensor,
+            "avg_power_w": total / seconds if seconds else 0.0}
+
+
+def _terms(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, d: tuple, s: tuple, cycles: int,
+           decode_groups: float, vector_ops: float, name: str) -> tuple[tuple, list[tuple], float, float]:
+    """The one energy formula: components (COMPONENTS order, J), per-tensor (sram, l2, dram) pJ,
+    seconds and decode pJ. Tensors are indexed in TENSORS order."""
     spec = hw.energy
     assert spec is not None
     table = spec.sparse_mac_pj if (sparse and spec.sparse_mac_pj is not None) else spec.mac_pj
     if macs_executed and dtype not in table:
         key = "sparse_mac_pj" if table is spec.sparse_mac_pj else "mac_pj"
         raise ConfigError("<hardware>", f"energy.{key}", f"no {dtype} entry: op '{name}' needs one")
-    d, s = dram, sram
     rd, wr = spec.sram_read_pj_per_byte, spec.sram_write_pj_per_byte
     has_l2 = hw.l2 is not None
-    mem: dict[str, dict[str, float]] = {}
-    for t in TENSORS:
-        if t == "c":  # the array writes C into SRAM; write-back reads it out
-            sram_pj = s["c"] * wr + d["c"] * rd
-            l2_bytes = s["c"]
-        else:  # filled into SRAM (from DRAM, or L2), read by the array
-            filled = s[t] if has_l2 else d[t]
-            sram_pj = filled * wr + s[t] * rd
-            l2_bytes = s[t]
-        mem[t] = {"sram": sram_pj, "l2": l2_bytes * spec.l2_pj_per_byte if has_l2 else 0.0,
-                  "dram": d[t] * spec.dram_pj_per_byte}
+    l2_pj, dram_pj = spec.l2_pj_per_byte, spec.dram_pj_per_byte
+    # a_values, a_metadata, b: filled into SRAM (from DRAM, or L2), read by the array;
+    # c: the array writes C into SRAM, write-back reads it out
+    mem = [((s[0] if has_l2 else d[0]) * wr + s[0] * rd, s[0] * l2_pj if has_l2 else 0.0, d[0] * dram_pj),
+           ((s[1] if has_l2 else d[1]) * wr + s[1] * rd, s[1] * l2_pj if has_l2 else 0.0, d[1] * dram_pj),
+           ((s[2] if has_l2 else d[2]) * wr + s[2] * rd, s[2] * l2_pj if has_l2 else 0.0, d[2] * dram_pj),
+           (s[3] * wr + d[3] * rd, s[3] * l2_pj if has_l2 else 0.0, d[3] * dram_pj)]
+    m0, m1, m2, m3 = mem
     seconds = cycles / (hw.clock_ghz * 1e9)
     decode_pj = decode_groups * spec.decode_pj_per_group
-    comp = {
-        "mac": macs_executed * table.get(dtype, 0.0) * PJ,
-        "vector": vector_ops * spec.vector_pj_per_op * PJ,
-        "decode": decode_pj * PJ,
-        "sram": sum(m["sram"] for m in mem.values()) * PJ,
-        "l2": sum(m["l2"] for m in mem.values()) * PJ,
-        "dram": sum(m["dram"] for m in mem.values()) * PJ,
-        "static": static_watts(hw) * seconds,
-    }
-    by_tensor = {t: sum(mem[t].values()) * PJ for t in TENSORS}
-    by_tensor["a_metadata"] += decode_pj * PJ
-    total = sum(comp.values())
-    return {"total_j": total, "by_component_j": comp, "by_tensor_j": by_tensor,
-            "avg_power_w": total / seconds if seconds else 0.0}
+    # the sums start at 0 and add the tensors in TENSORS order (as sum() over them did)
+    comp = (macs_executed * table.get(dtype, 0.0) * PJ,
+            vector_ops * spec.vector_pj_per_op * PJ,
+            decode_pj * PJ,
+            (0 + m0[0] + m1[0] + m2[0] + m3[0]) * PJ,
+            (0 + m0[1] + m1[1] + m2[1] + m3[1]) * PJ,
+            (0 + m0[2] + m1[2] + m2[2] + m3[2]) * PJ,
+            static_watts(hw) * seconds)
+    return comp, mem, seconds, decode_pj
 
 
 def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:

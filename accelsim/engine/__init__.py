@@ -33,7 +33,7 @@ _TIME_COLS = (("load_start", pl.P_LOAD_START), ("load_end", pl.P_LOAD_END),
               ("wb_start", pl.P_WB_START), ("wb_end", pl.P_WB_END))
 
 
-@dataclass
+@dataclass(slots=True)
 class _Segment:
     """One simulated tile sequence (a systolic kernel, or one wave class of a CTA grid).
 
@@ -395,13 +395,18 @@ def _records(segments: list[_Segment], launch: int) -> np.ndarray | None:
 
 def _totals(kernel: Kernel, hw: Hardware, segments: list[_Segment], launch: int) -> KernelTotals:
     """The one assembly of a kernel's totals from its segments' sums (runs and sweeps alike)."""
-    rate, _ = _decode_params(kernel, hw)
+    spec = hw.core.sparse  # the rate of _decode_params, inlined (hot)
+    rate = _rate(spec.decode_groups_per_cycle) if kernel.sparse and spec is not None else math.inf
     decodes = math.isfinite(rate)
-    latency = hw.dram_latency_cycles()
+    latency = None
     end = cycles = stall = memory_busy = decode_busy = 0.0
     col = None
     for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
-        t = s.totals(latency)
+        t = s.summed
+        if t is None:
+            if latency is None:
+                latency = hw.dram_latency_cycles()
+            t = s.totals(latency)
         n = s.count
         end += n * t.end
         cycles += n * t.cycles

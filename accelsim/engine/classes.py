@@ -46,7 +46,7 @@ def check_totals(name: str, t: KernelTotals) -> None:
 
 # -- the sums _assemble takes of a segment -------------------------------------------------------
 
-@dataclass
+@dataclass(slots=True)
 class Sums:
     """The totals of one simulated tile sequence that a KernelResult is built from."""
 
