@@ -52,7 +52,7 @@ from pydantic import BaseModel
 
 from . import configio
 from .energy import energy_tables_cover, kernel_energy
-from .engine import hardware_key, simulate_totals
+from .engine import EngineHardware, hardware_key, simulate_totals
 from .errors import AccelsimError, ConfigError, InfeasibleError
 from .hardware import Hardware, hardware_from_dict
 from .lowering import Kernel, lower, lowering_target
@@ -716,6 +716,7 @@ class _Point:
         self.source = source
         self.target = lowering_target(hw)  # the lowering cache key
         self.engine = hardware_key(hw)  # with a kernel's cache_key(), the simulation cache key
+        self.prepared = EngineHardware(hw)  # what every kernel's simulation reads of hw, computed once
         self.energy: dict[tuple, float] = {}  # (dtype, kernel cache key) -> J, on this point's hardware
 
     def kernel_energy(self, dtype: str, kernel: Kernel, totals: KernelTotals) -> float:
@@ -745,7 +746,8 @@ def _row(model: Any, keys: _Point, sparsity: str | None, policy: str, st: _Worke
         k = (keys.engine, kernel.cache_key())
         hit = cache.get(k)
         if hit is None:
-            hit = simulate_totals(kernel, hw, keys.source)  # an InfeasibleError is not cached: it names the layer
+            # an InfeasibleError is not cached: it names the layer
+            hit = simulate_totals(kernel, hw, keys.source, keys.prepared)
             cache[k] = hit
         return hit
 

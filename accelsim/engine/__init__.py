@@ -17,7 +17,7 @@ from . import pipeline as pl
 from . import tensorcore as tc
 from . import tiling as tl
 
-__all__ = ["ENGINE_IGNORES", "hardware_key", "simulate", "simulate_totals"]
+__all__ = ["ENGINE_IGNORES", "EngineHardware", "hardware_key", "simulate", "simulate_totals"]
 
 # Top-level sections of a hardware config the engine never reads (a test traces every read to check).
 ENGINE_IGNORES = frozenset({"name", "energy"})
@@ -71,6 +71,28 @@ def _decode_params(kernel: Kernel, hw: Hardware) -> tuple[float, float]:
     return _rate(spec.decode_groups_per_cycle), float(spec.decode_latency_cycles)
 
 
+class EngineHardware:
+    """The per-config numbers every kernel's simulation reads (rates, latencies, buffer sizes), computed once.
+
+    ``simulate`` and ``simulate_totals`` build one per call unless given one; a caller simulating many
+    kernels on one config (a sweep point) builds it once. It must not outlive a change to ``hw``.
+    """
+
+    __slots__ = ("hw", "fill", "latency", "decode_rate", "decode_latency", "stages", "caps", "systolic")
+
+    def __init__(self, hw: Hardware) -> None:
+        self.hw = hw
+        self.fill = hw.fill_bytes_per_cycle()  # DRAM -> SRAM bytes per cycle of one core
+        self.latency = hw.dram_latency_cycles()
+        spec = hw.core.sparse
+        self.decode_rate, self.decode_latency = ((math.inf, 0.0) if spec is None else
+                                                 (_rate(spec.decode_groups_per_cycle),
+                                                  float(spec.decode_latency_cycles)))
+        self.stages = hw.core.sram.n_stages()
+        self.caps = hw.core.sram.buffer_bytes()
+        self.systolic = not isinstance(hw.core.compute, TensorCoreCompute)
+
+
 def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True) -> KernelResult:
     """Simulate one kernel on ``hw``, tile by tile; raises InfeasibleError if no tile fits.
 
@@ -78,15 +100,21 @@ def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tile
     and have no per-tile records (``tiles`` stays None, ``tiling['extrapolated']`` is True); more
     than 2^62 MACs raise SizeLimitError. The numbers are :func:`simulate_totals`' (the same code).
     """
-    segments, tiling, peak, launch = _segments(kernel, hw, source, detail=True)
-    totals = _totals(kernel, hw, segments, launch)
+    eh = EngineHardware(hw)
+    segments, tiling, peak, launch = _segments(kernel, eh, source, detail=True)
+    totals = _totals(kernel, eh, segments, launch)
     return _result(kernel, totals, tiling, peak, _records(segments, launch) if keep_tiles else None)
 
 
-def simulate_totals(kernel: Kernel, hw: Hardware, source: str = "<hardware>") -> KernelTotals:
-    """The totals of ``simulate(kernel, hw)`` without its tiling details or per-tile records (faster)."""
-    segments, _, _, launch = _segments(kernel, hw, source, detail=False)
-    return _totals(kernel, hw, segments, launch)
+def simulate_totals(kernel: Kernel, hw: Hardware, source: str = "<hardware>",
+                    prepared: EngineHardware | None = None) -> KernelTotals:
+    """The totals of ``simulate(kernel, hw)`` without its tiling details or per-tile records (faster).
+
+    ``prepared``: ``EngineHardware(hw)``, when the caller keeps one for many kernels.
+    """
+    eh = prepared if prepared is not None else EngineHardware(hw)
+    segments, _, _, launch = _segments(kernel, eh, source, detail=False)
+    return _totals(kernel, eh, segments, launch)
 
 
 def hardware_key(hw: Hardware) -> str:
@@ -97,19 +125,21 @@ def hardware_key(hw: Hardware) -> str:
     return hw.model_dump_json(exclude=set(ENGINE_IGNORES))
 
 
-def _segments(kernel: Kernel, hw: Hardware, source: str, detail: bool) -> tuple[list[_Segment], dict, float, int]:
+def _segments(kernel: Kernel, eh: EngineHardware, source: str,
+              detail: bool) -> tuple[list[_Segment], dict, float, int]:
     """The simulated tile sequences of ``kernel``, its tiling description, peak rate and launch cycles.
 
     ``detail=False`` may leave the tiling description short and fold tile arrays into their sums.
     """
     check_kernel(kernel)
+    hw = eh.hw
     if kernel.vector:
-        segments, tiling, peak = _vector(kernel, hw, detail)
+        segments, tiling, peak = _vector(kernel, eh, detail)
         return segments, tiling, peak, hw.vector.launch_overhead_cycles
-    if isinstance(hw.core.compute, TensorCoreCompute):
+    if not eh.systolic:
         segments, tiling, peak = _tensor_core(kernel, hw, source)
     else:
-        segments, tiling, peak = _systolic(kernel, hw, source, detail)
+        segments, tiling, peak = _systolic(kernel, eh, source, detail)
         segments[0].count = kernel.batch  # independent copies run back to back
         if kernel.batch > 1:
             tiling["batch"] = kernel.batch
@@ -119,24 +149,25 @@ def _segments(kernel: Kernel, hw: Hardware, source: str, detail: bool) -> tuple[
 
 # -- vector unit ---------------------------------------------------------------------------
 
-def _vector(kernel: Kernel, hw: Hardware, detail: bool) -> tuple[list[_Segment], dict, float]:
+def _vector(kernel: Kernel, eh: EngineHardware, detail: bool) -> tuple[list[_Segment], dict, float]:
     """Element-wise work streamed through the vector unit in chunks: load, compute, write back."""
+    hw = eh.hw
     total_bytes = kernel.read_bytes + kernel.write_bytes
     n_tiles = int(min(64, max(1, -(-total_bytes // 65536))))
     embedding = kernel.op == "embedding"
     in_l2 = (hw.activations == "l2_if_fits" and hw.l2 is not None and not embedding
              and total_bytes <= hw.l2.bytes)
-    fill = hw.fill_bytes_per_cycle() * hw.cores
+    fill = eh.fill * hw.cores
     if hw.l2 is not None:
         fill = min(fill, hw.l2.bandwidth_bytes_per_cycle)
     rate = fill if in_l2 else min(fill, hw.dram_bytes_per_cycle())
     args = (n_tiles, tl.T_DRAM_A_VALUES if embedding else tl.T_DRAM_B, tl.T_SRAM_A_VALUES if embedding else tl.T_SRAM_B,
             in_l2, kernel.read_bytes / n_tiles, kernel.write_bytes / n_tiles,
             kernel.vector_ops / hw.vector.ops_per_cycle / n_tiles)
-    pipe_latency = 0.0 if in_l2 else hw.dram_latency_cycles()
+    pipe_latency = 0.0 if in_l2 else eh.latency
     peak = float(hw.vector.ops_per_cycle)
     if not detail:  # chunks generated, scheduled and summed in one call
-        summed = cl.Sums.from_vector(pl.vector_segment_sums(*args, rate, pipe_latency, hw.dram_latency_cycles()))
+        summed = cl.Sums.from_vector(pl.vector_segment_sums(*args, rate, pipe_latency, eh.latency))
         return [_Segment(None, None, None, summed=summed)], {"tiles": n_tiles}, peak
     work, xfer = tl.vector_tiles(*args)
     bw = np.full(n_tiles, rate)
@@ -148,11 +179,12 @@ def _vector(kernel: Kernel, hw: Hardware, detail: bool) -> tuple[list[_Segment],
 
 # -- systolic ------------------------------------------------------------------------------
 
-def _systolic(kernel: Kernel, hw: Hardware, source: str, detail: bool) -> tuple[list[_Segment], dict, float]:
+def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> tuple[list[_Segment], dict, float]:
+    hw = eh.hw
     comp = hw.core.compute
     assert isinstance(comp, SystolicCompute)
     sram = hw.core.sram
-    caps = sram.buffer_bytes()
+    caps = eh.caps
     b_elements = kernel.b_elements if sram.im2col == "on_chip" else kernel.k * kernel.n
     plan = tl.systolic_plan(comp.rows, comp.cols, comp.dataflow, kernel.m, kernel.n, kernel.k,
                             kernel.keep_n, kernel.group_m, kernel.dtype_bytes, kernel.metadata_bits,
@@ -168,24 +200,22 @@ def _systolic(kernel: Kernel, hw: Hardware, source: str, detail: bool) -> tuple[
             kernel.n, kernel.k, kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes), float(kernel.metadata_bits),
             float(comp.accumulator_bytes), int(plan["chunk"]), b_elements / (kernel.k * kernel.n),
             bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse)
-    rate, lat = _decode_params(kernel, hw)
+    rate, lat = (eh.decode_rate, eh.decode_latency) if kernel.sparse else (math.inf, 0.0)  # _decode_params
     n_tiles = cl.systolic_tile_count(comp.rows, comp.cols, args[2], kernel.m, kernel.n, kernel.k, kernel.keep_n,
                                      kernel.group_m, args[12])
     if n_tiles > cl.TILE_CAP:  # too many to hold: simulate classes of identical tiles, extrapolate
-        summed, simulated, folds = cl.systolic_sums(*args, hw.fill_bytes_per_cycle(), hw.dram_latency_cycles(), rate,
-                                                    lat, sram.n_stages())
+        summed, simulated, folds = cl.systolic_sums(*args, eh.fill, eh.latency, rate, lat, eh.stages)
         tiling = {"tiles": n_tiles, "chunk": int(plan["chunk"]), "folds": folds, "a_resident": bool(plan["a_resident"]),
                   "b_resident": bool(plan["b_resident"]), "c_resident": bool(plan["c_resident"]),
                   "extrapolated": True, "simulated_tiles": simulated}
         return [_Segment(None, None, None, summed=summed)], tiling, float(comp.rows * comp.cols)
     if not detail:  # tiles generated, scheduled and summed in one call
-        vec = pl.systolic_segment_sums(*args, hw.fill_bytes_per_cycle(), hw.dram_latency_cycles(), rate, lat,
-                                       sram.n_stages())
+        vec = pl.systolic_segment_sums(*args, eh.fill, eh.latency, rate, lat, eh.stages)
         summed = cl.Sums.from_vector(vec)
         return [_Segment(None, None, None, summed=summed)], {"tiles": n_tiles}, float(comp.rows * comp.cols)
     work = tl.systolic_tiles(*args)
-    bw = np.full(len(work), hw.fill_bytes_per_cycle())
-    times = pl.run_pipeline(work, bw, hw.dram_latency_cycles(), rate, lat, sram.n_stages(), 0.0)
+    bw = np.full(len(work), eh.fill)
+    times = pl.run_pipeline(work, bw, eh.latency, rate, lat, eh.stages, 0.0)
     tiling = {"tiles": int(len(work)), "chunk": int(plan["chunk"]),
               "folds": int(len(np.unique(work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]))) if len(work) else 0,
               "a_resident": bool(plan["a_resident"]), "b_resident": bool(plan["b_resident"]),
@@ -393,20 +423,14 @@ def _records(segments: list[_Segment], launch: int) -> np.ndarray | None:
     return rec
 
 
-def _totals(kernel: Kernel, hw: Hardware, segments: list[_Segment], launch: int) -> KernelTotals:
+def _totals(kernel: Kernel, eh: EngineHardware, segments: list[_Segment], launch: int) -> KernelTotals:
     """The one assembly of a kernel's totals from its segments' sums (runs and sweeps alike)."""
-    spec = hw.core.sparse  # the rate of _decode_params, inlined (hot)
-    rate = _rate(spec.decode_groups_per_cycle) if kernel.sparse and spec is not None else math.inf
+    rate = eh.decode_rate if kernel.sparse else math.inf  # as _decode_params
     decodes = math.isfinite(rate)
-    latency = None
     end = cycles = stall = memory_busy = decode_busy = 0.0
     col = None
     for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
-        t = s.summed
-        if t is None:
-            if latency is None:
-                latency = hw.dram_latency_cycles()
-            t = s.totals(latency)
+        t = s.summed if s.summed is not None else s.totals(eh.latency)
         n = s.count
         end += n * t.end
         cycles += n * t.cycles
