@@ -218,7 +218,20 @@ def _describe(err: Any, model: type[BaseModel]) -> tuple[tuple[Any, ...], str]:
         msg = f"must be a finite number{got}"
     else:
         msg = re.sub(r"^Input should be", "should be", err["msg"]) + got
-    return loc, msg
+    return loc, msg + _exponent_hint(err.get("input"))
+
+
+_YAML11_TEXT_EXPONENT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
+
+
+def _exponent_hint(value: Any) -> str:
+    """YAML 1.1 reads '1e9' (no dot, or no exponent sign) as text: say how to write the number."""
+    if not isinstance(value, str) or not _YAML11_TEXT_EXPONENT.match(value.strip()):
+        return ""
+    number = float(value)
+    plain = f"{int(number)}" if number.is_integer() and abs(number) < 1e16 else f"{number!r}"
+    mantissa, exponent = f"{number:e}".split("e")
+    return f" (YAML 1.1 reads {value.strip()} as text; write {plain} or {float(mantissa)!r}e{exponent})"
 
 
 def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any,

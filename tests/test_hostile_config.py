@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from accelsim import configio, templating
 from accelsim.cli import main
@@ -329,3 +330,17 @@ def test_hex_and_plain_numbers_still_read(capsys):
     rc = main(["run", "--hw", str(TPU), "--workload", str(GEMM), "--hw-set", "core.compute.rows=0x80",
                "--hw-set", "clock_ghz=1.5"])
     assert rc == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "hint"), [("1e9", "write 1000000000 or 1.0e+09"), ("2.5E3", "write 2500 or 2.5e+03")])
+def test_exponent_without_dot_or_sign_says_how_to_write_it(capsys, tmp_path, text, hint):
+    """YAML 1.1 reads 1e9 as a string: the type error says so and shows two spellings it reads as numbers."""
+    path = tmp_path / "hw.yaml"
+    data = yaml.safe_load((ROOT / "hwconfigs" / "tpu-like.yaml").read_text())
+    path.write_text(yaml.safe_dump(data).replace("bandwidth_gb_s: 600", f"bandwidth_gb_s: {text}"))
+    lines = error_lines(capsys, "validate", path)
+    assert len(lines) == 1
+    has(lines[0], "dram.bandwidth_gb_s", f"got '{text}'", f"YAML 1.1 reads {text} as text; {hint}")
+    fixed = hint.split(" or ")[1]
+    path.write_text(yaml.safe_dump(data).replace("bandwidth_gb_s: 600", f"bandwidth_gb_s: {fixed}"))
+    assert main(["validate", str(path)]) == 0
