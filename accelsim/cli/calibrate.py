@@ -6,13 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tqdm import tqdm
-
 from ..calibrate import COARSE_GRID, DEFAULT_FRACTIONS, DEFAULT_GRID, calibrate5, format_search
 from ..errors import AccelsimError
 from ..hardware import load_hardware
 from ..validation import read_measurements
 from . import options
+from .common import progress_bar
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,12 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rows = read_measurements(args.measurements)
         hw = load_hardware(args.hw)
-        with tqdm(unit="fit", file=sys.stderr, leave=False, disable=None) as bar:
-
-            def update(done: int, total: int) -> None:
-                bar.total = total
-                bar.update(done - bar.n)
-
+        bar, update = progress_bar(unit="fit")
+        with bar:
             res = calibrate5(rows, hw, args.gpu, fractions, penalty=args.penalty, loso=args.loso,
                              grid=COARSE_GRID if args.grid == "coarse" else DEFAULT_GRID, progress=update)
     except AccelsimError as exc:

@@ -61,9 +61,11 @@ def wrote(paths: Iterable[object]) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
-def progress_bar(total_hint: int, unit: str = "layer") -> tuple[tqdm, Callable[[int, int], None]]:
+def progress_bar(total_hint: int = 0, unit: str = "layer",
+                 leave: bool = False) -> tuple[tqdm, Callable[[int, int], None]]:
     """A progress bar on stderr (shown after half a second, only on a terminal) and its update callback."""
-    bar = tqdm(total=total_hint, unit=unit, delay=0.5, file=sys.stderr, leave=False, disable=None)
+    bar = tqdm(total=total_hint, unit=unit, delay=0.5, file=sys.stderr, leave=leave, disable=None,
+               dynamic_ncols=True)
 
     def update(done: int, total: int) -> None:
         bar.total = total

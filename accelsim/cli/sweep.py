@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
-
-from tqdm import tqdm
 
 from ..sweep import sweep_command, sweep_plot_command
 from . import options
@@ -14,12 +11,7 @@ from .common import command_line, progress_bar, warn, wrote
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run (or resume) a sweep and summarise it in one line."""
-    bar = tqdm(unit="config", file=sys.stderr, disable=None, dynamic_ncols=True)
-
-    def progress(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-
+    bar, progress = progress_bar(unit="config", leave=True)
     try:
         summary = sweep_command(args.spec, args.out, dask=args.dask, resume=args.resume, workers=args.workers,
                                 progress=progress, command=command_line(), max_points=args.max_points)

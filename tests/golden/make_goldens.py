@@ -101,19 +101,6 @@ def generate(out_dir: str | Path, cases: list[Case] | None = None,
     return written
 
 
-def _bar() -> tuple[Any, Callable[[int, int], None]]:
-    """A tqdm bar on stderr and the callback that moves it."""
-    from tqdm import tqdm
-
-    bar = tqdm(unit="case", file=sys.stderr, leave=False, disable=None)
-
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-
-    return bar, update
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="make_goldens.py", description=__doc__.split("\n\n")[0])
     p.add_argument("out", nargs="?", help="directory to write the candidate bodies into")
@@ -121,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.bless == bool(args.out):
         p.error("give either OUT_DIR or --bless")
-    bar, update = _bar()
+    from accelsim.cli.common import progress_bar
+
+    bar, update = progress_bar(unit="case")
     if args.out:
         with bar:
             paths = generate(args.out, progress=update)
