@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
-from .hardware import Hardware
-from .results import KernelResult, KernelTotals
+from accelsim.errors import ConfigError
+from accelsim.hardware.model import Hardware
+from accelsim.results import KernelResult, KernelTotals
 
 PJ = 1e-12
 COMPONENTS = ("mac", "vector", "decode", "sram", "l2", "dram", "static")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .textsafe import printable
+from accelsim.textsafe import printable
 
 MAX_PROBLEMS_SHOWN = 10
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import OutputError
+from accelsim.errors import OutputError
 
 SVG_HASHSALT = "accelsim"
 _TMP_NAME_MAX = 200  # a temporary name stays below NAME_MAX (255) even for the longest target name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import AccelsimError
+from accelsim.errors import AccelsimError
 
 MAC_LIMIT = 1 << 62  # MACs (or vector elements, ops, bytes) of one kernel: leaves room for cycles and bytes
 INT64_MAX = (1 << 63) - 1

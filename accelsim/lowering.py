@@ -6,10 +6,10 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from .hardware import Hardware
-from .limits import check_kernel
-from .sparsity import Pattern, best_container, parse_pattern
-from .workload import VECTOR_OPS, Workload
+from accelsim.formats.nm import Pattern, best_container, parse_pattern
+from accelsim.hardware.model import Hardware
+from accelsim.limits import check_kernel
+from accelsim.workloads.model import VECTOR_OPS, Workload
 
 # Reason codes, in precedence order: when several apply, the first listed wins.
 REASON_CODES: dict[str, str] = {

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import AccelsimError
+from accelsim.errors import AccelsimError
 
 SCHEMA_VERSION = 1
 
@@ -243,7 +243,7 @@ def build_meta(command: list[str] | None = None, hashes: dict[str, str] | None =
     """The metadata header: versions, commit, config hashes, command. Not part of the body."""
     import numba
 
-    from . import __version__
+    from accelsim import __version__
 
     return {
         "accelsim_version": __version__,
@@ -280,8 +280,9 @@ class RunResult:
         """Sums over layers (the same summation a sweep row comes from)."""
         return model_totals((r.layer_totals() for r in self.layers), self.dense_total_cycles)
 
+    @property
     def totals(self) -> dict[str, Any]:
-        """Sums over layers and model-level speedup."""
+        """Sums over layers and model-level speedup (computed on each access)."""
         t = self.model_totals()
         return {
             "cycles": t.cycles,
@@ -301,7 +302,7 @@ class RunResult:
 
     def energy_totals(self) -> dict[str, Any]:
         """Model energy by component and tensor, power, inferences per joule, and dense vs this run."""
-        from .energy import rounded, sum_energy
+        from accelsim.energy import rounded, sum_energy
 
         seconds = self.total_cycles / (self.clock_ghz * 1e9)
         parts = [r.energy for r in self.layers if r.energy is not None]
@@ -338,7 +339,7 @@ class RunResult:
             "sparsity": self.sparsity,
             "policy": self.policy,
             "layers": [r.to_dict() for r in self.layers],
-            "totals": self.totals(),
+            "totals": self.totals,
             "by_op_type": self.by_op_type(),
             "footprint": self.footprint,
             "warnings": self.warnings,

@@ -24,7 +24,7 @@ def run_set() -> int:
     """Simulate the whole set once; return the number of layer simulations."""
     sys.path.insert(0, str(ROOT))
     from accelsim import load_hardware, load_workload, run
-    from accelsim.workload import workload_from_dict
+    from accelsim.workloads.model import workload_from_dict
 
     micro = load_workload(ROOT / "workloads/gemm-microbench.yaml")
     four = workload_from_dict({**micro.to_dict(), "layers": micro.to_dict()["layers"][:4]})

@@ -50,7 +50,7 @@ def main() -> None:
                     help="instead: cProfile N configs in this process, lean path and run() path")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from accelsim.sweep import run_sweep, spec_from_dict
+    from accelsim.sweep.execute import run_sweep, spec_from_dict
 
     if args.profile:
         profile(args.profile)
@@ -73,7 +73,7 @@ def main() -> None:
 
 def profile(n: int) -> None:
     """Where one process spends its time: the lean path, then (for comparison) run() per row."""
-    from accelsim.sweep import _context, _run_points, spec_from_dict
+    from accelsim.sweep.execute import _context, _run_points, spec_from_dict
 
     spec = spec_from_dict(bench_spec(n), source="sweep_bench")
     pts = [(p.index, p.overrides) for p in spec.points]

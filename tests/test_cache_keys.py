@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from accelsim import sweep
 from accelsim.engine import ENGINE_IGNORES, hardware_key, simulate, simulate_totals
-from accelsim.hardware import Hardware, hardware_from_dict, load_hardware
+from accelsim.hardware.model import Hardware, hardware_from_dict, load_hardware
 from accelsim.lowering import LABELS, Kernel, lower, lowering_target
-from accelsim.runner import run
-from accelsim.workload import load_workload
+from accelsim.simulation import run
+from accelsim.sweep import execute as sweep
+from accelsim.workloads.model import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 TPU = str(ROOT / "hwconfigs/tpu-like.yaml")
@@ -40,7 +40,7 @@ def test_a_field_lowering_reads_misses_the_lowering_cache() -> None:
     model = load_workload(BERT, {"batch": 1, "seq": 128})
     for p, point_rows in zip(spec.points, rows, strict=True):  # and each row is what a plain run reports
         hw = hardware_from_dict(sweep.with_overrides(spec.hardware_data, p.overrides))
-        assert point_rows[0][sweep.METRICS.index("cycles")] == run(model, hw, "2:4").totals()["cycles"]["total"]
+        assert point_rows[0][sweep.METRICS.index("cycles")] == run(model, hw, "2:4").totals["cycles"]["total"]
 
 
 def test_an_engine_only_field_reuses_the_lowering_and_misses_the_engine_cache() -> None:

@@ -97,7 +97,9 @@ def test_shared_options_are_declared_only_in_options_py() -> None:
 
 
 def test_python_m_accelsim_calibrate_still_runs_from_the_cli_package() -> None:
-    proc = _python_m("accelsim.calibrate", "missing.csv", "--hw", str(HW / "a100-like.yaml"), "--gpu", "A100")
+    proc = _python_m("accelsim.analysis.calibration", "missing.csv", "--hw", str(HW / "a100-like.yaml"),
+                     "--gpu", "A100")
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "error: missing.csv: file not found\n")
-    proc = _python_m("accelsim.calibrate", "x.csv", "--hw", "h.yaml", "--gpu", "A100", "--fractions", "a")
+    proc = _python_m("accelsim.analysis.calibration", "x.csv", "--hw", "h.yaml", "--gpu", "A100",
+                     "--fractions", "a")
     assert proc.returncode == 2 and proc.stderr.endswith("error: --fractions: expected numbers, got 'a'\n")

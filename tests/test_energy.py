@@ -10,8 +10,8 @@ from conftest import HW, WL
 
 from accelsim import load_hardware, load_workload, run
 from accelsim.energy import COMPONENTS, TENSORS, power_profile, static_watts
-from accelsim.hardware import hardware_from_dict
-from accelsim.workload import workload_from_dict
+from accelsim.hardware.model import hardware_from_dict
+from accelsim.workloads.model import workload_from_dict
 
 A100 = load_hardware(HW / "a100-like.yaml")
 TPU = load_hardware(HW / "tpu-like.yaml")
@@ -29,7 +29,7 @@ def test_components_add_up_and_static_is_power_times_time(hw, sparsity) -> None:
         assert e["by_component_j"]["static"] == pytest.approx(static_watts(hw) * seconds, rel=1e-9)
         memory = sum(e["by_component_j"][c] for c in ("sram", "l2", "dram", "decode"))
         assert sum(e["by_tensor_j"].values()) == pytest.approx(memory, rel=1e-9)
-    tot = res.totals()["energy"]
+    tot = res.totals["energy"]
     assert set(tot["by_component_j"]) == set(COMPONENTS) and set(tot["by_tensor_j"]) == set(TENSORS)
     assert sum(tot["by_component_j"].values()) == pytest.approx(tot["total_j"], rel=1e-9)
     assert tot["total_j"] == pytest.approx(sum(lay.energy["total_j"] for lay in res.layers), rel=1e-9)
@@ -40,8 +40,8 @@ def test_energy_scales_linearly_with_repeated_identical_layers() -> None:
     one = workload_from_dict({"name": "x", "layers": [{"name": "g0", **layer}]})
     five = workload_from_dict({"name": "x", "layers": [{"name": f"g{i}", **layer} for i in range(5)]})
     for hw in (A100, TPU):
-        e1 = run(one, hw, "2:4").totals()["energy"]
-        e5 = run(five, hw, "2:4").totals()["energy"]
+        e1 = run(one, hw, "2:4").totals["energy"]
+        e5 = run(five, hw, "2:4").totals["energy"]
         assert e5["total_j"] == pytest.approx(5 * e1["total_j"], rel=1e-9)
         for c in COMPONENTS:
             assert e5["by_component_j"][c] == pytest.approx(5 * e1["by_component_j"][c], rel=1e-9, abs=1e-15)
@@ -49,8 +49,8 @@ def test_energy_scales_linearly_with_repeated_identical_layers() -> None:
 
 def test_sparse_saves_mac_energy_and_pays_for_metadata() -> None:
     model = load_workload(WL / "bert-base.yaml", {"batch": 16})
-    dense = run(model, TPU, "dense").totals()["energy"]
-    sparse = run(model, TPU, "2:4").totals()["energy"]
+    dense = run(model, TPU, "dense").totals["energy"]
+    sparse = run(model, TPU, "2:4").totals["energy"]
     assert sparse["by_component_j"]["mac"] < 0.6 * dense["by_component_j"]["mac"]
     assert dense["by_tensor_j"]["a_metadata"] == 0 and sparse["by_tensor_j"]["a_metadata"] > 0
     assert sparse["by_tensor_j"]["a_values"] < dense["by_tensor_j"]["a_values"]
@@ -74,7 +74,7 @@ def test_power_cap_throttles_a_long_run_and_latency_rises() -> None:
     assert capped["latency_s"] > 1.05 * prof["uncapped"]["latency_s"]
     assert capped["avg_power_w"] < prof["uncapped"]["avg_power_w"]
     # energy is conserved in the trace: windows hold the run's dynamic energy
-    dyn = sum(v for k, v in res.totals()["energy"]["by_component_j"].items() if k != "static")
+    dyn = sum(v for k, v in res.totals["energy"]["by_component_j"].items() if k != "static")
     assert prof["trace"]["dynamic_j"].sum() == pytest.approx(4 * dyn, rel=1e-6)
 
 

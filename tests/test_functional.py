@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accelsim.errors import FunctionalError
-from accelsim.functional import (
+from accelsim.analysis.functional_check import (
     Compressed,
     compress,
     decompress,
@@ -21,6 +20,7 @@ from accelsim.functional import (
     unpack_metadata,
     validate_mask,
 )
+from accelsim.errors import FunctionalError
 
 HWCONFIGS = Path(__file__).resolve().parents[1] / "hwconfigs"
 # Every pattern the shipped hwconfigs list, plus dense-equivalent M:M.
@@ -78,9 +78,9 @@ def test_functional_check_explicit_tiling_and_table() -> None:
 @pytest.mark.parametrize("hw_file", sorted(p.name for p in HWCONFIGS.glob("*.yaml")))
 def test_tiles_follow_the_timing_model(hw_file: str) -> None:
     from accelsim.engine import simulate
-    from accelsim.hardware import load_hardware
+    from accelsim.hardware.model import load_hardware
     from accelsim.lowering import lower_layer
-    from accelsim.workload import Gemm
+    from accelsim.workloads.model import Gemm
 
     hw = load_hardware(HWCONFIGS / hw_file)
     for pattern in ("1:4", "2:4", "2:8", "4:8", "dense"):

@@ -6,7 +6,7 @@ import pytest
 from conftest import HW
 
 from accelsim import load_hardware, run
-from accelsim.workload import workload_from_dict
+from accelsim.workloads.model import workload_from_dict
 
 A100 = load_hardware(HW / "a100-like.yaml")
 BYTE_RATIO = 1 / 0.5625  # fp16 2:4: values at 0.5 + metadata at 0.0625 of dense bytes
@@ -60,7 +60,7 @@ def test_last_partial_wave_leaves_cores_idle() -> None:
     data["core"]["compute"]["cta_tiles"] = {"dense": [[128, 128, 32]], "sparse": [[128, 128, 64]]}
     data["core"]["compute"]["split_k"] = {"dense": [1], "sparse": [1]}
     data["dram"]["bandwidth_gb_s"] = "unlimited"  # isolate wave quantisation from memory limits
-    from accelsim.hardware import hardware_from_dict
+    from accelsim.hardware.model import hardware_from_dict
 
     hw = hardware_from_dict(data)
     full = run(_gemm(128 * 108, 128, 4096), hw, "dense").layers[0]
@@ -93,7 +93,7 @@ def test_tile_records_add_up_with_their_multiplicity() -> None:
 
 
 def test_activations_in_l2_remove_b_and_c_dram_traffic() -> None:
-    from accelsim.hardware import hardware_from_dict
+    from accelsim.hardware.model import hardware_from_dict
 
     data = A100.to_dict()
     data["activations"] = "l2_if_fits"

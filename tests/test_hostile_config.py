@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelsim import configio, templating
 from accelsim.cli import main
+from accelsim.config import schema as configio
+from accelsim.config import templating
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.results import dumps_finite
 from accelsim.textsafe import printable, short_repr

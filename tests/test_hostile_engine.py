@@ -22,11 +22,11 @@ from conftest import HW, ROOT
 import accelsim.engine.classes as cl
 from accelsim.engine import simulate, simulate_totals
 from accelsim.engine import tensorcore as tc
-from accelsim.hardware import load_hardware
+from accelsim.hardware.model import load_hardware
 from accelsim.limits import SizeLimitError
 from accelsim.lowering import lower
-from accelsim.runner import Simulator, peak_macs_per_cycle, run
-from accelsim.workload import workload_from_dict
+from accelsim.simulation import Simulator, peak_macs_per_cycle, run
+from accelsim.workloads.model import workload_from_dict
 
 CORPUS = ROOT / "tests" / "corpus"
 TWO_GB = 2 << 30

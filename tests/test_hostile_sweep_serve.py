@@ -19,8 +19,8 @@ from accelsim import fileio
 from accelsim.cli import main
 from accelsim.errors import AccelsimError, ConfigError, InfeasibleError
 from accelsim.report.sweep_plots import choose_slice, heatmap_figure, load_table
-from accelsim.runtime import RuntimeConfig, ServingModel, find_max_rate
-from accelsim.sweep import spec_from_dict
+from accelsim.serving.simulator import RuntimeConfig, ServingModel, find_max_rate
+from accelsim.sweep.execute import spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -267,7 +267,7 @@ def test_runtime_config_file_is_bounded(tmp_path: Path, capsys: pytest.CaptureFi
 # -- D4: progress of the capacity search and sweep-plot ------------------------------------------------------
 
 def test_progress_callbacks(small_sweep: Path, tmp_path: Path) -> None:
-    from accelsim.sweep import sweep_plot_command
+    from accelsim.sweep.execute import sweep_plot_command
 
     calls: list[tuple[int, int]] = []
     model = ServingModel(lambda b, s: 1e-3 + 2e-4 * b, RuntimeConfig(max_batch=8))

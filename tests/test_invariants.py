@@ -11,8 +11,8 @@ import yaml
 from conftest import HW, WL
 
 from accelsim import load_hardware, load_workload, lower, run
-from accelsim.hardware import hardware_from_dict
-from accelsim.workload import workload_from_dict
+from accelsim.hardware.model import hardware_from_dict
+from accelsim.workloads.model import workload_from_dict
 
 SYSTOLIC = sorted(p.name for p in HW.glob("*.yaml")
                   if yaml.safe_load(p.read_text())["core"]["compute"]["kind"] == "systolic")
@@ -168,13 +168,13 @@ def test_speedup_vs_dense_is_dense_total_over_total() -> None:
     dense = run(MICRO, hw, "dense")
     for s, d in zip(sparse.layers, dense.layers, strict=True):
         assert s.speedup_vs_dense == pytest.approx(d.cycles["total"] / s.cycles["total"])
-    assert sparse.totals()["dense_total_cycles"] == dense.total_cycles
+    assert sparse.totals["dense_total_cycles"] == dense.total_cycles
 
 
 def test_run_table_explains_weights_re_read_and_partial_sums_spilled() -> None:
     """A wider array that is slower (edge-npu 16x128 vs 16x64 at 50 GB/s on ResNet-50) says why in the table."""
+    from accelsim.analysis.explain import traffic_notes
     from accelsim.cli import format_table
-    from accelsim.explain import traffic_notes
 
     wl = load_workload(WL / "resnet50.yaml")
     by_cols = {}

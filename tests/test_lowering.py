@@ -7,9 +7,9 @@ import yaml
 from conftest import HW
 
 from accelsim import load_hardware, lower, run
-from accelsim.hardware import hardware_from_dict
+from accelsim.hardware.model import hardware_from_dict
 from accelsim.lowering import REASON_CODES
-from accelsim.workload import workload_from_dict
+from accelsim.workloads.model import workload_from_dict
 
 TPU = load_hardware(HW / "tpu-like.yaml")
 FLEX = load_hardware(HW / "flex-nm.yaml")

@@ -13,9 +13,9 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from accelsim import load_hardware  # noqa: E402
 from accelsim.errors import AccelsimError  # noqa: E402
-from accelsim.onnx_import import cmd_import_onnx, import_onnx  # noqa: E402
-from accelsim.runner import run  # noqa: E402
-from accelsim.workload import load_workload, workload_from_dict  # noqa: E402
+from accelsim.simulation import run  # noqa: E402
+from accelsim.workloads.model import load_workload, workload_from_dict  # noqa: E402
+from accelsim.workloads.onnx_import import cmd_import_onnx, import_onnx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 F = TensorProto.FLOAT

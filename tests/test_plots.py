@@ -9,10 +9,10 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
-from accelsim.hardware import load_hardware
+from accelsim.hardware.model import load_hardware
 from accelsim.report import plots
-from accelsim.runner import run
-from accelsim.workload import load_workload
+from accelsim.simulation import run
+from accelsim.workloads.model import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 HW = ROOT / "hwconfigs"

@@ -11,7 +11,7 @@ from conftest import HW, WL
 from matplotlib.image import imread
 
 from accelsim import load_hardware, load_workload, run
-from accelsim.reality import RUNGS, reality_check
+from accelsim.analysis.reality import RUNGS, reality_check
 from accelsim.report.reality_chart import (
     BAR_CHAR,
     DPI,
@@ -21,7 +21,7 @@ from accelsim.report.reality_chart import (
     save_chart,
     text_bars,
 )
-from accelsim.workload import workload_from_dict
+from accelsim.workloads.model import workload_from_dict
 
 A100 = load_hardware(HW / "a100-like.yaml")
 TPU = load_hardware(HW / "tpu-like.yaml")
@@ -78,9 +78,9 @@ def test_ladder_telescopes_from_nominal_to_real(case: str) -> None:
                                                 rel=1e-3 / rung["sparse_cycles"])
     # the last rung is the real run
     res = run(model, hw, "2:4")
-    assert res.totals()["dense_total_cycles"] == data["dense_total_cycles"]
+    assert res.totals["dense_total_cycles"] == data["dense_total_cycles"]
     assert res.total_cycles == data["sparse_total_cycles"] == rungs[-1]["sparse_cycles"]
-    assert math.isclose(real, res.totals()["dense_total_cycles"] / res.total_cycles, rel_tol=1e-12)
+    assert math.isclose(real, res.totals["dense_total_cycles"] / res.total_cycles, rel_tol=1e-12)
     # the fallback bar is the fallback layers' share of the sparse run's time
     fb = [lay for lay in res.layers if lay.pattern_requested and lay.path != "sparse"]
     assert data["fallback"]["layers"] == len(fb)

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import HW, ROOT, WL
 
-from accelsim.configio import read_yaml
+from accelsim.config.schema import read_yaml
 from accelsim.errors import AccelsimError
-from accelsim.hardware import hardware_from_dict
-from accelsim.report import regress
-from accelsim.report.regress import (
+from accelsim.hardware.model import hardware_from_dict
+from accelsim.regress import compare as regress
+from accelsim.regress.compare import (
     ResultFileError,
     SchemaVersionError,
     Tolerances,
@@ -28,8 +28,8 @@ from accelsim.report.regress import (
     regress_command,
 )
 from accelsim.results import SCHEMA_VERSION
-from accelsim.runner import run
-from accelsim.workload import load_workload
+from accelsim.simulation import run
+from accelsim.workloads.model import load_workload
 
 GOLDEN = ROOT / "tests" / "golden"
 _spec = importlib.util.spec_from_file_location("make_goldens", GOLDEN / "make_goldens.py")

@@ -12,7 +12,7 @@ import pytest
 from conftest import HW, ROOT, WL
 
 from accelsim import AccelsimError, load_hardware, load_workload, run
-from accelsim.hardware import hardware_from_dict
+from accelsim.hardware.model import hardware_from_dict
 from accelsim.report.deploy import (
     HEADER_BEGIN,
     HEADER_END,
@@ -24,7 +24,7 @@ from accelsim.report.deploy import (
     strip_header,
     write_report,
 )
-from accelsim.workload import workload_from_dict
+from accelsim.workloads.model import workload_from_dict
 
 A100 = load_hardware(HW / "a100-like.yaml")
 STRICT = ROOT / "examples" / "workloads" / "bert-base-2to4-strict.yaml"

@@ -1,4 +1,4 @@
-"""The serving model (accelsim.runtime): queueing theory, batching semantics, determinism, variability,
+"""The serving model (accelsim.serving.simulator): queueing theory, batching semantics, determinism, variability,
 capacity at SLA (BERT-base on a100-like, dense vs 2:4), quality at equal budget, LLM prefill/decode
 with the KV-cache cap, and the plots. The whole file runs in the normal test run (~30 s on 2 cores)."""
 
@@ -13,10 +13,9 @@ from conftest import HW, ROOT, WL
 from matplotlib.figure import Figure
 
 from accelsim.errors import AccelsimError, ConfigError
-from accelsim.hardware import load_hardware
+from accelsim.hardware.model import load_hardware
 from accelsim.report.serving_plots import latency_cdf_figure, latency_vs_load_figure, save_figure
-from accelsim.runner import Simulator
-from accelsim.runtime import (
+from accelsim.serving.simulator import (
     RuntimeConfig,
     ServingError,
     ServingModel,
@@ -30,6 +29,7 @@ from accelsim.runtime import (
     simulate_batching,
     simulate_llm,
 )
+from accelsim.simulation import Simulator
 
 A100 = HW / "a100-like.yaml"
 BERT = WL / "bert-base.yaml"

@@ -13,7 +13,7 @@ from conftest import HW, REFERENCE
 
 from accelsim import load_hardware, simulate
 from accelsim.lowering import Kernel, lower_layer
-from accelsim.workload import Conv2d
+from accelsim.workloads.model import Conv2d
 
 HARDWARE = {d: load_hardware(HW / f"scalesim-32x32-{d}.yaml") for d in ("os", "ws")}
 

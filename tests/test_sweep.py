@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from accelsim.errors import AccelsimError, ConfigError
-from accelsim.sweep import (
+from accelsim.sweep.execute import (
     METRICS,
     field_kind,
     load_results,
@@ -325,7 +325,7 @@ def test_killed_sweep_resumes_with_no_lost_no_duplicated_rows(tmp_path: Path) ->
     spec = load_spec(spec_path)
     out = tmp_path / "killed"
     # the run() path in one process: slow enough (~0.1 s a chunk) to be killed between chunk writes
-    code = ("import sys; from accelsim.sweep import run_sweep; "
+    code = ("import sys; from accelsim.sweep.execute import run_sweep; "
             "run_sweep(sys.argv[1], sys.argv[2], workers=1, chunk_size=1, lean=False)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(spec_path), str(out)], cwd=ROOT,
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelsim.hardware import hardware_from_dict, load_hardware
+from accelsim.hardware.model import hardware_from_dict, load_hardware
 from accelsim.report import trace as tr
-from accelsim.runner import run
-from accelsim.workload import load_workload, workload_from_dict
+from accelsim.simulation import run
+from accelsim.workloads.model import load_workload, workload_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 HW = ROOT / "hwconfigs"

@@ -11,7 +11,7 @@ import yaml
 from conftest import HW, REFERENCE, ROOT
 
 from accelsim import load_hardware
-from accelsim.calibrate import (
+from accelsim.analysis.calibration import (
     CALIBRATED_FIELDS,
     COARSE_GRID,
     DEFAULT_FRACTIONS,
@@ -27,10 +27,7 @@ from accelsim.calibrate import (
     select_rows,
     with_calibration,
 )
-from accelsim.cli.calibrate import main
-from accelsim.errors import AccelsimError
-from accelsim.report.validation_plots import save_scatter, scatter_figure
-from accelsim.validation import (
+from accelsim.analysis.gpu_validation import (
     MAIN_REGIMES,
     MeasurementError,
     backend_of,
@@ -44,6 +41,9 @@ from accelsim.validation import (
     validate_hw,
     validate_hw_command,
 )
+from accelsim.cli.calibrate import main
+from accelsim.errors import AccelsimError
+from accelsim.report.validation_plots import save_scatter, scatter_figure
 
 CSV = REFERENCE / "gpu" / "a100_fp16_24_speedups.csv"
 A100_YAML = HW / "a100-like.yaml"
@@ -264,10 +264,10 @@ def test_fit_stays_physical_and_improves_a_bad_start(rows, tables) -> None:
 
 
 def test_shipped_a100_values_are_the_fit(tables) -> None:
-    """The CALIBRATED fields in a100-like.yaml are what accelsim.calibrate fits (re-run it after engine changes).
+    """The CALIBRATED fields in a100-like.yaml are what the calibration fits (re-run it after engine changes).
 
     Kept fast: the four inner fields are refitted at the shipped dram.sustained_fraction (one coarse
-    body_tables build). The fraction's own outer search is `python -m accelsim.calibrate` (calibrate5,
+    body_tables build). The fraction's own outer search is `python -m accelsim.analysis.calibration` (calibrate5,
     ~90 s; result table in docs/validation.md).
     """
     f = fit(tables)
@@ -387,7 +387,7 @@ def test_every_number_in_the_gpu_configs_has_a_source_comment(name) -> None:
 
 def _speedup(name, m, n, k, dtype="fp16"):
     from accelsim import run
-    from accelsim.workload import workload_from_dict
+    from accelsim.workloads.model import workload_from_dict
 
     wl = workload_from_dict({"name": "g", "dtype": dtype, "layers": [{"name": "g", "op": "gemm",
                                                                        "m": m, "n": n, "k": k}]})

@@ -9,7 +9,7 @@ from functools import cache
 import pytest
 from conftest import WL
 
-from accelsim.workload import ARRAY_OPS, Workload, load_workload
+from accelsim.workloads.model import ARRAY_OPS, Workload, load_workload
 
 SHIPPED = sorted(p.name for p in WL.glob("*.yaml"))
 ZOO = ["bert-base.yaml", "bert-large.yaml", "bert-base-gemms.yaml", "vit-b16.yaml", "resnet50.yaml",

@@ -9,16 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import __version__
-from ..errors import AccelsimError
-from .analysis import add_plot, add_reality_check, add_report, add_trace, add_validate_hw
-from .check import add_functional_check, add_schema, add_validate
-from .import_onnx import add_import_onnx
-from .options import Parser
-from .regress import add_regress
-from .run import CSV_FIELDS, add_run, format_by_op_type, format_csv, format_table
-from .serve import add_serve, format_serve
-from .sweep import add_sweep, add_sweep_plot
+from accelsim import __version__
+from accelsim.cli.analysis import add_plot, add_reality_check, add_report, add_trace, add_validate_hw
+from accelsim.cli.check import add_functional_check, add_schema, add_validate
+from accelsim.cli.import_onnx import add_import_onnx
+from accelsim.cli.options import Parser
+from accelsim.cli.regress import add_regress
+from accelsim.cli.run import CSV_FIELDS, add_run, format_by_op_type, format_csv, format_table
+from accelsim.cli.serve import add_serve, format_serve
+from accelsim.cli.sweep import add_sweep, add_sweep_plot
+from accelsim.errors import AccelsimError
 
 __all__ = ["CSV_FIELDS", "build_parser", "format_by_op_type", "format_csv", "format_serve", "format_table", "main"]
 

@@ -7,20 +7,20 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import AccelsimError, OutputError
-from ..fileio import write_all
-from ..reality import reality_check
-from ..report.deploy import report_command
-from ..report.trace import trace_command
-from ..results import dumps_finite
-from ..validation import validate_hw_command
-from . import options
-from .common import command_line, load_pair, progress_bar, wrote
+from accelsim.analysis.gpu_validation import validate_hw_command
+from accelsim.analysis.reality import reality_check
+from accelsim.cli import options
+from accelsim.cli.common import command_line, load_pair, progress_bar, wrote
+from accelsim.errors import AccelsimError, OutputError
+from accelsim.fileio import write_all
+from accelsim.report.deploy import report_command
+from accelsim.report.trace import trace_command
+from accelsim.results import dumps_finite
 
 
 def cmd_reality_check(args: argparse.Namespace) -> int:
     """Nominal vs real sparse speedup as text bars; with -o, the chart and its data."""
-    from ..report.reality_chart import chart_files, render_reality_check, text_bars  # matplotlib: deferred
+    from accelsim.report.reality_chart import chart_files, render_reality_check, text_bars  # matplotlib: deferred
 
     hw, model, sparsity = load_pair(args)
     if sparsity == "dense" or (sparsity is None and not model.planned_patterns()):
@@ -71,7 +71,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """Write one plot as PNG and SVG."""
-    from ..report.plots import plot_command  # matplotlib: deferred
+    from accelsim.report.plots import plot_command  # matplotlib: deferred
 
     try:
         paths = plot_command(args.kind, args.hw, args.workload, args.out, args.sparsity, args.layer, args.set,

@@ -1,4 +1,4 @@
-"""python -m accelsim.calibrate: the five-field fit of a tensor-core config to measured speedups, printed."""
+"""python -m accelsim.analysis.calibration: the five-field fit of a tensor-core config to measured speedups, printed."""
 
 from __future__ import annotations
 
@@ -6,17 +6,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ..calibrate import COARSE_GRID, DEFAULT_FRACTIONS, DEFAULT_GRID, calibrate5, format_search
-from ..errors import AccelsimError
-from ..hardware import load_hardware
-from ..validation import read_measurements
-from . import options
-from .common import progress_bar
+from accelsim.analysis.calibration import COARSE_GRID, DEFAULT_FRACTIONS, DEFAULT_GRID, calibrate5, format_search
+from accelsim.analysis.gpu_validation import read_measurements
+from accelsim.cli import options
+from accelsim.cli.common import progress_bar
+from accelsim.errors import AccelsimError
+from accelsim.hardware.model import load_hardware
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m accelsim.calibrate CSV --hw CONFIG --gpu NAME``: the five-field fit, printed."""
-    ap = argparse.ArgumentParser(prog="python -m accelsim.calibrate", description=main.__doc__)
+    """``python -m accelsim.analysis.calibration CSV --hw CONFIG --gpu NAME``: the five-field fit, printed."""
+    ap = argparse.ArgumentParser(prog="python -m accelsim.analysis.calibration", description=main.__doc__)
     ap.add_argument("measurements", help="measurement CSV (accelsim validate-hw format)")
     options.add_hw(ap, "tensor-core hardware config (YAML)")
     ap.add_argument("--gpu", required=True, help="GPU name (prefix) of the rows to fit, e.g. A100")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..configkinds import KINDS, schema_text, validate_file
-from ..errors import AccelsimError
-from ..fileio import resolve_target
-from ..functional import format_check, functional_check
-from . import options
-from .common import emit, output_format
+from accelsim.analysis.functional_check import format_check, functional_check
+from accelsim.cli import options
+from accelsim.cli.common import emit, output_format
+from accelsim.config.kinds import KINDS, schema_text, validate_file
+from accelsim.errors import AccelsimError
+from accelsim.fileio import resolve_target
 
 MAX_ERROR_LINES = 10
 

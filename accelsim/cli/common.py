@@ -9,12 +9,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..errors import AccelsimError
-from ..fileio import write_atomic
-from ..hardware import Hardware, load_hardware
-from ..sparsity import normalize_pattern
-from ..templating import parse_sets
-from ..workload import Workload, load_workload
+from accelsim.config.templating import parse_sets
+from accelsim.errors import AccelsimError
+from accelsim.fileio import write_atomic
+from accelsim.formats.nm import normalize_pattern
+from accelsim.hardware.model import Hardware, load_hardware
+from accelsim.workloads.model import Workload, load_workload
 
 _EXT_FORMATS = {".json": "json", ".csv": "csv"}
 

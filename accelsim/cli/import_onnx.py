@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..onnx_import import cmd_import_onnx as convert
-from . import options
+from accelsim.cli import options
+from accelsim.workloads.onnx_import import cmd_import_onnx as convert
 
 
 def cmd_import_onnx(args: argparse.Namespace) -> int:

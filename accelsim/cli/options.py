@@ -10,8 +10,8 @@ import argparse
 from collections.abc import Sequence
 from typing import NoReturn, TypeAlias
 
-from ..lowering import POLICIES
-from ..workload import DTYPE_BYTES
+from accelsim.lowering import POLICIES
+from accelsim.workloads.model import DTYPE_BYTES
 
 DTYPES = tuple(DTYPE_BYTES)  # fp32, tf32, fp16, bf16, fp8, int8
 

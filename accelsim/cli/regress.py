@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..report.regress import regress_command
-from . import options
+from accelsim.cli import options
+from accelsim.regress.compare import regress_command
 
 
 def cmd_regress(args: argparse.Namespace) -> int:

@@ -6,14 +6,14 @@ import argparse
 import csv
 import io
 
-from ..explain import traffic_notes
-from ..fileio import resolve_target
-from ..results import RunResult
-from ..runner import run
-from ..textsafe import printable
-from ..workload import with_dtype
-from . import options
-from .common import command_line, emit, load_pair, output_format, progress_bar, warn
+from accelsim.analysis.explain import traffic_notes
+from accelsim.cli import options
+from accelsim.cli.common import command_line, emit, load_pair, output_format, progress_bar, warn
+from accelsim.fileio import resolve_target
+from accelsim.results import RunResult
+from accelsim.simulation import run
+from accelsim.textsafe import printable
+from accelsim.workloads.model import with_dtype
 
 
 def _fmt_int(v: int) -> str:

@@ -6,11 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-from ..results import dumps_finite
-from ..runtime import serve_command
-from ..textsafe import printable
-from . import options
-from .common import progress_bar, warn, wrote
+from accelsim.cli import options
+from accelsim.cli.common import progress_bar, warn, wrote
+from accelsim.results import dumps_finite
+from accelsim.serving.simulator import serve_command
+from accelsim.textsafe import printable
 
 
 def format_serve(result: dict[str, Any]) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..sweep import sweep_command, sweep_plot_command
-from . import options
-from .common import command_line, progress_bar, warn, wrote
+from accelsim.cli import options
+from accelsim.cli.common import command_line, progress_bar, warn, wrote
+from accelsim.sweep.execute import sweep_command, sweep_plot_command
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

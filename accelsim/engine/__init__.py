@@ -7,15 +7,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InfeasibleError
-from ..hardware import Hardware, SystolicCompute, TensorCoreCompute
-from ..limits import check_kernel
-from ..lowering import Kernel
-from ..results import BINDING_NAMES, TILE_DTYPE, KernelResult, KernelTotals
-from . import classes as cl
-from . import pipeline as pl
-from . import tensorcore as tc
-from . import tiling as tl
+from accelsim.engine import classes as cl
+from accelsim.engine import pipeline as pl
+from accelsim.engine import tensorcore as tc
+from accelsim.engine import tiling as tl
+from accelsim.errors import InfeasibleError
+from accelsim.hardware.model import Hardware, SystolicCompute, TensorCoreCompute
+from accelsim.limits import check_kernel
+from accelsim.lowering import Kernel
+from accelsim.results import BINDING_NAMES, TILE_DTYPE, KernelResult, KernelTotals
 
 __all__ = ["ENGINE_IGNORES", "EngineHardware", "hardware_key", "simulate", "simulate_totals"]
 

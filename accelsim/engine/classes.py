@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..limits import INT64_MAX, SizeLimitError, check_total
-from ..results import KernelTotals
-from . import pipeline as pl
-from . import tiling as tl
+from accelsim.engine import pipeline as pl
+from accelsim.engine import tiling as tl
+from accelsim.limits import INT64_MAX, SizeLimitError, check_total
+from accelsim.results import KernelTotals
 
 TILE_CAP = 1 << 20  # systolic tiles simulated one by one; more are extrapolated from classes
 KSTEP_CAP = 1 << 16  # k-steps of one CTA simulated one by one

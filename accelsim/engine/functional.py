@@ -1,6 +1,6 @@
 """Numba kernel of the functional N:M path: a tiled GEMM executed from the compressed weight.
 
-The caller (``accelsim.functional``) owns validation and dtype handling; this kernel only
+The caller (``accelsim.analysis.functional_check``) owns validation and dtype handling; this kernel only
 walks the tiles. Operand A arrives compressed: ``values[r, p]`` is the p-th kept value of
 row r and ``indices[r, p]`` its position inside N:M group ``p // keep``, so the dense k row
 of B it multiplies is ``(p // keep) * group + indices[r, p]`` (the metadata-driven operand

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .tiling import (
+from accelsim.engine.tiling import (
     T_CYCLES,
     T_DRAM_A_META,
     T_DRAM_A_VALUES,

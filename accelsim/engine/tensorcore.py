@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .tiling import (
+from accelsim.engine.tiling import (
     N_TILE_COLS,
     T_CHUNK,
     T_CYCLES,
@@ -104,7 +104,7 @@ def load_rate(step_bytes: np.ndarray, dram_share: np.ndarray, active: int, fill_
 
 def fill_dram_columns(work: np.ndarray, fa: float, fb: float, fc: float) -> None:
     """Set a CTA's DRAM byte columns from its SRAM bytes and the wave's DRAM fractions."""
-    from .tiling import T_DRAM_A_META, T_DRAM_A_VALUES, T_DRAM_B, T_DRAM_C_WRITE
+    from accelsim.engine.tiling import T_DRAM_A_META, T_DRAM_A_VALUES, T_DRAM_B, T_DRAM_C_WRITE
 
     work[:, T_DRAM_A_VALUES] = work[:, T_SRAM_A_VALUES] * fa
     work[:, T_DRAM_A_META] = work[:, T_SRAM_A_META] * fa

@@ -54,13 +54,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AccelsimError
-from ..hardware import Hardware, hardware_from_dict
-from ..lowering import FALLBACK_REASONS, POLICIES, REASON_CODES, Kernel, resolve_pattern
-from ..results import RunResult, build_meta
-from ..runner import Simulator, peak_macs_per_cycle, run
-from ..sparsity import normalize_pattern, parse_pattern
-from ..workload import WEIGHT_OPS, Workload
+from accelsim.errors import AccelsimError
+from accelsim.formats.nm import normalize_pattern, parse_pattern
+from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.lowering import FALLBACK_REASONS, POLICIES, REASON_CODES, Kernel, resolve_pattern
+from accelsim.results import RunResult, build_meta
+from accelsim.simulation import Simulator, peak_macs_per_cycle, run
+from accelsim.workloads.model import WEIGHT_OPS, Workload
 
 __all__ = ["HEADER_BEGIN", "HEADER_END", "PROXY_COLS", "PROXY_MAX_ROWS", "SYNTHETIC_LABEL", "build_report",
            "counterfactual_hardware", "fallback_impact", "group_name", "render_html", "render_markdown",
@@ -191,7 +191,7 @@ def _occupancy(res: RunResult) -> dict[str, float]:
 
 def _bytes_levels(res: RunResult) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
-    for level, by in res.totals()["bytes"].items():
+    for level, by in res.totals["bytes"].items():
         out[level] = {**by, "total": sum(by.values())}
     return out
 
@@ -207,7 +207,7 @@ def _summary(real: RunResult, dense: RunResult, rc: dict[str, Any]) -> dict[str,
     levels = _bytes_levels(real)
     dram = levels.get("dram", {})
     a_bytes = dram.get("a_values", 0) + dram.get("a_metadata", 0)
-    totals = real.totals()
+    totals = real.totals
     energy = totals.get("energy")
     return {
         "dense": {"cycles": dense_total, "latency_us": dense_total / (ghz * 1e3)},
@@ -234,7 +234,7 @@ def _summary(real: RunResult, dense: RunResult, rc: dict[str, Any]) -> dict[str,
         "energy": None if energy is None else {
             "total_j": energy["total_j"], "dense_total_j": energy["dense_total_j"],
             "avg_power_w": energy["avg_power_w"],
-            "dense_avg_power_w": dense.totals()["energy"]["avg_power_w"] if dense.layers[0].energy else None,
+            "dense_avg_power_w": dense.totals["energy"]["avg_power_w"] if dense.layers[0].energy else None,
             "perf_per_watt_vs_dense": energy["perf_per_watt_vs_dense"],
             "by_component_j": energy["by_component_j"],
         },
@@ -578,7 +578,7 @@ def _load_weights(weights: str | os.PathLike[str], model: Workload) -> tuple[dic
 
 def _proxy_error(a: np.ndarray, b: np.ndarray, n: int, m: int) -> tuple[float, float]:
     """Relative output error of magnitude N:M pruning of ``a`` against ``b``, and the kept weight energy."""
-    from ..functional import prune_magnitude
+    from accelsim.analysis.functional_check import prune_magnitude
 
     pruned = prune_magnitude(a, n, m).pruned
     denom = float(np.linalg.norm(a @ b))
@@ -735,7 +735,7 @@ SERVING_REQUESTS = 4000
 def _serving(hw: Hardware, workload_source: str | None, model: Workload, label: str, policy: str,
              sim: Simulator) -> dict[str, Any]:
     """p50/p95/p99 latency, dense vs sparse, at two offered loads (simpy serving model, seeded)."""
-    from ..runtime import ServingModel
+    from accelsim.serving.simulator import ServingModel
 
     if not workload_source or not Path(workload_source).is_file():
         return {"status": "skipped", "note": "serving needs the workload file (to vary the batch)"}
@@ -810,8 +810,8 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
     ``weights``: a .npz (arrays named by layer) or .npy (single weight layer) for the numeric proxy.
     ``progress(done, total)`` after each stage (runs, reality check, impact, proxy, sensitivity, serving).
     """
-    from ..lowering import lower
-    from ..reality import reality_check
+    from accelsim.analysis.reality import reality_check
+    from accelsim.lowering import lower
 
     if policy not in POLICIES:
         raise AccelsimError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
@@ -1307,7 +1307,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append(f"- warning: {w}")
     out += ["### Reality check", "", "![reality check](reality_check.png)", ""]
     out += _md_table(*t["ladder"])
-    from .reality_chart import text_bars
+    from accelsim.report.reality_chart import text_bars
 
     out += ["", f"{_FENCE}text", text_bars(report["reality_check"]), _FENCE, ""]
     m = report["matrix"]
@@ -1555,9 +1555,9 @@ def write_report(report: dict[str, Any], out_dir: str | os.PathLike[str]) -> lis
     Everything is rendered in memory first, then written all or nothing
     (:func:`accelsim.fileio.write_all`): a failure leaves the previous files or none, never a mix.
     """
-    from ..fileio import figure_bytes, write_all
-    from .reality_chart import BASENAME, render_reality_check
-    from .reality_chart import DPI as RC_DPI
+    from accelsim.fileio import figure_bytes, write_all
+    from accelsim.report.reality_chart import BASENAME, render_reality_check
+    from accelsim.report.reality_chart import DPI as RC_DPI
 
     out = Path(out_dir)
     fig_rc, _ = render_reality_check(report["reality_check"])
@@ -1608,9 +1608,9 @@ def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str
     ``set_params``: workload parameters as ``KEY=VALUE`` strings (``--set``) or a dict.
     ``hw_set``: hardware overrides ``PATH=VALUE`` (``--hw-set``). ``patterns``: list or "2:4,1:4".
     """
-    from ..hardware import load_hardware
-    from ..templating import parse_sets
-    from ..workload import load_workload
+    from accelsim.config.templating import parse_sets
+    from accelsim.hardware.model import load_hardware
+    from accelsim.workloads.model import load_workload
 
     if isinstance(set_params, dict):
         params: dict[str, Any] = dict(set_params)

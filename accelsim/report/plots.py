@@ -17,9 +17,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..hardware import Hardware
-from ..results import RunResult
-from . import timeline as tl
+from accelsim.hardware.model import Hardware
+from accelsim.report import timeline as tl
+from accelsim.results import RunResult
 
 __all__ = ["plot_timeline", "plot_occupancy", "plot_roofline", "plot_traffic", "save_figure", "plot_command",
            "PLOT_KINDS", "FIGSIZE", "DPI"]
@@ -204,7 +204,7 @@ def plot_occupancy(dense_result: RunResult, sparse_result: RunResult, hw: Hardwa
     clock = float(hw.clock_ghz)
     for res, label, color in ((dense_result, "dense", tl.DENSE_COLOR), (sparse_result, pat, tl.SPARSE_COLOR)):
         s = occupancy_series(res, hw)
-        lat = res.totals()["latency_us"]
+        lat = res.totals["latency_us"]
         ax1.step(s["t_us"], s["array_occupancy_pct"], where="post", color=color, linewidth=1.1,
                  label=f"{label} ({lat:,.1f} \u00b5s)")
         if s["vector_occupancy_pct"].any():
@@ -235,7 +235,7 @@ def plot_occupancy(dense_result: RunResult, sparse_result: RunResult, hw: Hardwa
 # -- roofline ----------------------------------------------------------------------------------
 
 def _sparse_rate(result: RunResult, hw: Hardware) -> tuple[float, str | None]:
-    from ..sparsity import parse_pattern
+    from accelsim.formats.nm import parse_pattern
 
     pats = Counter(k.pattern_executed for k in result.layers if k.path == "sparse" and k.pattern_executed)
     if not pats or hw.core.sparse is None:
@@ -329,7 +329,7 @@ def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
     hw_name, wl, pat = _names(sparse_result)
     fig = _figure("traffic")
     ax = fig.add_axes((0.11, 0.1, 0.62, 0.77))
-    td, ts = dense_result.totals()["bytes"], sparse_result.totals()["bytes"]
+    td, ts = dense_result.totals["bytes"], sparse_result.totals["bytes"]
     levels = [lvl for lvl in ("dram", "l2", "sram") if lvl in td or lvl in ts]
     width = 0.36
     for i, lvl in enumerate(levels):
@@ -364,7 +364,7 @@ def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
 
 def save_figure(fig: Figure, out_base: str | os.PathLike[str]) -> list[Path]:
     """Write ``<out_base>.png`` and ``<out_base>.svg`` (deterministic, atomic); return their paths."""
-    from ..fileio import save_figure as save
+    from accelsim.fileio import save_figure as save
 
     return save(fig, out_base, ("png", "svg"), DPI)
 
@@ -373,7 +373,7 @@ def save_figure(fig: Figure, out_base: str | os.PathLike[str]) -> list[Path]:
 
 def plot_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: int = 1) -> Figure:
     """Power over time, dense vs sparse, with the power cap's clock when the config has one."""
-    from ..energy import power_profile
+    from accelsim.energy import power_profile
 
     profiles = {"dense": power_profile(dense, hw, repeats), sparse.sparsity or "sparse": power_profile(sparse, hw,
                                                                                                         repeats)}
@@ -421,11 +421,11 @@ def plot_command(kind: str, hw_path: str | os.PathLike[str], workload_path: str 
     ``layer`` optional); the other kinds compare a dense run with it, and need a pattern (from
     ``sparsity`` or the plan). ``set_params``: workload parameters as a dict or ``KEY=VALUE`` strings.
     """
-    from ..hardware import load_hardware
-    from ..runner import run
-    from ..sparsity import normalize_pattern
-    from ..workload import load_workload
-    from .trace import _params
+    from accelsim.formats.nm import normalize_pattern
+    from accelsim.hardware.model import load_hardware
+    from accelsim.report.trace import _params
+    from accelsim.simulation import run
+    from accelsim.workloads.model import load_workload
 
     if kind not in PLOT_KINDS:
         raise ValueError(f"unknown plot {kind!r}; expected one of {', '.join(PLOT_KINDS)}")

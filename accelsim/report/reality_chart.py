@@ -1,6 +1,6 @@
 """The sparse reality check as a chart and as terminal bars.
 
-Input is the plain dict of :func:`accelsim.reality.reality_check`. Library code: nothing here
+Input is the plain dict of :func:`accelsim.analysis.reality.reality_check`. Library code: nothing here
 prints or exits, and matplotlib is used through :class:`~matplotlib.figure.Figure` with the Agg
 canvas directly (no pyplot, no global state; rcParams are only touched inside ``rc_context``).
 """
@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from ..textsafe import printable
+from accelsim.textsafe import printable
 
 FIGSIZE = (13.0, 5.5)
 DPI = 100
@@ -285,14 +285,14 @@ def save_chart(fig: Figure, out_dir: str | os.PathLike[str]) -> list[Path]:
     Both files are deterministic for identical figures: no date or software metadata, and a fixed
     SVG hash salt. Each file is written to a temporary name and renamed into place.
     """
-    from ..fileio import save_figure
+    from accelsim.fileio import save_figure
 
     return save_figure(fig, Path(out_dir) / BASENAME, ("png", "svg"), DPI)
 
 
 def chart_files(fig: Figure, out_dir: str | os.PathLike[str]) -> dict[Path, bytes]:
     """``{out_dir/reality_check.png: bytes, .../reality_check.svg: bytes}`` for ``fileio.write_all``."""
-    from ..fileio import figure_files
+    from accelsim.fileio import figure_files
 
     return figure_files(fig, Path(out_dir) / BASENAME, ("png", "svg"), DPI)
 

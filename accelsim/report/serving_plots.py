@@ -1,6 +1,6 @@
 """Serving plots: latency CDF and latency vs load, dense vs sparse.
 
-Inputs are the plain dicts of :mod:`accelsim.runtime` (``ServingModel.run`` results, which carry a
+Inputs are the plain dicts of :mod:`accelsim.serving.simulator` (``ServingModel.run`` results, which carry a
 quantile table under ``cdf``, and ``latency_vs_load`` rows). Library code: nothing here prints or
 exits; figures are :class:`~matplotlib.figure.Figure` objects on the Agg canvas (no pyplot, no global
 state).
@@ -90,7 +90,7 @@ def latency_vs_load_figure(curves: Mapping[str, Sequence[Mapping[str, Any]]], *,
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
     """Write ``fig`` (format from the suffix, e.g. .png / .svg) in one step; return the path."""
-    from ..fileio import figure_bytes, write_atomic
+    from accelsim.fileio import figure_bytes, write_atomic
 
     target = Path(path)
     return write_atomic(target, figure_bytes(fig, target.suffix.lstrip(".") or "png"))

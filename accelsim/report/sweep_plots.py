@@ -1,6 +1,6 @@
 """Plots of a sweep's results: Pareto fronts, heatmaps with the binding constraint, where sparsity pays.
 
-Input is a finished sweep folder (``results.csv`` and ``meta.json`` from :func:`accelsim.sweep.run_sweep`).
+Input is a finished sweep folder (``results.csv`` and ``meta.json`` from :func:`accelsim.sweep.execute.run_sweep`).
 Library code: nothing here prints or exits; figures are :class:`~matplotlib.figure.Figure` objects
 drawn on the Agg canvas directly (no pyplot, no global state).
 
@@ -89,8 +89,8 @@ class SweepTable:
 
 
 def load_table(results_dir: str | os.PathLike[str]) -> SweepTable:
-    from ..errors import AccelsimError
-    from ..sweep import load_results
+    from accelsim.errors import AccelsimError
+    from accelsim.sweep.execute import load_results
 
     cols, rows = load_results(results_dir)
     meta_path = Path(results_dir) / "meta.json"
@@ -115,7 +115,7 @@ def load_table(results_dir: str | os.PathLike[str]) -> SweepTable:
 
 def _check_cells(path: Path, cols: list[str], rows: list[list[Any]]) -> None:
     """The cells the plots compute with are numbers (or empty) and feasible is True/False."""
-    from ..errors import AccelsimError
+    from accelsim.errors import AccelsimError
 
     numeric = [c for c in ("latency_us", "speedup_vs_dense", "energy_j", "sram_bytes", "peak_macs_per_cycle")
                if c in cols]
@@ -156,8 +156,8 @@ def _value_label(path: str, v: Any) -> str:
 
 def cost_values(table: SweepTable, expr: str | None) -> list[float | None]:
     """The cost expression evaluated per row (None where a name is empty or the result is not finite)."""
-    from ..sweep import cost_names
-    from ..templating import evaluate
+    from accelsim.config.templating import evaluate
+    from accelsim.sweep.execute import cost_names
 
     expr = expr or DEFAULT_COST
     names = cost_names(table.columns)
@@ -258,7 +258,7 @@ def choose_slice(table: SweepTable, x: str | None = None, y: str | None = None,
     """The heatmap axes and held values; None when the grid has fewer than two parameters and none is
     asked for. Axes not given are the first grid parameters not held by ``at``. Unknown keys and values
     not in the grid raise AccelsimError listing the choices."""
-    from ..errors import AccelsimError
+    from accelsim.errors import AccelsimError
 
     grid = table.sweep.get("grid") or {}
     keys = table.grid_keys
@@ -433,7 +433,7 @@ def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str 
 # ------------------------------------------------------------------------------------------- files
 
 def _save(fig: Figure, path: Path) -> Path:
-    from ..fileio import figure_bytes, write_atomic
+    from accelsim.fileio import figure_bytes, write_atomic
 
     return write_atomic(path, figure_bytes(fig, "png", DPI))
 
@@ -507,7 +507,7 @@ def sweep_plot(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[s
             if progress is not None:
                 progress(len(paths), max(total, len(paths)))
     except OSError as exc:
-        from ..errors import AccelsimError
+        from accelsim.errors import AccelsimError
 
         raise AccelsimError(f"{exc.filename or out}: cannot write the plots: {exc.strerror or exc}") from None
     return paths, notes

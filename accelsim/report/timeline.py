@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hardware import Hardware
-from ..results import BINDING_NAMES, KernelResult, RunResult
+from accelsim.hardware.model import Hardware
+from accelsim.results import BINDING_NAMES, KernelResult, RunResult
 
 STAGES = ("load", "decode", "compute", "writeback", "vector")
 

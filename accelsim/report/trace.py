@@ -44,10 +44,10 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..fileio import atomic_open
-from ..hardware import Hardware
-from ..results import RunResult
-from . import timeline as tl
+from accelsim.fileio import atomic_open
+from accelsim.hardware.model import Hardware
+from accelsim.report import timeline as tl
+from accelsim.results import RunResult
 
 __all__ = ["write_trace", "trace_command", "DEFAULT_MAX_EVENTS", "COUNTER_WINDOWS"]
 
@@ -490,7 +490,7 @@ def _params(set_params: Any) -> dict[str, Any] | None:
         return None
     if isinstance(set_params, dict):
         return dict(set_params)
-    from ..templating import parse_sets
+    from accelsim.config.templating import parse_sets
 
     return parse_sets(list(set_params))
 
@@ -506,11 +506,11 @@ def trace_command(hw_path: str | os.PathLike[str], workload_path: str | os.PathL
     ``DEFAULT_MAX_EVENTS``, 0 or less no bound. Returns :func:`write_trace`'s stats plus
     ``total_cycles`` and ``latency_us``.
     """
-    from ..fileio import resolve_target
-    from ..hardware import load_hardware
-    from ..runner import run
-    from ..sparsity import normalize_pattern
-    from ..workload import load_workload
+    from accelsim.fileio import resolve_target
+    from accelsim.formats.nm import normalize_pattern
+    from accelsim.hardware.model import load_hardware
+    from accelsim.simulation import run
+    from accelsim.workloads.model import load_workload
 
     resolve_target(out)  # a folder or device as the output fails before the run, not after it
     hw = load_hardware(hw_path, list(hw_set or []))
@@ -519,7 +519,7 @@ def trace_command(hw_path: str | os.PathLike[str], workload_path: str | os.PathL
     result = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=True)
     bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events <= 0 else int(max_events))
     stats = write_trace(result, hw, out, layers=layers, max_events=bound)
-    totals = result.totals()
+    totals = result.totals
     stats["total_cycles"] = totals["cycles"]["total"]
     stats["latency_us"] = totals["latency_us"]
     return stats

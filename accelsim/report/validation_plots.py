@@ -1,6 +1,6 @@
 """Validation scatter: predicted vs measured 2:4 speedup, one point per measured row.
 
-Input is the plain dict of :func:`accelsim.validation.validate_hw`. Library code: nothing here
+Input is the plain dict of :func:`accelsim.analysis.gpu_validation.validate_hw`. Library code: nothing here
 prints, and matplotlib is used through :class:`~matplotlib.figure.Figure` with the Agg canvas
 (no pyplot, no global state; rcParams are only touched inside ``rc_context`` when saving).
 """
@@ -100,7 +100,7 @@ def scatter_figure(result: Mapping[str, Any], *, title: str | None = None, annot
 
 def save_scatter(fig: Figure, out_dir: str | os.PathLike[str], basename: str = BASENAME) -> list[Path]:
     """Write ``<basename>.png`` and ``.svg`` into ``out_dir`` (deterministic, atomic); return the paths."""
-    from ..fileio import save_figure
+    from accelsim.fileio import save_figure
 
     return save_figure(fig, Path(out_dir) / basename, ("png", "svg"), DPI)
 

@@ -78,10 +78,10 @@ def generate(out_dir: str | Path, cases: list[Case] | None = None,
 
     ``progress(done, total)`` is called after each case.
     """
-    from accelsim.hardware import load_hardware
-    from accelsim.report.regress import golden_body, golden_text, write_atomic
-    from accelsim.runner import run
-    from accelsim.workload import load_workload
+    from accelsim.hardware.model import load_hardware
+    from accelsim.regress.compare import golden_body, golden_text, write_atomic
+    from accelsim.simulation import run
+    from accelsim.workloads.model import load_workload
 
     out = Path(out_dir)
     written = []
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             paths = generate(args.out, progress=update)
         print(f"wrote {len(paths)} golden bodies into {args.out}")
         return 0
-    from accelsim.report.regress import regress_command
+    from accelsim.regress.compare import regress_command
 
     with tempfile.TemporaryDirectory(prefix="accelsim-goldens-") as tmp:
         with bar:

@@ -50,15 +50,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import configio
-from .energy import energy_tables_cover, kernel_energy
-from .engine import EngineHardware, hardware_key, simulate_totals
-from .errors import AccelsimError, ConfigError, InfeasibleError
-from .hardware import Hardware, hardware_from_dict
-from .lowering import Kernel, lower, lowering_target
-from .results import KernelTotals, LayerTotals, ModelTotals, dumps_finite, model_totals
-from .runner import Simulator, choose_path, peak_macs_per_cycle, run
-from .sparsity import normalize_pattern
+from accelsim.config import schema as configio
+from accelsim.energy import energy_tables_cover, kernel_energy
+from accelsim.engine import EngineHardware, hardware_key, simulate_totals
+from accelsim.errors import AccelsimError, ConfigError, InfeasibleError
+from accelsim.formats.nm import normalize_pattern
+from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.lowering import Kernel, lower, lowering_target
+from accelsim.results import KernelTotals, LayerTotals, ModelTotals, dumps_finite, model_totals
+from accelsim.simulation import Simulator, choose_path, peak_macs_per_cycle, run
 
 FORMAT_VERSION = 1
 SPEC_KEYS = ("name", "description", "hardware", "workloads", "set", "sparsity", "policy", "grid", "random",
@@ -374,8 +374,8 @@ def spec_from_dict(data: dict[str, Any], source: str = "<sweep>", base_dir: str 
     ``max_points`` bounds the hardware points (counted before any is built) and the rows: at most
     ``ROWS_PER_POINT_LIMIT`` x ``max_points`` (points x workload settings x sparsity patterns).
     """
-    from .lowering import POLICIES as RUN_POLICIES
-    from .workload import workload_from_dict
+    from accelsim.lowering import POLICIES as RUN_POLICIES
+    from accelsim.workloads.model import workload_from_dict
 
     if not isinstance(data, dict):
         raise ConfigError(source, None, f"top level must be a mapping of keys, got {type(data).__name__}")
@@ -609,7 +609,7 @@ def cost_names(columns: Iterable[str]) -> dict[str, str]:
 
 
 def _check_cost(expr: Any, columns: list[str], source: str) -> str:
-    from .templating import evaluate
+    from accelsim.config.templating import evaluate
 
     if not isinstance(expr, str) or not expr.strip():
         raise ConfigError(source, "cost", "expected an expression of result columns, e.g. "
@@ -661,7 +661,7 @@ def _state(ctx: dict[str, Any]) -> _WorkerState:
 
 
 def _model(ctx: dict[str, Any], st: _WorkerState, wi: int, ci: int) -> Any:
-    from .workload import workload_from_dict
+    from accelsim.workloads.model import workload_from_dict
 
     m = st.models.get((wi, ci))
     if m is None:
@@ -774,9 +774,9 @@ def _row(model: Any, keys: _Point, sparsity: str | None, policy: str, st: _Worke
 
 
 def _reference_row(model: Any, hw: Hardware, sparsity: str | None, policy: str, sim: Any) -> tuple:
-    """The same row from :func:`accelsim.runner.run` (the check path; slower)."""
+    """The same row from :func:`accelsim.simulation.run` (the check path; slower)."""
     res = run(model, hw, sparsity, policy=policy, simulator=sim)
-    t = res.totals()
+    t = res.totals
     return _metrics(res.model_totals(), res.peak_macs_per_cycle, hw.clock_ghz,
                     t["energy"]["total_j"] if "energy" in t else None,
                     t["energy"]["dense_total_j"] if "energy" in t else None)
@@ -828,7 +828,7 @@ def _dask_chunk(ctx: dict[str, Any], index: int,
 # ------------------------------------------------------------------------------------ chunk files
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    from .fileio import write_atomic
+    from accelsim.fileio import write_atomic
 
     write_atomic(path, data, fsync=True)
 
@@ -992,8 +992,8 @@ def _execute_dask(ctx: dict[str, Any], tasks: list[tuple[int, list]], address: s
 
 
 def _plan(spec: SweepSpec, chunk_size: int) -> dict[str, Any]:
-    from . import __version__
-    from .results import build_meta
+    from accelsim import __version__
+    from accelsim.results import build_meta
 
     return {"format": FORMAT_VERSION, "name": spec.name, "spec_hash": spec.spec_hash,
             "accelsim_version": __version__, "git_commit": build_meta()["git_commit"], "points": len(spec.points),
@@ -1014,7 +1014,7 @@ def run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str =
     at once (atomically, its checksum and row count in its name). ``resume``: keep the valid
     chunks already in ``out_dir`` (of the same spec), remove partial or corrupt ones, run the rest.
     ``progress(done, total)`` counts hardware points. ``lean=False`` builds every row through
-    :func:`accelsim.runner.run` instead of the lean batch path (same numbers, much slower). A file that
+    :func:`accelsim.simulation.run` instead of the lean batch path (same numbers, much slower). A file that
     cannot be written or read (chunks, plan.json, results) is an AccelsimError naming it.
     """
     try:
@@ -1183,7 +1183,7 @@ def _write_parquet(path: Path, cols: list[str], rows: list[list[Any]]) -> Path |
 
 
 def _meta(spec: SweepSpec, summary: dict[str, Any], command: list[str] | None) -> dict[str, Any]:
-    from .results import build_meta
+    from accelsim.results import build_meta
 
     base_hash = configio.canonical_hash(hardware_from_dict(spec.hardware_data, spec.hardware_source).to_dict())
     meta = build_meta(command, {"hardware": base_hash, "spec": spec.spec_hash})
@@ -1264,7 +1264,7 @@ def sweep_plot_command(results_dir: str | Path, out: str | Path | None = None, *
                        progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
     """``accelsim sweep-plot RESULTS [-o DIR] [--x KEY] [--y KEY] [--at KEY=VALUE]...``: the PNG files
     written (default RESULTS/plots) and notes saying which grid slice the heatmaps show."""
-    from .report.sweep_plots import sweep_plot
+    from accelsim.report.sweep_plots import sweep_plot
 
     held: dict[str, str] = {}
     for item in at or []:

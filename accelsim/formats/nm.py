@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .textsafe import short_repr
+from accelsim.textsafe import short_repr
 
 _PATTERN_RE = re.compile(r"^[ \t]*([0-9]{1,9})[ \t]*:[ \t]*([0-9]{1,9})[ \t]*\Z")  # ASCII digits only
 

@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AccelsimError, ConfigError
-from .hardware import Hardware
-from .results import dumps_finite
-from .runner import Simulator, run
-from .workload import DTYPE_BYTES, workload_from_dict
+from accelsim.errors import AccelsimError, ConfigError
+from accelsim.hardware.model import Hardware
+from accelsim.results import dumps_finite
+from accelsim.simulation import Simulator, run
+from accelsim.workloads.model import DTYPE_BYTES, workload_from_dict
 
 __all__ = [
     "COLUMNS", "MAIN_REGIMES", "KNOWN_REGIMES", "SPARSE_BOUND", "Measurement", "MeasurementError", "match_gpu",
@@ -513,7 +513,7 @@ def rows_csv(result: Mapping[str, Any]) -> str:
 
 def parse_hw_map(items: Sequence[str]) -> tuple[dict[str, Hardware], dict[str, str]]:
     """``["A100=hwconfigs/a100-like.yaml", ...]`` -> ({gpu: Hardware}, {gpu: path})."""
-    from .hardware import load_hardware
+    from accelsim.hardware.model import load_hardware
 
     hw_map: dict[str, Hardware] = {}
     sources: dict[str, str] = {}
@@ -548,7 +548,7 @@ def validate_hw_command(measurements_csv: str | Path, hw_map: Sequence[str],
     result["measurements"] = str(measurements_csv)
     text = format_report(result)
     if out_dir is not None:
-        from .report.validation_plots import save_scatter, scatter_figure
+        from accelsim.report.validation_plots import save_scatter, scatter_figure
 
         out = Path(out_dir)
         try:
@@ -564,6 +564,6 @@ def validate_hw_command(measurements_csv: str | Path, hw_map: Sequence[str],
 
 
 def _write_text(target: Path, text: str) -> None:
-    from .fileio import write_atomic
+    from accelsim.fileio import write_atomic
 
     write_atomic(target, text)

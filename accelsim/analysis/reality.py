@@ -24,11 +24,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .hardware import Hardware, hardware_from_dict
-from .lowering import FALLBACK_REASONS, Kernel
-from .runner import Simulator, run
-from .sparsity import parse_pattern
-from .workload import Workload
+from accelsim.formats.nm import parse_pattern
+from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.lowering import FALLBACK_REASONS, Kernel
+from accelsim.simulation import Simulator, run
+from accelsim.workloads.model import Workload
 
 RUNGS = [
     ("nominal", "nominal (datasheet M/N)"),
@@ -74,7 +74,7 @@ def _variant(hw: Hardware, *, ideal_memory: bool = False, free_metadata: bool = 
 
 def _energy_summary(real: Any, dense: Any) -> dict[str, Any] | None:
     """Dense vs sparse energy of the two real runs (None when the config has no energy model)."""
-    t_real, t_dense = real.totals(), dense.totals()
+    t_real, t_dense = real.totals, dense.totals
     if "energy" not in t_real or "energy" not in t_dense:
         return None
     e_s, e_d = t_real["energy"], t_dense["energy"]
@@ -91,7 +91,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     dense_t = [lay.cycles["total"] for lay in dense.layers]
     dense_total = sum(dense_t)
     sparse_total = real.total_cycles
-    from .lowering import lower
+    from accelsim.lowering import lower
 
     kernels: list[Kernel] = lower(model, hw, sparsity)
     on_sparse = [lay.path == "sparse" for lay in real.layers]

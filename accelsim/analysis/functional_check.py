@@ -35,15 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from .engine.functional import nm_gemm_tiles
-from .errors import FunctionalError, InfeasibleError
-from .results import dumps_finite
-from .sparsity import Pattern, parse_pattern
+from accelsim.engine.functional import nm_gemm_tiles
+from accelsim.errors import FunctionalError, InfeasibleError
+from accelsim.formats.nm import Pattern, parse_pattern
+from accelsim.results import dumps_finite
 
 __all__ = ["Compressed", "Pruned", "compress", "decompress", "execute_compressed", "format_check",
            "functional_check", "metadata_bits_for", "prune_magnitude", "unpack_metadata", "validate_mask"]
 
-MAX_GROUP = 64  # as accelsim.sparsity.parse_pattern: no sparse datapath uses larger groups
+MAX_GROUP = 64  # as accelsim.formats.nm.parse_pattern: no sparse datapath uses larger groups
 
 # Significand bits (including the implicit one) and largest finite value of each emulated dtype.
 _FLOAT_FORMATS: dict[str, tuple[int, float]] = {
@@ -371,7 +371,7 @@ def _tolerance(dtype: str, scale: float) -> float:
 
 
 def _hardware(tiling: object) -> Any:
-    from .hardware import Hardware, load_hardware
+    from accelsim.hardware.model import Hardware, load_hardware
 
     if isinstance(tiling, Hardware):
         return tiling, tiling.name
@@ -383,7 +383,7 @@ def _hardware(tiling: object) -> Any:
 def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
                 meta_bits: int, dtype: str | None = None) -> dict[str, Any]:
     """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM."""
-    from .engine import tiling as tl
+    from accelsim.engine import tiling as tl
 
     if hw is None:
         rows = cols = 32
@@ -418,8 +418,8 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
 def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
                meta_bits: int, dtype: str | None = None) -> dict[str, Any]:
     """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM."""
-    from .engine import simulate
-    from .lowering import Kernel
+    from accelsim.engine import simulate
+    from accelsim.lowering import Kernel
 
     dtype = dtype or {1: "int8", 2: "fp16", 4: "fp32"}[elem_bytes]  # the rate table is per dtype (tf32 != fp32)
     if keep < group:
@@ -451,7 +451,7 @@ def _explicit_tiles(tiling: object, keep: int) -> dict[str, Any]:
 
 def _not_exercised_text(pattern: str, reason: str | None, hw: Any, m: int, k: int, dtype: str) -> str:
     """Why the compressed format did not run, in one line (with the nearest shape that would, when known)."""
-    from .lowering import REASON_CODES
+    from accelsim.lowering import REASON_CODES
 
     text = f"{pattern} ran dense because {reason}"
     if reason == "shape_below_minimum":
@@ -495,8 +495,8 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     if hw is not None and req_n == req_m:
         exe_n, exe_m, bits = 1, 1, 0  # M:M lowers to dense, as in accelsim.lowering
     elif hw is not None:  # the same decision as lowering: native pattern, dtype and shape rules
-        from .lowering import lower_layer
-        from .workload import Gemm
+        from accelsim.lowering import lower_layer
+        from accelsim.workloads.model import Gemm
 
         kern = lower_layer(Gemm(name="functional", op="gemm", m=m, n=n, k=k), dtype, _DTYPE_BYTES[dtype],
                            f"{req_n}:{req_m}", hw)

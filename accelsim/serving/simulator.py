@@ -79,14 +79,21 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from . import configio
-from .errors import AccelsimError, ConfigError
-from .hardware import Hardware, PosInt, Strict, load_hardware
-from .results import dumps_finite
-from .runner import Simulator, run
-from .serve_limits import MAX_BATCH, MAX_INSTANCES, MAX_WAIT_MS, check_serve_args, check_sizes, load_assessment
-from .sparsity import normalize_pattern
-from .workload import Workload, workload_from_dict
+from accelsim.config import schema as configio
+from accelsim.errors import AccelsimError, ConfigError
+from accelsim.formats.nm import normalize_pattern
+from accelsim.hardware.model import Hardware, PosInt, Strict, load_hardware
+from accelsim.results import dumps_finite
+from accelsim.serving.limits import (
+    MAX_BATCH,
+    MAX_INSTANCES,
+    MAX_WAIT_MS,
+    check_serve_args,
+    check_sizes,
+    load_assessment,
+)
+from accelsim.simulation import Simulator, run
+from accelsim.workloads.model import Workload, workload_from_dict
 
 __all__ = [
     "ServingError", "JitterSource", "ThrottleSource", "Variability", "RuntimeConfig", "SimulatedService",
@@ -1352,7 +1359,7 @@ def _as_params(set_params: Any) -> dict[str, Any]:
         return {}
     if isinstance(set_params, Mapping):
         return dict(set_params)
-    from .templating import parse_sets
+    from accelsim.config.templating import parse_sets
 
     return parse_sets(list(set_params))
 
@@ -1427,7 +1434,7 @@ def serve_command(hw_path: str | Path, workload_path: str | Path, rate: float | 
         "notes": [first.info["note"]] if first.info.get("note") else [],
         **compare(models, rate, duration_s=duration_s, sla_p99_ms=sla_p99_ms, sla_metric=sla_metric, **run_kw),
     }
-    from .serve_limits import overload_warnings
+    from accelsim.serving.limits import overload_warnings
 
     result["warnings"] = overload_warnings(result)
     result["overloaded"] = bool(result["warnings"])
@@ -1467,8 +1474,8 @@ def _write_outputs(out: Path, result: dict[str, Any], models: Mapping[str, Servi
                    seed: int, requests: int, run_kw: dict[str, Any]) -> list[str]:
     """serve.json, latency_cdf.png and latency_vs_load.png (rates up to 1.2x the best capacity or rate),
     written all or nothing once everything is rendered."""
-    from .fileio import figure_bytes, write_all
-    from .report.serving_plots import latency_cdf_figure, latency_vs_load_figure
+    from accelsim.fileio import figure_bytes, write_all
+    from accelsim.report.serving_plots import latency_cdf_figure, latency_vs_load_figure
 
     metric = "ttft" if result["mode"] == "llm" else "latency"
     budget = (result.get("capacity") or {}).get("budget_ms")

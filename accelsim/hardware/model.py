@@ -8,10 +8,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from . import configio, yamlload
-from .errors import ConfigError
-from .sparsity import Pattern, parse_pattern
-from .textsafe import short_repr
+from accelsim.config import schema as configio
+from accelsim.config import yamlsafe as yamlload
+from accelsim.errors import ConfigError
+from accelsim.formats.nm import Pattern, parse_pattern
+from accelsim.textsafe import short_repr
 
 PosInt = Annotated[int, Field(gt=0, le=configio.MAX_DIM)]
 NonNegInt = Annotated[int, Field(ge=0, le=configio.MAX_DIM)]

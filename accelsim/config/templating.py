@@ -14,9 +14,9 @@ import math
 import operator
 from typing import Any
 
-from . import yamlload
-from .errors import ConfigError
-from .textsafe import short_repr
+from accelsim.config import yamlsafe as yamlload
+from accelsim.errors import ConfigError
+from accelsim.textsafe import short_repr
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}

@@ -29,7 +29,7 @@ def check_serve_args(*, rate: float | None, duration_s: float | None, seed: int,
                      max_wait_ms: float | None, instances: int | None, sla_p99_ms: float | None = None,
                      budget_ms: float | None = None, trace: Any = None) -> None:
     """Raise a one-line ServingError naming the ``accelsim serve`` flag whose value is out of bounds."""
-    from .runtime import ServingError
+    from accelsim.serving.simulator import ServingError
 
     def bad(flag: str, value: Any, want: str) -> ServingError:
         return ServingError(f"{flag} {value!r}: expected {want}")
@@ -58,7 +58,7 @@ def check_serve_args(*, rate: float | None, duration_s: float | None, seed: int,
 
 def check_sizes(spec: dict[str, Any], text: Any) -> None:
     """Reject a parsed size spec whose largest request is above :data:`MAX_REQUEST_SIZE`."""
-    from .runtime import ServingError
+    from accelsim.serving.simulator import ServingError
 
     top = {"fixed": lambda s: s["value"], "uniform": lambda s: s["high"], "choice": lambda s: max(s["values"])}
     largest = top[spec["kind"]](spec)

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError, WrapValidator
 
-from . import yamlload
-from .errors import MAX_PROBLEMS_SHOWN, ConfigError
-from .textsafe import short_repr
+from accelsim.config import yamlsafe as yamlload
+from accelsim.errors import MAX_PROBLEMS_SHOWN, ConfigError
+from accelsim.textsafe import short_repr
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -65,7 +65,7 @@ def read_yaml(path: str | Path) -> tuple[Any, bytes]:
     """Load a YAML config file safely; return (data, raw bytes) or raise ConfigError.
 
     Only regular files up to ``yamlload.MAX_BYTES`` are read; duplicate keys, alias bombs and
-    excessive nesting are refused (see :mod:`accelsim.yamlload`).
+    excessive nesting are refused (see :mod:`accelsim.config.yamlsafe`).
     """
     src = str(path)
     raw = yamlload.read_bytes(path, src)

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from . import configio
-from .errors import ConfigError
-from .hardware import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
-from .sparsity import normalize_pattern
+from accelsim.config import schema as configio
+from accelsim.errors import ConfigError
+from accelsim.formats.nm import normalize_pattern
+from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
@@ -271,7 +271,7 @@ class Workload(Strict):
 def workload_from_dict(data: dict[str, Any], source: str = "<workload>",
                        params: dict[str, Any] | None = None) -> Workload:
     """Expand templates (params, expressions, repeat blocks) and validate into a Workload."""
-    from .templating import expand
+    from accelsim.config.templating import expand
 
     expanded = expand(data, params, source)
     return configio.validate(Workload, expanded, source)

@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import AccelsimError, ConfigError
-from ..results import SCHEMA_VERSION
+from accelsim.errors import AccelsimError, ConfigError
+from accelsim.results import SCHEMA_VERSION
 
 REPORT_FORMAT = "accelsim-regress/1"
 REPORT_NAME = "regress.json"
@@ -297,7 +297,7 @@ class Tolerances:
     @classmethod
     def load(cls, path: str | Path) -> Tolerances:
         """Read a tolerance YAML (``safe_load``); errors name the file and the key."""
-        from ..configio import read_yaml
+        from accelsim.config.schema import read_yaml
 
         data, _ = read_yaml(path)
         return cls.from_dict(data, str(path))
@@ -995,7 +995,7 @@ class BlessChange:
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Write a file in one step (temp file + rename): a failure leaves the old file or nothing."""
-    from ..fileio import write_atomic as _write
+    from accelsim.fileio import write_atomic as _write
 
     _write(path, text)
 

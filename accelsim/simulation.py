@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .engine import simulate
-from .engine.classes import KSTEP_CAP, TILE_CAP
-from .hardware import Hardware
-from .limits import SizeLimitError, check_total
-from .lowering import POLICIES, Kernel, lower
-from .results import KernelResult, RunResult, build_meta
-from .workload import WEIGHT_OPS, Workload
+from accelsim.engine import simulate
+from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
+from accelsim.hardware.model import Hardware
+from accelsim.limits import SizeLimitError, check_total
+from accelsim.lowering import POLICIES, Kernel, lower
+from accelsim.results import KernelResult, RunResult, build_meta
+from accelsim.workloads.model import WEIGHT_OPS, Workload
 
 
 def peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
@@ -99,7 +99,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
 
 def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> str | None:
     """Attach energy to every result; return a warning instead when the energy table lacks the dtype."""
-    from .energy import layer_energy, rounded
+    from accelsim.energy import layer_energy, rounded
 
     spec = hw.energy
     needed = [spec.mac_pj] + ([spec.sparse_mac_pj] if spec.sparse_mac_pj is not None else [])  # type: ignore[union-attr]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .workload import DTYPE_BYTES
+from accelsim.workloads.model import DTYPE_BYTES
 
 # A note is worth printing when the re-read traffic is at least this share of the unique bytes.
 REREAD_THRESHOLD = 0.2

@@ -28,7 +28,7 @@ candidate fraction the body tables are rebuilt and the four fields fitted inside
 lowest exact objective wins. :func:`calibrate` and :func:`leave_one_source_out` fit the four inner
 fields at the fraction the config (or the tables) already has. The outer search as a command::
 
-    python -m accelsim.calibrate ../shared/reference/gpu/a100_fp16_24_speedups.csv \
+    python -m accelsim.analysis.calibration ../shared/reference/gpu/a100_fp16_24_speedups.csv \
         --hw hwconfigs/a100-like.yaml --gpu A100 [--fractions 0.70,0.75,0.80,0.85,1.0] [--loso]
 
 Library code: nothing here prints; the ``python -m`` entry point lives in :mod:`accelsim.cli.calibrate`.
@@ -44,12 +44,20 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AccelsimError
-from .hardware import Hardware, TensorCoreCompute, hardware_from_dict
-from .lowering import lower
-from .runner import Simulator
-from .validation import MAIN_REGIMES, SPARSE_BOUND, Measurement, match_gpu, metrics, source_label, validate_hw
-from .workload import workload_from_dict
+from accelsim.analysis.gpu_validation import (
+    MAIN_REGIMES,
+    SPARSE_BOUND,
+    Measurement,
+    match_gpu,
+    metrics,
+    source_label,
+    validate_hw,
+)
+from accelsim.errors import AccelsimError
+from accelsim.hardware.model import Hardware, TensorCoreCompute, hardware_from_dict
+from accelsim.lowering import lower
+from accelsim.simulation import Simulator
+from accelsim.workloads.model import workload_from_dict
 
 __all__ = ["CALIBRATED_FIELDS", "DEFAULT_GRID", "DEFAULT_FRACTIONS", "COARSE_GRID", "Calibration", "BodyTables",
            "body_tables", "fit", "calibrate", "calibrate5", "leave_one_source_out", "pooled", "with_calibration",
@@ -506,7 +514,7 @@ def format_search(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m accelsim.calibrate: the command line lives in accelsim.cli
-    from .cli.calibrate import main
+if __name__ == "__main__":  # python -m accelsim.analysis.calibration: the command line lives in accelsim.cli
+    from accelsim.cli.calibrate import main
 
     raise SystemExit(main())

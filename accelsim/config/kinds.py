@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ConfigError
+from accelsim.errors import ConfigError
 
 KINDS = ("hardware", "workload", "sweep", "runtime", "variants")
 _SWEEP_KEYS = frozenset({"workloads", "grid", "random"})
@@ -65,11 +65,11 @@ def detect_kind(data: Any, source: str) -> str:
         return "sweep"
     if "variants" in keys:
         return "variants"
-    from .hardware import Hardware
+    from accelsim.hardware.model import Hardware
 
     if keys & (set(Hardware.model_fields) - {"name"}):
         return "hardware"
-    from .runtime import RuntimeConfig
+    from accelsim.serving.simulator import RuntimeConfig
 
     if keys and keys <= set(RuntimeConfig.model_fields):
         return "runtime"
@@ -80,32 +80,32 @@ def detect_kind(data: Any, source: str) -> str:
 
 def validate_file(path: str | Path) -> str:
     """Validate one file with the loader of its kind; return the one-line verdict (ConfigError if invalid)."""
-    from .configio import read_yaml
+    from accelsim.config.schema import read_yaml
 
     src = str(path)
     data, _ = read_yaml(path)
     kind = detect_kind(data, src)
     if kind == "workload":
-        from .workload import workload_from_dict
+        from accelsim.workloads.model import workload_from_dict
 
         wl = workload_from_dict(data, src)
         return f"{src}: ok (workload '{wl.name}', {len(wl.layers)} layers)"
     if kind == "hardware":
-        from .hardware import hardware_from_dict
+        from accelsim.hardware.model import hardware_from_dict
 
         return f"{src}: ok (hardware '{hardware_from_dict(data, src).name}')"
     if kind == "sweep":
-        from .sweep import load_spec
+        from accelsim.sweep.execute import load_spec
 
         spec = load_spec(path)
         return (f"{src}: ok (sweep '{spec.name}', {len(spec.points)} hardware points x {spec.rows_per_point} "
                 f"rows each)")
     if kind == "variants":
-        from .runtime import load_variants
+        from accelsim.serving.simulator import load_variants
 
         vf, _ = load_variants(path)
         return f"{src}: ok (variants, {len(vf.variants)})"
-    from .runtime import RuntimeConfig
+    from accelsim.serving.simulator import RuntimeConfig
 
     RuntimeConfig.from_dict(data, src)
     return f"{src}: ok (runtime config)"
@@ -114,21 +114,21 @@ def validate_file(path: str | Path) -> str:
 def schema_text(kind: str) -> str:
     """JSON Schema of one file kind (see KINDS), as indented JSON."""
     if kind == "hardware":
-        from .hardware import hardware_schema
+        from accelsim.hardware.model import hardware_schema
 
         return hardware_schema()
     if kind == "workload":
-        from .workload import workload_schema
+        from accelsim.workloads.model import workload_schema
 
         return workload_schema()
     if kind == "sweep":
         model: type[BaseModel] = SweepSpecSchema
     elif kind == "runtime":
-        from .runtime import RuntimeConfig
+        from accelsim.serving.simulator import RuntimeConfig
 
         model = RuntimeConfig
     elif kind == "variants":
-        from .runtime import VariantsFile
+        from accelsim.serving.simulator import VariantsFile
 
         model = VariantsFile
     else:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from accelsim.errors import ConfigError
 
 MAX_BYTES = 16 * 1024 * 1024  # largest config file read
 MAX_VALUES = 1_000_000  # values (counting repeats through aliases) a loaded file may hold

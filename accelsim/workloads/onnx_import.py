@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import AccelsimError, ConfigError
+from accelsim.errors import AccelsimError, ConfigError
 
 Shape = tuple[int, ...]
 
@@ -764,7 +764,7 @@ def import_onnx(path: str | Path, params: dict[str, Any] | None = None,
     half precision) replaces the element type read from the graph. Raises an AccelsimError
     subclass with a one-line message naming the file on any problem.
     """
-    from .workload import DTYPE_BYTES
+    from accelsim.workloads.model import DTYPE_BYTES
 
     onnx = _require_onnx()
     src = str(path)
@@ -808,7 +808,7 @@ def import_onnx(path: str | Path, params: dict[str, Any] | None = None,
         desc += " with " + ", ".join(f"{k}={v}" for k, v in used.items())
     data = {"name": _sanitize(Path(src).stem) or "onnx-model", "description": desc + ".", "dtype": dtype,
             "layers": imp.layers}
-    from .workload import workload_from_dict
+    from accelsim.workloads.model import workload_from_dict
 
     workload_from_dict(data, src)  # the importer's output must always validate
     return data, notes
@@ -835,7 +835,7 @@ def workload_yaml(data: dict[str, Any], notes: list[str], source: str) -> str:
 
 def _write_atomic(path: Path, text: str) -> None:
     """accelsim.fileio.write_atomic: all or nothing, one-line AccelsimError on failure."""
-    from .fileio import write_atomic
+    from accelsim.fileio import write_atomic
 
     try:
         write_atomic(path, text)
@@ -850,7 +850,7 @@ def cmd_import_onnx(args: Any) -> tuple[int, list[str]]:
     (KEY=VALUE strings), ``name`` and ``dtype``. Returns (exit code, lines to print); raises an
     AccelsimError (one line) on bad input, which the CLI prints as an error with exit code 2.
     """
-    from .templating import parse_sets
+    from accelsim.config.templating import parse_sets
 
     params = parse_sets(list(getattr(args, "set", None) or []))
     data, notes = import_onnx(args.model, params, getattr(args, "dtype", None))
