@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numba
 import numpy as np
@@ -105,7 +105,7 @@ class LayerTotals(NamedTuple):
     requested: bool  # the plan asked for a sparse pattern
     macs: int
     macs_executed: int
-    count: int = 1
+    count: int = 1  # type: ignore[assignment]  # shadows tuple.count on purpose: the natural name
 
 
 @dataclass(frozen=True)
@@ -445,7 +445,8 @@ def _peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
     # registry will own it for both
     comp = hw.core.compute
     if comp.kind == "tensor_core":
-        return float(comp.macs_per_cycle.get(dtype, 0.0)) * hw.cores
+        rates = cast("dict[str, float]", comp.macs_per_cycle)  # keyed by dtype names; dtype may be any text
+        return float(rates.get(dtype, 0.0)) * hw.cores
     return float(comp.rows * comp.cols * hw.cores)
 
 
