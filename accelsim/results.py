@@ -391,6 +391,8 @@ class RunResult:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``schema_version``, ``meta``, then the body. Nested dicts are this result's own
+        (not copies, for speed): read them, or ``copy.deepcopy`` before changing them."""
         body = self.body()
         return {"schema_version": body.pop("schema_version"), "meta": self.meta, **body}
 
