@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import importlib.metadata
 import json
 import math
 import platform
@@ -18,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import numba
 import numpy as np
 
 from accelsim import __version__
@@ -293,7 +293,7 @@ def build_meta(command: list[str] | None = None, hashes: dict[str, str] | None =
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "numpy": np.__version__,
-        "numba": numba.__version__,
+        "numba": importlib.metadata.version("numba"),  # numba itself is imported only under engine/
         "config_hashes": hashes or {},
         "command": command or [],
     }
