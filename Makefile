@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test typecheck bench lint clean
 
 $(STAMP): pyproject.toml
 	@echo "setting up $(VENV): pip, then accelsim and its dependencies (first time: 1-2 minutes)"
@@ -19,6 +19,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check accelsim tests benchmarks
 	$(BIN)/python -m pytest
+
+typecheck: $(STAMP)
+	$(BIN)/mypy accelsim
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py

@@ -27,7 +27,7 @@ import numpy as np
 
 from accelsim.errors import ConfigError
 from accelsim.hardware.model import Hardware
-from accelsim.results import KernelResult, KernelTotals
+from accelsim.results import KernelResult, KernelTotals, rounded, sum_energy  # noqa: F401 (re-exported)
 
 PJ = 1e-12
 COMPONENTS = ("mac", "vector", "decode", "sram", "l2", "dram", "static")
@@ -109,29 +109,6 @@ def _terms(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, d: tuple,
             (0 + m0[2] + m1[2] + m2[2] + m3[2]) * PJ,
             static_watts(hw) * seconds)
     return comp, mem, seconds, decode_pj
-
-
-def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
-    """Add per-op energies into a model total."""
-    comp = {c: sum(p["by_component_j"][c] for p in parts) for c in COMPONENTS}
-    tens = {t: sum(p["by_tensor_j"][t] for p in parts) for t in TENSORS}
-    total = sum(comp.values())
-    return {"total_j": total, "by_component_j": comp, "by_tensor_j": tens,
-            "avg_power_w": total / seconds if seconds else 0.0,
-            "inferences_per_j": 1.0 / total if total else 0.0}
-
-
-def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
-    """Round floats for stable JSON."""
-    out: dict[str, Any] = {}
-    for k, v in e.items():
-        if isinstance(v, dict):
-            out[k] = rounded(v, digits)
-        elif isinstance(v, float):
-            out[k] = float(f"{v:.{digits}g}")
-        else:
-            out[k] = v
-    return out
 
 
 # -- power over time -------------------------------------------------------------------------

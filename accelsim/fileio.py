@@ -104,7 +104,11 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, fsync: bool
     return write_all({path: data}, fsync=fsync)[0]
 
 
-def write_all(files: Mapping[str | os.PathLike[str], bytes | str], *, fsync: bool = False) -> list[Path]:
+# what write_all takes: paths (str, Path or both: Mapping is invariant in its key) to contents
+Files = Mapping[str, bytes | str] | Mapping[Path, bytes | str] | Mapping[str | os.PathLike[str], bytes | str]
+
+
+def write_all(files: Files, *, fsync: bool = False) -> list[Path]:
     """Write several files all-or-nothing; return their paths as given, in order.
 
     Every target is checked and every temporary file written first; only then are they renamed into

@@ -1,20 +1,33 @@
-"""Result values: per-kernel and per-run, with a versioned JSON form."""
+"""Result values: per-kernel and per-run, frozen, with a versioned JSON form that reads back.
+
+``RunResult.from_dict(r.to_dict())`` (or ``from_json``) rebuilds a result whose JSON is byte-identical
+to ``r``'s; two results are equal when their JSON forms are. Per-tile records are not part of the JSON.
+"""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
+import importlib.metadata
 import json
 import math
 import platform
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
+from accelsim import __version__
 from accelsim.errors import AccelsimError
+from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.tables import to_dataframe
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 
@@ -92,7 +105,7 @@ class LayerTotals(NamedTuple):
     requested: bool  # the plan asked for a sparse pattern
     macs: int
     macs_executed: int
-    count: int = 1
+    count: int = 1  # type: ignore[assignment]  # shadows tuple.count on purpose: the natural name
 
 
 @dataclass(frozen=True)
@@ -177,9 +190,13 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
         dense_total_cycles=dense_total_cycles)
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class KernelResult:
-    """Simulated cost of one kernel (layer)."""
+    """Simulated cost of one kernel (layer). Frozen; equal to another when their JSON forms are.
+
+    ``counts`` (decode groups and vector ops, which energy is computed from) and ``tiles`` (per-tile
+    records, :data:`TILE_DTYPE`) are not part of the JSON: a result read back has neither.
+    """
 
     name: str
     op: str
@@ -202,6 +219,13 @@ class KernelResult:
     tiles: np.ndarray | None = field(default=None, repr=False)
     energy: dict[str, Any] | None = None
 
+    def replace(self, **changes: Any) -> KernelResult:
+        """A copy with ``changes`` that owns its dicts (``dataclasses.replace`` alone would share them);
+        the per-tile records, read-only, stay shared."""
+        own = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
+               if f.name not in changes and isinstance(getattr(self, f.name), dict)}
+        return dataclasses.replace(self, **own, **changes)
+
     def layer_totals(self) -> LayerTotals:
         """This layer's share of a model total."""
         c, d, s, b = self.cycles, self.bytes["dram"], self.bytes["sram"], self.busy
@@ -211,7 +235,7 @@ class KernelResult:
         return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON body of this layer (no per-tile records)."""
+        """JSON body of this layer (no per-tile records, no ``counts``)."""
         return {
             "name": self.name, "op": self.op, "shape": self.shape, "path": self.path,
             "pattern_requested": self.pattern_requested, "pattern_executed": self.pattern_executed,
@@ -222,6 +246,29 @@ class KernelResult:
             "speedup_vs_dense": round(self.speedup_vs_dense, 6),
             **({"energy": self.energy} if self.energy is not None else {}),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], dense_cycles: int | None = None) -> KernelResult:
+        """The layer of a result's JSON (its ``to_dict()``). ``dense_cycles``: the dense baseline's
+        cycles, which the JSON holds only as a rounded speedup; ``speedup_vs_dense`` is exact with it."""
+        total = data["cycles"]["total"]
+        speedup = data["speedup_vs_dense"] if dense_cycles is None else (dense_cycles / total if total else 1.0)
+        fields = {k: copy.deepcopy(data[k]) for k in _LAYER_KEYS}
+        return cls(**fields, speedup_vs_dense=speedup, energy=copy.deepcopy(data.get("energy")))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, KernelResult):
+            return NotImplemented
+        return _json_form(self.to_dict()) == _json_form(other.to_dict())
+
+
+_LAYER_KEYS = ("name", "op", "shape", "path", "pattern_requested", "pattern_executed", "reason", "padding", "cycles",
+               "macs", "macs_executed", "utilization", "bytes", "binding", "busy", "tiling")
+
+
+def _json_form(obj: Any) -> Any:
+    """``obj`` as its JSON reads back (tuples become lists): what result equality compares."""
+    return json.loads(json.dumps(obj))
 
 
 @functools.lru_cache(maxsize=1)
@@ -241,24 +288,24 @@ def _git_commit() -> str:
 
 def build_meta(command: list[str] | None = None, hashes: dict[str, str] | None = None) -> dict[str, Any]:
     """The metadata header: versions, commit, config hashes, command. Not part of the body."""
-    import numba
-
-    from accelsim import __version__
-
     return {
         "accelsim_version": __version__,
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "numpy": np.__version__,
-        "numba": numba.__version__,
+        "numba": importlib.metadata.version("numba"),  # numba itself is imported only under engine/
         "config_hashes": hashes or {},
         "command": command or [],
     }
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class RunResult:
-    """A whole workload on one hardware config: per-layer results and totals."""
+    """A whole workload on one hardware config: per-layer results and totals.
+
+    Frozen; equal to another when their JSON forms (``to_dict()``) are. ``totals`` and ``by_op_type``
+    are computed from the layers on each access. ``from_dict`` / ``from_json`` read the JSON back.
+    """
 
     hardware: dict[str, Any]
     workload: dict[str, Any]
@@ -302,8 +349,6 @@ class RunResult:
 
     def energy_totals(self) -> dict[str, Any]:
         """Model energy by component and tensor, power, inferences per joule, and dense vs this run."""
-        from accelsim.energy import rounded, sum_energy
-
         seconds = self.total_cycles / (self.clock_ghz * 1e9)
         parts = [r.energy for r in self.layers if r.energy is not None]
         out = sum_energy(parts, seconds)
@@ -346,11 +391,146 @@ class RunResult:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``schema_version``, ``meta``, then the body. Nested dicts are this result's own
+        (not copies, for speed): read them, or ``copy.deepcopy`` before changing them."""
         body = self.body()
         return {"schema_version": body.pop("schema_version"), "meta": self.meta, **body}
 
     def to_json(self) -> str:
         return dumps_finite(self.to_dict(), "run result", indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunResult:
+        """Read a result back from its JSON text (``accelsim run --format json``, or a golden body)."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise AccelsimError(f"not an accelsim result: invalid JSON ({exc})") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunResult:
+        """Rebuild a result from its ``to_dict()`` (``meta`` optional): the rebuilt result's ``to_json()`` is
+        byte-identical. Per-tile records and per-layer ``counts`` are not in the JSON, so it has neither."""
+        if not isinstance(data, Mapping) or "layers" not in data or "schema_version" not in data:
+            raise AccelsimError("not an accelsim result: expected the JSON of 'accelsim run --format json' "
+                                "(with 'schema_version' and 'layers')")
+        if data["schema_version"] != SCHEMA_VERSION:
+            raise AccelsimError(f"result schema_version {data['schema_version']!r}: this accelsim reads "
+                                f"version {SCHEMA_VERSION} ('accelsim regress' migrates older results)")
+        try:
+            hw = hardware_from_dict(dict(data["hardware"]), "<result hardware>")
+            layers = data["layers"]
+            dense = dense_baselines(layers, data.get("by_op_type"))
+            return cls(hardware=copy.deepcopy(data["hardware"]), workload=copy.deepcopy(data["workload"]),
+                       sparsity=data["sparsity"],
+                       layers=[KernelResult.from_dict(d, b) for d, b in zip(layers, dense, strict=True)],
+                       clock_ghz=hw.clock_ghz, peak_macs_per_cycle=_peak_macs_per_cycle(hw, data["workload"]["dtype"]),
+                       meta=copy.deepcopy(data.get("meta", {})),
+                       dense_total_cycles=data["totals"]["dense_total_cycles"], policy=data["policy"],
+                       footprint=copy.deepcopy(data["footprint"]), warnings=list(data["warnings"]))
+        except (KeyError, TypeError) as exc:
+            raise AccelsimError(f"not an accelsim result: {type(exc).__name__} {exc} while reading it") from None
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per layer, nested fields flattened (``cycles_total``, ``bytes_dram_b``...). Needs pandas."""
+        return to_dataframe([r.to_dict() for r in self.layers])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunResult):
+            return NotImplemented
+        return _json_form(self.to_dict()) == _json_form(other.to_dict())
+
+
+def _peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
+    # the same figure as simulation.peak_macs_per_cycle (which imports this module); the compute-kind
+    # registry will own it for both
+    comp = hw.core.compute
+    if comp.kind == "tensor_core":
+        rates = cast("dict[str, float]", comp.macs_per_cycle)  # keyed by dtype names; dtype may be any text
+        return float(rates.get(dtype, 0.0)) * hw.cores
+    return float(comp.rows * comp.cols * hw.cores)
+
+
+def dense_baselines(layers: list[Mapping[str, Any]], by_op_type: list[Mapping[str, Any]] | None) -> list[int | None]:
+    """Each layer's dense-baseline cycles, consistent with a result's JSON (None where cycles are 0).
+
+    The JSON holds each layer's ``speedup_vs_dense`` rounded to 6 decimals and, per (op, path), the sum of the
+    baselines (``by_op_type``'s ``dense_cycles``). A layer that did not run sparse is its own baseline. A
+    sparse layer's baseline is an integer ``b`` with ``round(b / cycles, 6) == speedup``; above a million
+    cycles several qualify, and these are picked so each group adds up to its stored sum. Any such pick
+    writes the same JSON.
+    """
+    lows: list[int] = []
+    highs: list[int] = []
+    picks: list[int | None] = []
+    for d in layers:
+        t, s = d["cycles"]["total"], d["speedup_vs_dense"]
+        if not t:
+            lo = hi = pick = 0
+        elif d["path"] != "sparse" and s == 1.0:
+            lo = hi = pick = t
+        else:
+            pick = round(s * t)
+            lo, hi = _baseline_range(t, s, pick)
+        lows.append(lo)
+        highs.append(hi)
+        picks.append(pick if t else None)
+    sums = {(g["op"], g["path"]): g["dense_cycles"] for g in by_op_type or ()}
+    for key, target in sums.items():
+        idx = [i for i, d in enumerate(layers) if (d["op"], d["path"]) == key and picks[i] is not None]
+        gap = target - sum(picks[i] or 0 for i in idx)
+        if not sum(lows[i] for i in idx) <= target <= sum(highs[i] for i in idx):
+            continue  # a hand-edited file: keep the nearest baselines
+        for i in idx:
+            p = picks[i] or 0
+            step = min(gap, highs[i] - p) if gap > 0 else max(gap, lows[i] - p)
+            picks[i] = p + step
+            gap -= step
+    return picks
+
+
+def _baseline_range(cycles: int, speedup: float, guess: int) -> tuple[int, int]:
+    """The run of integers ``b`` with ``round(b / cycles, 6) == speedup`` (``guess`` alone if it does not fit)."""
+    def fits(b: int) -> bool:
+        return round(b / cycles, 6) == speedup
+
+    if not fits(guess):
+        return guess, guess
+    lo = min(guess, math.ceil((speedup - 5e-7) * cycles))  # the estimates are off by float noise at most
+    hi = max(guess, math.floor((speedup + 5e-7) * cycles))
+    while not fits(lo):
+        lo += 1
+    while fits(lo - 1):
+        lo -= 1
+    while not fits(hi):
+        hi -= 1
+    while fits(hi + 1):
+        hi += 1
+    return lo, hi
+
+
+def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """Add per-op energies (at least one, each from ``energy.layer_energy``) into a model total."""
+    comp = {c: sum(p["by_component_j"][c] for p in parts) for c in parts[0]["by_component_j"]}
+    tens = {t: sum(p["by_tensor_j"][t] for p in parts) for t in parts[0]["by_tensor_j"]}
+    total = sum(comp.values())
+    return {"total_j": total, "by_component_j": comp, "by_tensor_j": tens,
+            "avg_power_w": total / seconds if seconds else 0.0,
+            "inferences_per_j": 1.0 / total if total else 0.0}
+
+
+def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
+    """Round floats for stable JSON."""
+    out: dict[str, Any] = {}
+    for k, v in e.items():
+        if isinstance(v, dict):
+            out[k] = rounded(v, digits)
+        elif isinstance(v, float):
+            out[k] = float(f"{v:.{digits}g}")
+        else:
+            out[k] = v
+    return out
 
 
 def dumps_finite(obj: Any, what: str, **kwargs: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -52,12 +53,9 @@ def choose_path(kernel: Kernel, cycles: int, dense_cycles: int, policy: str) -> 
 
 
 def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelResult:
-    out = KernelResult(**{**res.__dict__})
-    out.name, out.op, out.reason = kernel.name, kernel.op, kernel.reason
-    out.path, out.pattern_requested, out.pattern_executed = kernel.path, kernel.pattern_requested, \
-        kernel.pattern_executed
-    out.speedup_vs_dense = base.cycles["total"] / res.cycles["total"] if res.cycles["total"] else 1.0
-    return out
+    return res.replace(name=kernel.name, op=kernel.op, reason=kernel.reason, path=kernel.path,
+                       pattern_requested=kernel.pattern_requested, pattern_executed=kernel.pattern_executed,
+                       speedup_vs_dense=base.cycles["total"] / res.cycles["total"] if res.cycles["total"] else 1.0)
 
 
 def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str, Any]:
@@ -98,7 +96,8 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
 
 
 def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> str | None:
-    """Attach energy to every result; return a warning instead when the energy table lacks the dtype."""
+    """Give every result its energy (replacing it in ``results``); return a warning instead when the energy
+    table lacks the dtype."""
     from accelsim.energy import layer_energy, rounded
 
     spec = hw.energy
@@ -106,12 +105,12 @@ def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: s
     if any(dtype not in table for table in needed) and any(r.macs_executed for r in results):
         return (f"no energy figures: the hardware's energy.mac_pj / sparse_mac_pj have no {dtype} entry "
                 "(add one to report energy)")
-    for res, base in zip(results, bases, strict=True):
+    for i, (res, base) in enumerate(zip(results, bases, strict=True)):
         e = layer_energy(res, hw, dtype)
         dense_j = layer_energy(base, hw, dtype)["total_j"] if base is not res else e["total_j"]
         e["dense_total_j"] = dense_j
         e["energy_ratio_vs_dense"] = dense_j / e["total_j"] if e["total_j"] else 1.0
-        res.energy = rounded(e)
+        results[i] = dataclasses.replace(res, energy=rounded(e))
     return None
 
 

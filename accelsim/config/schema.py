@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -235,7 +236,7 @@ def _exponent_hint(value: Any) -> str:
 
 
 def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any,
-                     first: list[tuple[str | None, str]] | None = None, first_unlisted: int = 0) -> ConfigError:
+                     first: Sequence[tuple[str | None, str]] | None = None, first_unlisted: int = 0) -> ConfigError:
     """Turn pydantic's errors into one ConfigError: one problem per key path, unknown keys first.
 
     ``first`` (and ``first_unlisted`` more): problems found before pydantic ran, listed ahead. Only as

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from accelsim.config import yamlsafe as yamlload
@@ -20,7 +21,8 @@ from accelsim.textsafe import short_repr
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_FUNCS = {"min": min, "max": max, "ceil": math.ceil, "floor": math.floor}
+_FUNCS: dict[str, Callable[..., int | float]] = {"min": min, "max": max, "ceil": math.ceil,
+                                                 "floor": math.floor}
 _TEXT_KEYS = {"name", "op", "sparsity", "function", "kind", "source_op", "description"}
 
 

@@ -1,0 +1,145 @@
+"""Results are frozen values: copies own their dicts, the JSON reads back byte for byte, layers make a table."""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import json
+
+import pytest
+from conftest import HW, ROOT, WL
+
+from accelsim import RunResult, examples, load_hardware, load_workload, run
+from accelsim.errors import AccelsimError
+from accelsim.regress.compare import golden_text
+from accelsim.results import SCHEMA_VERSION, KernelResult
+from accelsim.simulation import Simulator
+from accelsim.tables import to_dataframe
+
+GOLDEN_BODIES = sorted((ROOT / "tests" / "golden" / "bodies").rglob("*.json"))
+
+# (hardware, workload, params, sparsity, policy): systolic and tensor-core parts, with and without an energy
+# table; the last two have sparse layers above a million cycles whose dense baseline the JSON rounds away
+CASES = [
+    ("a100-like", "bert-base", {"batch": 1, "seq": 128}, "2:4", "sparse-if-supported"),  # tensor core, energy
+    ("h100-like", "resnet18", None, "2:4", "fastest"),  # tensor core, no energy table
+    ("tpu-like", "gemm-microbench", None, None, "sparse-if-supported"),
+    ("flex-nm", "mobilenetv2", None, "1:4", "fastest"),
+    ("tpu-like", "llama2-7b-prefill", None, "2:4", "sparse-if-supported"),
+    ("edge-npu", "bert-base", {"batch": 8, "seq": 512}, "2:4", "sparse-if-supported"),
+]
+
+
+def _run(hw: str, wl: str, params: dict | None, sparsity: str | None, policy: str) -> RunResult:
+    return run(load_workload(WL / f"{wl}.yaml", params=params), load_hardware(HW / f"{hw}.yaml"), sparsity,
+               policy=policy)
+
+
+@pytest.fixture(scope="module")
+def bert() -> RunResult:
+    return _run(*CASES[0])
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[3]}-{c[4]}")
+def test_json_round_trip_is_byte_identical(case) -> None:
+    result = _run(*case)
+    text = result.to_json()
+    back = RunResult.from_json(text)
+    assert back.to_json() == text
+    assert back == result and back.to_dict() == json.loads(text)
+    assert RunResult.from_dict(result.to_dict()) == result
+    if case[1] in ("llama2-7b-prefill", "bert-base") and case[0] != "a100-like":
+        # the dense baselines could not be recovered from the rounded speedups alone: by_op_type sums decide
+        naive = [round(round(k.speedup_vs_dense, 6) * k.cycles["total"]) for k in result.layers]
+        exact = [round(k.speedup_vs_dense * k.cycles["total"]) for k in result.layers]
+        assert naive != exact
+
+
+@pytest.mark.parametrize("path", GOLDEN_BODIES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_golden_bodies_read_back_identically(path) -> None:
+    text = path.read_text(encoding="utf-8")
+    back = RunResult.from_dict(json.loads(text))
+    assert golden_text(back.body()) == text
+
+
+def test_results_are_frozen_and_copies_own_their_dicts(bert) -> None:
+    layer = bert.layers[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        layer.name = "x"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bert.layers = []  # type: ignore[misc]
+    copy = layer.replace(name="renamed")
+    assert copy.name == "renamed" and layer.name != "renamed"
+    for f in dataclasses.fields(KernelResult):
+        value = getattr(layer, f.name)
+        if isinstance(value, dict):
+            assert getattr(copy, f.name) == value and getattr(copy, f.name) is not value, f.name
+
+
+def test_a_run_shares_no_dicts_with_the_simulator_cache() -> None:
+    """Identical layers come from one cached simulation; each result still owns its dicts."""
+    hw = load_hardware(HW / "tpu-like.yaml")
+    sim = Simulator(hw)
+    result = run(load_workload(WL / "bert-base.yaml", params={"batch": 1, "seq": 64}), hw, "2:4", simulator=sim)
+    cached = list(sim._cache.values())
+    seen: dict[int, str] = {}
+    for k in [*result.layers, *cached]:
+        for name in ("cycles", "bytes", "busy", "tiling", "shape", "padding"):
+            owner = seen.setdefault(id(getattr(k, name)), k.name)
+            assert owner == k.name, f"{name} of {k.name} is shared with {owner}"
+
+
+def test_from_dict_refuses_what_is_not_a_result(bert) -> None:
+    with pytest.raises(AccelsimError, match="not an accelsim result"):
+        RunResult.from_dict({"layers": []})
+    with pytest.raises(AccelsimError, match="not an accelsim result"):
+        RunResult.from_json("{")
+    with pytest.raises(AccelsimError, match="schema_version 99"):
+        RunResult.from_dict({"schema_version": 99, "layers": []})
+    with pytest.raises(AccelsimError, match="<result hardware>: clock_ghz: required key is missing"):
+        RunResult.from_dict({"schema_version": SCHEMA_VERSION, "layers": [], "hardware": {}})
+    data = bert.to_dict()
+    del data["totals"]
+    with pytest.raises(AccelsimError, match="not an accelsim result: KeyError 'totals'"):
+        RunResult.from_dict(data)
+
+
+def test_layers_to_dataframe(bert) -> None:
+    pytest.importorskip("pandas")
+    df = bert.to_dataframe()
+    assert len(df) == len(bert.layers)
+    assert list(df["name"]) == [k.name for k in bert.layers]
+    assert int(df["cycles_total"].sum()) == bert.totals["cycles"]["total"]
+    assert int(df["bytes_dram_b"].sum()) == bert.totals["bytes"]["dram"]["b"]
+    assert "energy_by_component_j_mac" in df.columns
+
+
+def test_rows_to_dataframe() -> None:
+    pytest.importorskip("pandas")
+    df = to_dataframe([[1, "a"], [2, "b"]], columns=["n", "s"])
+    assert list(df.columns) == ["n", "s"] and list(df["n"]) == [1, 2]
+    assert list(to_dataframe([{"a": {"b": 1}, "c": [1, 2]}]).columns) == ["a_b", "c"]
+
+
+def test_to_dataframe_without_pandas_names_the_fix(monkeypatch) -> None:
+    real_import = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("no pandas here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    with pytest.raises(AccelsimError, match="pip install pandas"):
+        to_dataframe([{"a": 1}])
+
+
+def test_examples_resolve_to_the_shipped_files() -> None:
+    assert examples.list_hardware() == sorted(p.stem for p in HW.glob("*.yaml"))
+    assert examples.list_workloads() == sorted(p.stem for p in WL.glob("*.yaml"))
+    assert examples.hardware("a100-like").read_bytes() == (HW / "a100-like.yaml").read_bytes()
+    assert examples.workload("bert-base").read_bytes() == (WL / "bert-base.yaml").read_bytes()
+    with pytest.raises(AccelsimError, match="did you mean 'a100-like'"):
+        examples.hardware("a100")
+    with pytest.raises(AccelsimError, match="no shipped workload named 'hwconfigs/tpu-like.yaml'"):
+        examples.workload("hwconfigs/tpu-like.yaml")
