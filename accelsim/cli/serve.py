@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,6 @@ from typing import Any
 from accelsim.cli import options
 from accelsim.cli.common import progress_bar, warn, wrote
 from accelsim.fileio import figure_bytes, write_all
-from accelsim.report.serving_plots import latency_cdf_figure, latency_vs_load_figure
 from accelsim.results import dumps_finite
 from accelsim.serving import ServeRequest, ServeResult, serve
 from accelsim.textsafe import printable
@@ -75,13 +75,15 @@ def format_serve(result: ServeResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def serve_files(out: Path, result: ServeResult) -> dict[Path, bytes]:
+def serve_files(out: Path, result: ServeResult) -> dict[str | os.PathLike[str], bytes | str]:
     """serve.json, latency_cdf.png and (with latency-vs-load curves) latency_vs_load.png, rendered."""
+    from accelsim.report.serving_plots import latency_cdf_figure, latency_vs_load_figure  # matplotlib: deferred
+
     metric = "ttft" if result.mode == "llm" else "latency"
     budget = result.capacity.budget_ms if result.capacity is not None else None
     fig = latency_cdf_figure(result.comparison, metric=metric, budget_ms=budget,
                              title=f"{result.workload} on {result.hardware}: {metric} CDF")
-    files: dict[Path, bytes] = {out / "latency_cdf.png": figure_bytes(fig, "png")}
+    files: dict[str | os.PathLike[str], bytes | str] = {out / "latency_cdf.png": figure_bytes(fig, "png")}
     if result.latency_vs_load is not None:
         fig = latency_vs_load_figure(result.latency_vs_load, metric=metric, budget_ms=budget,
                                      title=f"{result.workload} on {result.hardware}: {metric} vs load")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -78,7 +78,7 @@ def latency_vs_load_figure(curves: Mapping[str, LoadCurve], *, metric: str = "la
     for i, (label, curve) in enumerate(curves.items()):
         rates = [p.rate_rps for p in curve.points]
         for q in quantiles:
-            vals = [p.latency_ms(metric, q) for p in curve.points]
+            vals: list[Any] = [p.latency_ms(metric, q) for p in curve.points]  # None: no such metric
             ax.plot(rates, vals, styles.get(q, "-"), color=_color(label, i), lw=2, marker="o", ms=3,
                     label=f"{label} {q}")
             top = max([top, *[v for v in vals if v is not None]])

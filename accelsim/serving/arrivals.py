@@ -39,8 +39,8 @@ def parse_size_spec(spec: Any) -> dict[str, Any]:
             elif kind == "fixed":
                 spec = {"kind": "fixed", "value": int(rest)}
             elif kind == "uniform":
-                lo, _, hi = rest.partition(":")
-                spec = {"kind": "uniform", "low": int(lo), "high": int(hi)}
+                low, _, high = rest.partition(":")
+                spec = {"kind": "uniform", "low": int(low), "high": int(high)}
             elif kind == "choice":
                 vals, _, weights = rest.partition("@")
                 spec = {"kind": "choice", "values": [int(v) for v in vals.split(",")]}

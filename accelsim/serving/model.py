@@ -235,6 +235,7 @@ class ServingModel:
         if output is None:
             odesc = parse_size_spec(output_tokens if output_tokens is not None else self.default_output_tokens)
             output = sample_sizes(odesc, n, out_rng)
+        assert self.decode_service is not None  # is_llm
         tr = simulate_llm(arr, prompt[:n], output[:n], self.service, self.decode_service, self.config,
                           kv_bytes_per_token=self.kv_bytes_per_token, kv_budget_bytes=self.kv_budget_bytes, seed=seed)
         done = np.isfinite(tr.finish)
@@ -322,7 +323,7 @@ class ServingModel:
     def rate_guess(self) -> float:
         """A rough sustainable rate (requests/s): full batches back to back on every instance."""
         cfg = self.config
-        if self.is_llm:
+        if self.decode_service is not None:  # is_llm
             size = self.default_size or 512
             step = self.decode_service(cfg.max_batch, pad_to(size + self.default_output_tokens, cfg.kv_bucket))
             return cfg.instances * cfg.max_batch / (step * self.default_output_tokens)

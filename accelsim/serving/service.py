@@ -64,9 +64,10 @@ class SimulatedService:
     @property
     def default_size(self) -> int | None:
         """The per-request size when none is given: the set or declared value of the size parameter."""
-        if self.size_param is None:
+        name = self.size_param
+        if name is None:
             return None
-        return int(self.set_params.get(self.size_param, self.defaults[self.size_param]))
+        return int(self.set_params[name] if name in self.set_params else self.defaults[name])
 
     def params(self, batch: int, size: Any) -> dict[str, Any]:
         """Workload parameters for a batch of ``batch`` requests of ``size``."""
