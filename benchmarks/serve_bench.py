@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=1_000_000)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from accelsim.serving.simulator import RuntimeConfig, ServingModel
+    from accelsim.serving import RuntimeConfig, ServingModel
 
     hw = ROOT / "hwconfigs/a100-like.yaml"
     bert = ROOT / "workloads/bert-base.yaml"

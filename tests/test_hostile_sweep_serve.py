@@ -19,7 +19,7 @@ from accelsim import fileio
 from accelsim.cli import main
 from accelsim.errors import AccelsimError, ConfigError, InfeasibleError
 from accelsim.report.sweep_plots import choose_slice, heatmap_figure, load_table
-from accelsim.serving.simulator import RuntimeConfig, ServingModel, find_max_rate
+from accelsim.serving import RuntimeConfig, ServingModel, find_max_rate
 from accelsim.sweep.execute import spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,7 +272,7 @@ def test_progress_callbacks(small_sweep: Path, tmp_path: Path) -> None:
     calls: list[tuple[int, int]] = []
     model = ServingModel(lambda b, s: 1e-3 + 2e-4 * b, RuntimeConfig(max_batch=8))
     res = find_max_rate(model, 20.0, requests=2000, progress=lambda d, t: calls.append((d, t)))
-    assert len(calls) == len(res["evaluations"]) + 1 and calls[-1] == (len(calls) - 1, len(calls) - 1)
+    assert len(calls) == len(res.evaluations) + 1 and calls[-1] == (len(calls) - 1, len(calls) - 1)
     assert all(d <= t for d, t in calls)
     plots: list[tuple[int, int]] = []
     paths, _ = sweep_plot_command(small_sweep, tmp_path / "p", progress=lambda d, t: plots.append((d, t)))

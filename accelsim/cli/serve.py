@@ -1,26 +1,29 @@
-"""accelsim serve: the request-level serving model, as a table or JSON."""
+"""accelsim serve: the request-level serving model, as a table or JSON, with serve.json and plots."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from accelsim.cli import options
 from accelsim.cli.common import progress_bar, warn, wrote
+from accelsim.fileio import figure_bytes, write_all
 from accelsim.results import dumps_finite
-from accelsim.serving.simulator import serve_command
+from accelsim.serving import ServeRequest, ServeResult, serve
 from accelsim.textsafe import printable
 
 
-def format_serve(result: dict[str, Any]) -> str:
+def format_serve(result: ServeResult) -> str:
     """Dense and sparse serving figures side by side, capacity at SLA, quality at equal budget."""
-    labels = result["sparsities"]
-    res = result["results"]
-    llm = result["mode"] == "llm"
-    lines = [f"SERVING  {printable(result['workload'])} on {printable(result['hardware'])}, "
-             f"{result['rate_rps']} req/s for {result['duration_s']} s (seed {result['seed']}, variability "
-             f"{'on' if result['variability_enabled'] else 'off'})"]
+    labels = list(result.sparsities)
+    res = result.results
+    llm = result.mode == "llm"
+    lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}, "
+             f"{result.rate_rps} req/s for {result.duration_s} s (seed {result.seed}, variability "
+             f"{'on' if result.variability_enabled else 'off'})"]
     metric_rows: list[tuple[str, Any]] = []
     if llm:
         for m in ("ttft_ms", "tpot_ms"):
@@ -48,52 +51,76 @@ def format_serve(result: dict[str, Any]) -> str:
     if over:
         lines.append(f"OVERLOADED ({', '.join(over)}): offered load above capacity; the queue grows for the whole "
                      "run, so these percentiles are not steady-state (they grow with --duration)")
-    lines += [f"note: {n}" for n in result.get("notes", [])]
-    cap = result.get("capacity")
+    lines += [f"note: {n}" for n in result.notes]
+    cap = result.capacity
     if cap:
         lines.append("")
-        lines.append(f"capacity at p99 {cap['metric']} <= {cap['budget_ms']} ms:")
-        for lab, c in cap["results"].items():
-            rate = c.get("max_rate_rps")
-            lines.append(f"  {lab:8s} {rate:10,.1f} req/s ({c['status']})" if rate is not None
-                         else f"  {lab:8s} {'-':>10s} ({c['status']})")
-        if cap.get("sparse_over_dense"):
-            lines.append(f"  sparse / dense: {cap['sparse_over_dense']:.3f}x")
-    qual = result.get("quality")
+        lines.append(f"capacity at p99 {cap.metric} <= {cap.budget_ms} ms:")
+        for lab, c in cap.results.items():
+            lines.append(f"  {lab:8s} {c.max_rate_rps:10,.1f} req/s ({c.status})")
+        if cap.sparse_over_dense:
+            lines.append(f"  sparse / dense: {cap.sparse_over_dense:.3f}x")
+    qual = result.quality
     if qual:
         lines.append("")
-        lines.append(f"quality at equal latency budget (p99 <= {qual.get('budget_ms')} ms):")
-        for var in qual.get("variants", []):
-            lines.append(f"  {var['name']:22s} quality {var['quality']:8.2f}  p99 {var['p99_ms']:9.3f} ms  "
-                         f"{'holds' if var['holds'] else 'misses'}")
-        if qual.get("best"):
-            lines.append(f"  best that holds: {qual['best']} ({qual['best_quality']}); dense baseline that holds: "
-                         f"{qual.get('dense_baseline')} ({qual.get('dense_baseline_quality')}); "
-                         f"delta {qual.get('quality_delta'):+}")
+        lines.append(f"quality at equal latency budget (p99 <= {qual.budget_ms} ms):")
+        for var in qual.variants:
+            lines.append(f"  {var.name:22s} quality {var.quality:8.2f}  {var.quantile} {var.value_ms:9.3f} ms  "
+                         f"{'holds' if var.holds else 'misses'}")
+        if qual.best:
+            lines.append(f"  best that holds: {qual.best} ({qual.best_quality}); dense baseline that holds: "
+                         f"{qual.dense_baseline} ({qual.dense_baseline_quality}); delta {qual.quality_delta:+}")
         else:
             lines.append("  no variant holds the budget")
     return "\n".join(lines) + "\n"
 
 
+def serve_files(out: Path, result: ServeResult) -> dict[str | os.PathLike[str], bytes | str]:
+    """serve.json, latency_cdf.png and (with latency-vs-load curves) latency_vs_load.png, rendered."""
+    from accelsim.report.serving_plots import latency_cdf_figure, latency_vs_load_figure  # matplotlib: deferred
+
+    metric = "ttft" if result.mode == "llm" else "latency"
+    budget = result.capacity.budget_ms if result.capacity is not None else None
+    fig = latency_cdf_figure(result.comparison, metric=metric, budget_ms=budget,
+                             title=f"{result.workload} on {result.hardware}: {metric} CDF")
+    files: dict[str | os.PathLike[str], bytes | str] = {out / "latency_cdf.png": figure_bytes(fig, "png")}
+    if result.latency_vs_load is not None:
+        fig = latency_vs_load_figure(result.latency_vs_load, metric=metric, budget_ms=budget,
+                                     title=f"{result.workload} on {result.hardware}: {metric} vs load")
+        files[out / "latency_vs_load.png"] = figure_bytes(fig, "png")
+    files[out / "serve.json"] = (dumps_finite(result.to_dict(), "serve", indent=2, default=float) + "\n").encode()
+    return files
+
+
+def request_from_args(args: argparse.Namespace) -> ServeRequest:
+    """The ServeRequest an ``accelsim serve`` command line asks for."""
+    return ServeRequest(hw=args.hw, workload=args.workload, rate=args.rate, sparsity=args.sparsity,
+                        duration_s=args.duration, seed=args.seed, max_batch=args.max_batch,
+                        max_wait_ms=args.max_wait_ms, instances=args.instances, sla_p99_ms=args.sla_p99,
+                        find_max_rate=args.find_max_rate, variants=args.variants, budget_ms=args.budget_ms,
+                        set_params=args.set, sizes=args.sizes, trace=args.trace,
+                        runtime_config=args.runtime_config, hw_set=args.hw_set, load_curves=args.out is not None)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Simulate serving (dense beside sparse) and print the figures."""
+    """Simulate serving (dense beside sparse), write serve.json and the plots with -o, print the figures."""
     bar, update = progress_bar(0, "run") if args.find_max_rate else (None, None)
     try:
-        result = serve_command(args.hw, args.workload, args.rate, args.sparsity, duration_s=args.duration,
-                               seed=args.seed, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
-                               sla_p99_ms=args.sla_p99, find_max_rate=args.find_max_rate, variants=args.variants,
-                               out=args.out, set_params=args.set, budget_ms=args.budget_ms,
-                               instances=args.instances, sizes=args.sizes, trace=args.trace,
-                               runtime_config=args.runtime_config, hw_set=args.hw_set, progress=update)
+        result = serve(request_from_args(args), progress=update)
     finally:
         if bar is not None:
             bar.close()
-    warn(result.get("warnings", []))
+    data = result.to_dict()
+    files: list[str] = []
+    if args.out is not None:
+        files = [str(f) for f in write_all(serve_files(Path(args.out), result))]
+        data["files"] = files
+    warn(list(result.warnings))
     if args.format == "json":
-        sys.stdout.write(dumps_finite(result, "serve", indent=2, default=float) + "\n")
+        sys.stdout.write(dumps_finite(data, "serve", indent=2, default=float) + "\n")
     else:
         sys.stdout.write(format_serve(result))
-    wrote(result.get("files", []))
+    wrote(files)
     return 0
 
 

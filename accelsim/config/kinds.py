@@ -69,7 +69,7 @@ def detect_kind(data: Any, source: str) -> str:
 
     if keys & (set(Hardware.model_fields) - {"name"}):
         return "hardware"
-    from accelsim.serving.simulator import RuntimeConfig
+    from accelsim.serving.config import RuntimeConfig
 
     if keys and keys <= set(RuntimeConfig.model_fields):
         return "runtime"
@@ -101,11 +101,11 @@ def validate_file(path: str | Path) -> str:
         return (f"{src}: ok (sweep '{spec.name}', {len(spec.points)} hardware points x {spec.rows_per_point} "
                 f"rows each)")
     if kind == "variants":
-        from accelsim.serving.simulator import load_variants
+        from accelsim.serving.variants import load_variants
 
         vf, _ = load_variants(path)
         return f"{src}: ok (variants, {len(vf.variants)})"
-    from accelsim.serving.simulator import RuntimeConfig
+    from accelsim.serving.config import RuntimeConfig
 
     RuntimeConfig.from_dict(data, src)
     return f"{src}: ok (runtime config)"
@@ -124,11 +124,11 @@ def schema_text(kind: str) -> str:
     if kind == "sweep":
         model: type[BaseModel] = SweepSpecSchema
     elif kind == "runtime":
-        from accelsim.serving.simulator import RuntimeConfig
+        from accelsim.serving.config import RuntimeConfig
 
         model = RuntimeConfig
     elif kind == "variants":
-        from accelsim.serving.simulator import VariantsFile
+        from accelsim.serving.variants import VariantsFile
 
         model = VariantsFile
     else:

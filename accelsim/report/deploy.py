@@ -735,7 +735,7 @@ SERVING_REQUESTS = 4000
 def _serving(hw: Hardware, workload_source: str | None, model: Workload, label: str, policy: str,
              sim: Simulator) -> dict[str, Any]:
     """p50/p95/p99 latency, dense vs sparse, at two offered loads (simpy serving model, seeded)."""
-    from accelsim.serving.simulator import ServingModel
+    from accelsim.serving import ServingModel
 
     if not workload_source or not Path(workload_source).is_file():
         return {"status": "skipped", "note": "serving needs the workload file (to vary the batch)"}

@@ -1,19 +1,25 @@
 """Serving plots: latency CDF and latency vs load, dense vs sparse.
 
-Inputs are the plain dicts of :mod:`accelsim.serving.simulator` (``ServingModel.run`` results, which carry a
-quantile table under ``cdf``, and ``latency_vs_load`` rows). Library code: nothing here prints or
-exits; figures are :class:`~matplotlib.figure.Figure` objects on the Agg canvas (no pyplot, no global
-state).
+Inputs are the typed results of :mod:`accelsim.serving` (a :class:`~accelsim.serving.results.CompareResult`,
+whose run records carry a quantile table under ``cdf``, and :class:`~accelsim.serving.results.LoadCurve`
+objects); this module only renders them and imports nothing from ``serving`` at run time. Library code:
+nothing here prints or exits; figures are :class:`~matplotlib.figure.Figure` objects on the Agg canvas (no
+pyplot, no global state).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from accelsim.fileio import figure_bytes, write_atomic
+
+if TYPE_CHECKING:  # types only: report renders serving results and runs nothing of serving
+    from accelsim.serving.results import CompareResult, LoadCurve
 
 DPI = 100
 COLORS = {"dense": "#6b8cae"}
@@ -26,13 +32,13 @@ def _color(label: str, i: int) -> str:
     return COLORS.get(label, PALETTE[i % len(PALETTE)])
 
 
-def latency_cdf_figure(results: Mapping[str, Mapping[str, Any]], *, metric: str = "latency",
-                       budget_ms: float | None = None, title: str | None = None) -> Figure:
-    """Left: the CDF of ``metric`` (latency, ttft or tpot) per result; right: its tail, 1 - F on a log axis."""
+def latency_cdf_figure(runs: CompareResult, *, metric: str = "latency", budget_ms: float | None = None,
+                       title: str | None = None) -> Figure:
+    """Left: the CDF of ``metric`` (latency, ttft or tpot) per run; right: its tail, 1 - F on a log axis."""
     fig = Figure(figsize=(11.0, 4.5), dpi=DPI)
     FigureCanvasAgg(fig)
     ax, tail = fig.subplots(1, 2)
-    for i, (label, res) in enumerate(results.items()):
+    for i, (label, res) in enumerate(runs.results.items()):
         cdf = res["cdf"][metric]
         q, ms = cdf["q"], cdf["ms"]
         if not q:
@@ -60,7 +66,7 @@ def latency_cdf_figure(results: Mapping[str, Mapping[str, Any]], *, metric: str 
     return fig
 
 
-def latency_vs_load_figure(curves: Mapping[str, Sequence[Mapping[str, Any]]], *, metric: str = "latency",
+def latency_vs_load_figure(curves: Mapping[str, LoadCurve], *, metric: str = "latency",
                            quantiles: Sequence[str] = ("p50", "p99"), budget_ms: float | None = None,
                            title: str | None = None) -> Figure:
     """``metric`` quantiles against arrival rate per curve (solid p99, dotted p50), the budget as a line."""
@@ -69,10 +75,10 @@ def latency_vs_load_figure(curves: Mapping[str, Sequence[Mapping[str, Any]]], *,
     ax = fig.subplots()
     styles = {"p50": ":", "p95": "--", "p99": "-"}
     top = 0.0
-    for i, (label, rows) in enumerate(curves.items()):
-        rates = [r["rate_rps"] for r in rows]
+    for i, (label, curve) in enumerate(curves.items()):
+        rates = [p.rate_rps for p in curve.points]
         for q in quantiles:
-            vals = [r.get(f"{metric}_{q}_ms") for r in rows]
+            vals: list[Any] = [p.latency_ms(metric, q) for p in curve.points]  # None: no such metric
             ax.plot(rates, vals, styles.get(q, "-"), color=_color(label, i), lw=2, marker="o", ms=3,
                     label=f"{label} {q}")
             top = max([top, *[v for v in vals if v is not None]])
@@ -90,7 +96,5 @@ def latency_vs_load_figure(curves: Mapping[str, Sequence[Mapping[str, Any]]], *,
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
     """Write ``fig`` (format from the suffix, e.g. .png / .svg) in one step; return the path."""
-    from accelsim.fileio import figure_bytes, write_atomic
-
     target = Path(path)
     return write_atomic(target, figure_bytes(fig, target.suffix.lstrip(".") or "png"))

@@ -2,20 +2,24 @@
 
 Library code: raises :class:`~accelsim.errors.AccelsimError` subclasses, never prints. The bounds keep
 every serving run small enough to finish in seconds (a run holds a few arrays per request, and each
-distinct (batch, size) shape costs one accelsim simulation); they are far above real deployments.
+distinct (batch, size) shape costs one accelsim simulation); they are far above real deployments. The
+bounds of :class:`~accelsim.serving.config.RuntimeConfig`'s fields live with it and are used here too.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
-MAX_INSTANCES = 1024
-MAX_BATCH = 1024
+from accelsim.serving.config import MAX_BATCH, MAX_INSTANCES, MAX_WAIT_MS, ServingError
+
+__all__ = ["MAX_INSTANCES", "MAX_BATCH", "MAX_WAIT_MS", "MAX_REQUESTS", "MAX_REQUEST_SIZE", "MAX_SEED", "OVERLOAD_NOTE",
+           "check_serve_args", "check_sizes", "load_assessment", "overload_warnings"]
+
 MAX_REQUESTS = 10_000_000  # expected arrivals, rate x duration
 MAX_REQUEST_SIZE = 32_768  # tokens (seq / prompt / output) of one request
 MAX_SEED = 2**32 - 1
-MAX_WAIT_MS = 3_600_000.0  # one hour
 
 OVERLOAD_NOTE = ("offered load above capacity: the queue grows for the whole run, so latency percentiles are "
                  "not steady-state (they grow with the duration)")
@@ -29,8 +33,6 @@ def check_serve_args(*, rate: float | None, duration_s: float | None, seed: int,
                      max_wait_ms: float | None, instances: int | None, sla_p99_ms: float | None = None,
                      budget_ms: float | None = None, trace: Any = None) -> None:
     """Raise a one-line ServingError naming the ``accelsim serve`` flag whose value is out of bounds."""
-    from accelsim.serving.simulator import ServingError
-
     def bad(flag: str, value: Any, want: str) -> ServingError:
         return ServingError(f"{flag} {value!r}: expected {want}")
 
@@ -58,8 +60,6 @@ def check_serve_args(*, rate: float | None, duration_s: float | None, seed: int,
 
 def check_sizes(spec: dict[str, Any], text: Any) -> None:
     """Reject a parsed size spec whose largest request is above :data:`MAX_REQUEST_SIZE`."""
-    from accelsim.serving.simulator import ServingError
-
     top = {"fixed": lambda s: s["value"], "uniform": lambda s: s["high"], "choice": lambda s: max(s["values"])}
     largest = top[spec["kind"]](spec)
     if largest > MAX_REQUEST_SIZE:
@@ -85,10 +85,10 @@ def _rps(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
-def overload_warnings(result: dict[str, Any]) -> list[str]:
-    """One warning line per overloaded sparsity of a ``serve_command`` result."""
+def overload_warnings(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One warning line per overloaded run of ``results`` (run records by sparsity label)."""
     lines = []
-    for label, res in result.get("results", {}).items():
+    for label, res in results.items():
         load = res.get("load") or {}
         if load.get("overloaded"):
             lines.append(f"{label}: offered load {_rps(load['offered_rps'])} req/s is "

@@ -1,0 +1,343 @@
+"""A deployment to serve requests on: :class:`ServingModel` (service times, runtime config, KV budget)
+and its run over one seeded arrival stream, summarised as a plain, JSON-able run record.
+
+Run record (times in ms, rates in requests/s): ``latency_ms`` {mean, p50, p95, p99, max} (arrival ->
+batch end), ``queueing_delay_ms`` (arrival -> batch start / admission, including the wait for a batch to
+fill), ``throughput_rps`` (completed / (last completion - first arrival)), ``utilisation`` (share of
+instance-time spent serving batches, not MAC utilisation), ``batch_size`` or ``decode_batch``, ``load``
+(offered rate against capacity), ``sla`` {metric, budget_ms, p99_ms, attainment, holds}, ``variability``
+{enabled, per-source settings and how many batches were throttled}, ``service_cache`` {shapes used,
+accelsim simulations so far}, ``cdf`` (a quantile table for plots), the arrival and size descriptions and
+the runtime config. LLM runs add ``ttft_ms``, ``tpot_ms``, ``output_tokens_per_s``, ``rejected`` and
+``kv_cache`` {bytes_per_token, budget_bytes, cap_requests, peak_bytes, blocked_admissions, limits_batch}.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accelsim.errors import AccelsimError, ConfigError
+from accelsim.hardware.model import Hardware
+from accelsim.serving.arrivals import parse_size_spec, poisson_arrivals, read_trace, sample_sizes, trace_column
+from accelsim.serving.batching import simulate_batching
+from accelsim.serving.config import DEFAULT_OUTPUT_TOKENS, SEED_STREAMS, RuntimeConfig, ServingError, pad_to
+from accelsim.serving.limits import load_assessment
+from accelsim.serving.llm import simulate_llm
+from accelsim.serving.service import SimulatedService, canonical_pattern, kv_bytes_per_token, resolve_hardware
+from accelsim.serving.stats import cdf, sla_outcome, stats_ms
+from accelsim.serving.variability import seed_streams
+from accelsim.simulation import Simulator
+
+__all__ = ["ServingModel"]
+
+
+class ServingModel:
+    """One deployment: a service-time model (+ decode model and KV budget for LLMs) and a RuntimeConfig.
+
+    Build it from files with :meth:`from_files`, or from any ``service(batch, size) -> seconds`` callable
+    (e.g. a synthetic one for queueing checks). :meth:`run` simulates one arrival stream and returns a
+    plain dict.
+    """
+
+    def __init__(self, service: Callable[[int, Any], float], config: RuntimeConfig | Mapping[str, Any] | None = None,
+                 *, name: str = "model", sparsity: str | None = None, default_size: int | None = None,
+                 service_dist: Any = "deterministic", decode_service: Callable[[int, int], float] | None = None,
+                 kv_bytes_per_token: float = 0.0, kv_budget_bytes: float | None = None,
+                 default_output_tokens: int = DEFAULT_OUTPUT_TOKENS, info: Mapping[str, Any] | None = None) -> None:
+        self.service = service
+        self.config = config if isinstance(config, RuntimeConfig) else RuntimeConfig.from_dict(config)
+        self.name = name
+        self.sparsity = sparsity
+        self.default_size = default_size
+        self.service_dist = service_dist
+        self.decode_service = decode_service
+        self.kv_bytes_per_token = float(kv_bytes_per_token)
+        self.kv_budget_bytes = kv_budget_bytes
+        self.default_output_tokens = default_output_tokens
+        self.info = dict(info or {})
+
+    @property
+    def is_llm(self) -> bool:
+        return self.decode_service is not None
+
+    @classmethod
+    def from_files(cls, hw: Hardware | str | Path, workload: str | Path, sparsity: str | None = None, *,
+                   config: RuntimeConfig | Mapping[str, Any] | None = None, set_params: Mapping[str, Any] | None = None,
+                   size_param: str | None = "auto", decode_workload: str | Path | None = None,
+                   policy: str = "sparse-if-supported", simulator: Simulator | None = None,
+                   hw_set: Sequence[str] | None = None) -> ServingModel:
+        """Service times from accelsim runs of ``workload`` (and ``decode_workload``: LLM mode) on ``hw``.
+
+        ``sparsity`` None keeps the workload's own plan; ``set_params`` go to whichever workload declares
+        them (prefill ``seq``, decode ``kv_len`` are set per request; other keys, e.g. model size knobs,
+        to both).
+        """
+        hw_obj, hw_src = resolve_hardware(hw, hw_set)
+        sim = simulator or Simulator(hw_obj, hw_src)
+        sp = canonical_pattern(sparsity)
+        sets = dict(set_params or {})
+        if decode_workload is None:
+            svc = SimulatedService(hw_obj, workload, sp, size_param=size_param, set_params=sets, policy=policy,
+                                   simulator=sim, hw_source=hw_src)
+        else:
+            svc = SimulatedService(hw_obj, workload, sp, size_param="seq", policy=policy, simulator=sim,
+                                   hw_source=hw_src)
+            dec = SimulatedService(hw_obj, decode_workload, sp, size_param="kv_len", policy=policy, simulator=sim,
+                                   hw_source=hw_src)
+            unknown = sorted(set(sets) - set(svc.defaults) - set(dec.defaults))
+            if unknown:
+                raise ConfigError(str(workload), unknown[0], "--set names a parameter neither the prefill nor the "
+                                  f"decode workload has ({', '.join(sorted({*svc.defaults, *dec.defaults}))})")
+            svc.set_params = {k: v for k, v in sets.items() if k in svc.defaults}
+            dec.set_params = {k: v for k, v in sets.items() if k in dec.defaults}
+        label = sp or canonical_pattern(svc.data.get("sparsity")) or "dense"
+        info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
+                                "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}
+        if decode_workload is None:
+            if svc.batch_param is None:
+                cfg = config if isinstance(config, RuntimeConfig) else RuntimeConfig.from_dict(config)
+                if cfg.max_batch != 1:
+                    config = cfg.replace(max_batch=1)
+                info["note"] = (f"{svc.name} has no 'batch' parameter: requests are served one at a time "
+                                "(max_batch 1)")
+            return cls(svc, config, name=svc.name, sparsity=label, default_size=svc.default_size, info=info)
+        kv_per_token = kv_bytes_per_token(dec)
+        fp = dec.footprint(1, dec.default_size)
+        weights = fp["weights_deployed_bytes"]
+        cfg = config if isinstance(config, RuntimeConfig) else RuntimeConfig.from_dict(config)
+        cap = hw_obj.dram.capacity_bytes
+        budget = None if cap is None else cap * cfg.memory_utilization - weights
+        if budget is not None and budget <= 0:
+            raise ServingError(f"{hw_obj.name}: weights as deployed ({weights:,} bytes) leave no room for a KV "
+                               f"cache in dram.capacity_bytes {cap:,} x memory_utilization "
+                               f"{cfg.memory_utilization}")
+        info.update({"decode_workload": dec.name, "weights_deployed_bytes": weights,
+                     "kv_bytes_per_token": kv_per_token, "dram_capacity_bytes": cap,
+                     "kv_budget_bytes": None if budget is None else int(budget)})
+        return cls(svc, cfg, name=svc.name, sparsity=label, default_size=svc.default_size, decode_service=dec,
+                   kv_bytes_per_token=kv_per_token, kv_budget_bytes=budget, info=info)
+
+    # -- arrivals
+    def _arrivals(self, rate: float | None, duration_s: float | None, requests: int | None,
+                  trace: str | Path | Mapping[str, np.ndarray] | None, seed: int) -> tuple[np.ndarray, dict, Any]:
+        rng = np.random.default_rng(seed_streams(seed)[SEED_STREAMS["arrivals"]])
+        if trace is None:
+            if rate is None:
+                raise ServingError("give an arrival rate (requests/s) or a trace")
+            arr = poisson_arrivals(rate, rng, duration_s=duration_s if requests is None else None, requests=requests)
+            desc = {"process": "poisson", "rate_rps": rate, "seed": seed}
+            desc["requests" if requests is not None else "duration_s"] = requests if requests is not None \
+                else duration_s
+            return arr, desc, None
+        cols = read_trace(trace) if not isinstance(trace, Mapping) else {k: np.asarray(v) for k, v in trace.items()}
+        arr = np.asarray(cols["arrival_s"], dtype=np.float64)
+        if requests is not None:
+            arr = arr[:requests]
+        native = (arr.size - 1) / (arr[-1] - arr[0]) if arr.size > 1 and arr[-1] > arr[0] else None
+        scale = 1.0
+        if rate is not None:
+            if native is None:
+                raise ServingError("cannot rescale a trace whose arrivals all share one time")
+            scale = native / rate
+            arr = arr * scale
+        desc = {"process": "trace", "trace": Path(trace).name if not isinstance(trace, Mapping) else "<columns>",
+                "trace_rate_rps": None if native is None else round(native, 6), "time_scale": round(scale, 9),
+                "rate_rps": None if native is None else round(native / scale, 6), "seed": seed}
+        return arr, desc, cols
+
+    def run(self, rate: float | None = None, *, duration_s: float | None = 10.0, requests: int | None = None,
+            seed: int = 0, sizes: Any = None, trace: str | Path | Mapping[str, np.ndarray] | None = None,
+            prompt_tokens: Any = None, output_tokens: Any = None, sla_p99_ms: float | None = None,
+            sla_metric: str | None = None, warmup_s: float = 0.0) -> dict[str, Any]:
+        """Simulate one seeded arrival stream; return latency percentiles (ms), throughput, utilisation, SLA."""
+        arr, arrivals_desc, cols = self._arrivals(rate, duration_s, requests, trace, seed)
+        n = int(arr.size)
+        if n == 0:
+            raise ServingError("no requests arrive in the given duration; raise the rate or the duration")
+        seeds = seed_streams(seed)
+        size_rng = np.random.default_rng(seeds[SEED_STREAMS["sizes"]])
+        src = str(trace) if trace is not None and not isinstance(trace, Mapping) else "<trace>"
+        if self.is_llm:
+            return self._run_llm(arr, arrivals_desc, cols, src, seed, seeds, size_rng, prompt_tokens, output_tokens,
+                                 sla_p99_ms, sla_metric or "ttft", warmup_s)
+        size_arr: Any
+        size_desc: Any
+        size_param = self.info.get("size_param", "seq")
+        if size_param is None and sizes is not None:
+            raise ServingError(f"{self.name} has no per-request size parameter (seq / kv_len): drop the sizes")
+        if cols is not None and size_param is not None and \
+                (col := trace_column(cols, [size_param, "size", "tokens", "seq"], src)) is not None:
+            size_arr, size_desc = col[:n], "trace"
+        elif sizes is not None:
+            size_desc = parse_size_spec(sizes)
+            size_arr = sample_sizes(size_desc, n, size_rng)
+        else:
+            size_arr = self.default_size
+            size_desc = None if size_arr is None else {"kind": "fixed", "value": size_arr}
+        shapes: dict[tuple[int, Any], float] = {}
+        tr = simulate_batching(arr, size_arr, self.service, self.config, seed=seed, service_dist=self.service_dist,
+                               cache=shapes)
+        keep = arr >= warmup_s
+        lat = tr.latency[keep]
+        wait = tr.waiting[keep]
+        makespan = tr.makespan
+        metric = sla_metric or "latency"
+        if metric != "latency":
+            raise ServingError(f"sla_metric {metric!r}: one-shot models have only 'latency'")
+        out = self._header(arrivals_desc, n, int(keep.sum()), size_desc)
+        out.update({
+            "latency_ms": stats_ms(lat),
+            "queueing_delay_ms": stats_ms(wait),
+            "batch_size": {"mean": round(float(tr.batch_count.mean()), 6), "max": int(tr.batch_count.max()),
+                           "batches": int(tr.batch_count.size)},
+            "service_ms": {"mean_per_batch": round(float(tr.batch_service.mean()) * 1e3, 6)},
+            "throughput_rps": round(n / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
+            "utilisation": round(tr.busy_s / (tr.instances * makespan), 6) if makespan > 0 else 0.0,
+            "load": self._load(arrivals_desc, _typical(size_arr, self.config.max_batch), shapes=shapes),
+            "makespan_s": round(makespan, 9),
+            "sla": sla_outcome(lat, sla_p99_ms, "latency"),
+            "variability": self._variability(tr.throttled_batches, int(tr.batch_count.size)),
+            "service_cache": {"shapes": tr.cache_entries,
+                              "simulations": getattr(self.service, "simulations", None)},
+            "cdf": {"latency": cdf(lat)},
+        })
+        return out
+
+    def _header(self, arrivals_desc: dict, n: int, measured: int, size_desc: Any) -> dict[str, Any]:
+        return {"mode": "llm" if self.is_llm else "batch", "name": self.name, "sparsity": self.sparsity,
+                **{k: self.info[k] for k in ("hardware", "workload", "decode_workload") if k in self.info},
+                "arrivals": arrivals_desc, "sizes": size_desc, "requests": n, "measured": measured,
+                "config": self.config.to_dict()}
+
+    def _variability(self, throttled: int, units: int) -> dict[str, Any]:
+        v = self.config.variability
+        return {"enabled": v.any_enabled, "jitter": v.jitter.model_dump(mode="json"),
+                "throttle": {**v.throttle.model_dump(mode="json"), "throttled": throttled, "of": units},
+                "service_dist": self.service_dist if isinstance(self.service_dist, str) else "custom"}
+
+    def _run_llm(self, arr: np.ndarray, arrivals_desc: dict, cols: Any, src: str, seed: int,
+                 seeds: list[np.random.SeedSequence], size_rng: np.random.Generator, prompt_tokens: Any,
+                 output_tokens: Any, sla_p99_ms: float | None, metric: str, warmup_s: float) -> dict[str, Any]:
+        n = int(arr.size)
+        out_rng = np.random.default_rng(seeds[SEED_STREAMS["output_tokens"]])
+        prompt = trace_column(cols, ["prompt_tokens", "seq", "tokens", "size"], src) if cols is not None else None
+        output = trace_column(cols, ["output_tokens"], src) if cols is not None else None
+        pdesc: Any = "trace"
+        odesc: Any = "trace"
+        if prompt is None:
+            pdesc = parse_size_spec(prompt_tokens if prompt_tokens is not None else self.default_size or 512)
+            prompt = sample_sizes(pdesc, n, size_rng)
+        if output is None:
+            odesc = parse_size_spec(output_tokens if output_tokens is not None else self.default_output_tokens)
+            output = sample_sizes(odesc, n, out_rng)
+        assert self.decode_service is not None  # is_llm
+        tr = simulate_llm(arr, prompt[:n], output[:n], self.service, self.decode_service, self.config,
+                          kv_bytes_per_token=self.kv_bytes_per_token, kv_budget_bytes=self.kv_budget_bytes, seed=seed)
+        done = np.isfinite(tr.finish)
+        keep = (arr >= warmup_s) & done
+        makespan = tr.makespan
+        ttft, lat = tr.ttft[keep], tr.latency[keep]
+        multi = tr.output > 1
+        tpot = ((tr.finish - tr.first_token) / np.maximum(tr.output - 1, 1))[keep & multi]
+        series = {"ttft": ttft, "tpot": tpot, "latency": lat}
+        if metric not in series:
+            raise ServingError(f"sla_metric {metric!r}: expected ttft, tpot or latency")
+        need = (int(np.max(prompt[:n] + output[:n])) - 1) * self.kv_bytes_per_token
+        out = self._header(arrivals_desc, n, int(keep.sum()), {"prompt_tokens": pdesc, "output_tokens": odesc})
+        tokens = int(tr.output[done].sum())
+        out.update({
+            "ttft_ms": stats_ms(ttft), "tpot_ms": stats_ms(tpot), "latency_ms": stats_ms(lat),
+            "queueing_delay_ms": stats_ms(tr.waiting[keep]),
+            "throughput_rps": round(int(done.sum()) / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
+            "output_tokens_per_s": round(tokens / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
+            "utilisation": round(tr.busy_s / (tr.instances * makespan), 6) if makespan > 0 else 0.0,
+            "load": self._load(arrivals_desc, _typical(prompt[:n]), _typical(output[:n])),
+            "makespan_s": round(makespan, 9),
+            "decode_batch": {"mean": round(tr.decode_batch_sum / tr.decode_steps, 6) if tr.decode_steps else 0.0,
+                             "max": int(tr.decode_batch_max), "steps": int(tr.decode_steps),
+                             "prefill_iterations": int(tr.prefill_iterations)},
+            "kv_cache": {"bytes_per_token": self.kv_bytes_per_token,
+                         "budget_bytes": None if self.kv_budget_bytes is None else int(self.kv_budget_bytes),
+                         "weights_deployed_bytes": self.info.get("weights_deployed_bytes"),
+                         "largest_request_bytes": int(need),
+                         "cap_requests": (None if self.kv_budget_bytes is None or need <= 0
+                                          else max(0, int(self.kv_budget_bytes // need))),
+                         "peak_bytes": int(tr.kv_peak_bytes), "blocked_admissions": int(tr.kv_blocked),
+                         "limits_batch": bool(self.kv_budget_bytes is not None and need > 0
+                                              and self.kv_budget_bytes // need < self.config.max_batch)},
+            "rejected": int(tr.rejected.size),
+            "sla": sla_outcome(series[metric], sla_p99_ms, metric),
+            "variability": self._variability(tr.throttled, int(tr.decode_steps + tr.prefill_iterations)),
+            "service_cache": {"shapes": tr.prefill_cache_entries + tr.decode_cache_entries,
+                              "simulations": (getattr(self.service, "simulations", 0) or 0)
+                              + (getattr(self.decode_service, "simulations", 0) or 0)},
+            "cdf": {"ttft": cdf(ttft), "tpot": cdf(tpot), "latency": cdf(lat)},
+        })
+        return out
+
+    def capacity_rps(self, size: int | None = None, output_tokens: int | None = None, *,
+                     shapes: dict[tuple[int, Any], float] | None = None) -> float:
+        """Requests/s this deployment sustains at most, for requests of ``size`` (and ``output_tokens``).
+
+        One-shot: full batches (``max_batch``) back to back on every instance. LLM (an estimate): decode
+        batches as full as ``max_batch`` and the KV budget allow, each request prefilled alone. Nominal
+        clock (variability off). An offered rate above it makes the queue grow without bound. ``shapes``:
+        service times a run already has, by (batch, padded size), so no shape is asked for twice.
+        """
+        cfg = self.config
+        if not self.is_llm:
+            key = (cfg.max_batch, None if size is None else pad_to(size, cfg.size_bucket))
+            svc = (shapes or {}).get(key)
+            if svc is None:
+                svc = float(self.service(*key))
+                if shapes is not None:
+                    shapes[key] = svc
+            return cfg.instances * cfg.max_batch / svc
+        p = int(size or self.default_size or 512)
+        o = int(output_tokens or self.default_output_tokens)
+        b = cfg.max_batch
+        if self.kv_budget_bytes is not None and self.kv_bytes_per_token > 0:
+            b = max(1, min(b, int(self.kv_budget_bytes // ((p + o - 1) * self.kv_bytes_per_token))))
+        assert self.decode_service is not None
+        t = b * float(self.service(1, pad_to(p, cfg.size_bucket)))
+        if o > 1:
+            t += (o - 1) * float(self.decode_service(b, pad_to(p + o, cfg.kv_bucket)))
+        return cfg.instances * b / t
+
+    def _load(self, arrivals_desc: Mapping[str, Any], size: int | None, output_tokens: int | None = None, *,
+              shapes: dict[tuple[int, Any], float] | None = None) -> dict[str, Any]:
+        basis = ("full batches back to back on every instance, nominal clock" if not self.is_llm else
+                 "estimate: full decode batches (max_batch or the KV budget), each request prefilled alone, "
+                 "nominal clock")
+        try:
+            cap: float | None = self.capacity_rps(size, output_tokens, shapes=shapes)
+        except AccelsimError as exc:  # e.g. a full batch does not fit the hardware
+            cap, basis = None, f"unknown: {exc}"
+        return load_assessment(arrivals_desc.get("rate_rps"), cap, basis)
+
+    def rate_guess(self) -> float:
+        """A rough sustainable rate (requests/s): full batches back to back on every instance."""
+        cfg = self.config
+        if self.decode_service is not None:  # is_llm
+            size = self.default_size or 512
+            step = self.decode_service(cfg.max_batch, pad_to(size + self.default_output_tokens, cfg.kv_bucket))
+            return cfg.instances * cfg.max_batch / (step * self.default_output_tokens)
+        return cfg.instances * cfg.max_batch / self.service(cfg.max_batch, self.default_size)
+
+
+def _typical(sizes: Any, batch: int = 1) -> int | None:
+    """A typical batch's size: the median of the largest of ``batch`` request sizes (a batch runs at its
+    longest request), i.e. the 0.5^(1/batch) quantile, taken as one of the sizes. None without sizes."""
+    if sizes is None:
+        return None
+    if isinstance(sizes, int | np.integer):
+        return int(sizes)
+    if not np.size(sizes):
+        return None
+    return int(np.quantile(np.asarray(sizes), 0.5 ** (1 / batch), method="inverted_cdf"))
+

@@ -1,0 +1,189 @@
+"""What ``accelsim serve`` computes, as a library call: a :class:`ServeRequest` in, a
+:class:`~accelsim.serving.results.ServeResult` out (dense and sparse side by side, optionally capacity at
+SLA, quality at equal budget and latency-vs-load curves). Nothing here prints or writes files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from accelsim.config import schema as configio
+from accelsim.config.templating import parse_sets
+from accelsim.hardware.model import Hardware
+from accelsim.serving.arrivals import parse_size_spec
+from accelsim.serving.capacity import compare, find_max_rate, latency_vs_load
+from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, ServingError
+from accelsim.serving.limits import check_serve_args, overload_warnings
+from accelsim.serving.model import ServingModel
+from accelsim.serving.results import CapacityResult, CapacitySummary, ServeResult
+from accelsim.serving.service import canonical_pattern, resolve_hardware
+from accelsim.serving.variants import quality_at_budget
+from accelsim.simulation import Simulator
+
+__all__ = ["ServeRequest", "serve", "LOAD_CURVE_SHARES"]
+
+LOAD_CURVE_SHARES = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2)  # of the best capacity (or the rate)
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    """The inputs of one ``accelsim serve``.
+
+    Dense always runs; ``sparsity`` (or the workload's own plan) runs beside it. ``runtime_config`` is a
+    dict or YAML file of :class:`~accelsim.serving.config.RuntimeConfig` fields (variability sources go
+    here); ``max_batch``, ``max_wait_ms`` and ``instances`` override it when given (None: the file's value,
+    else the default). A ``*-prefill.yaml`` workload with a sibling ``*-decode.yaml`` runs in LLM mode
+    unless ``decode_workload=None``. ``set_params``: workload parameters, a mapping or ``KEY=VALUE``
+    strings. ``find_max_rate`` needs ``sla_p99_ms``; ``variants`` (a variants YAML) is judged at
+    ``budget_ms`` (default ``sla_p99_ms``). ``load_curves``: also latency-vs-load curves at rates up to
+    1.2x the best capacity (or the rate).
+    """
+
+    hw: Hardware | str | Path
+    workload: str | Path
+    rate: float | None
+    sparsity: str | None = None
+    duration_s: float = 10.0
+    seed: int = 0
+    max_batch: int | None = None
+    max_wait_ms: float | None = None
+    instances: int | None = None
+    sla_p99_ms: float | None = None
+    sla_metric: str | None = None
+    find_max_rate: bool = False
+    variants: str | Path | None = None
+    budget_ms: float | None = None
+    set_params: Mapping[str, Any] | Sequence[str] | None = None
+    sizes: Any = None
+    trace: str | Path | None = None
+    decode_workload: str | Path | None | Literal["auto"] = "auto"
+    prompt_tokens: Any = None
+    output_tokens: Any = None
+    runtime_config: Mapping[str, Any] | str | Path | None = None
+    hw_set: Sequence[str] | None = None
+    requests_per_eval: int = DEFAULT_REQUESTS_PER_EVAL
+    rtol: float = 0.005
+    policy: str = "sparse-if-supported"
+    load_curves: bool = False
+
+
+def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = None) -> ServeResult:
+    """Dense and sparse side by side, and what ``request`` asks for besides.
+
+    ``progress(done, total)`` counts the capacity search's simulated runs (``total`` is an estimate until
+    the search brackets the rate). A workload without a ``batch`` parameter is served one request at a
+    time (max_batch 1, said in ``notes``); an offered load above capacity is flagged (``warnings``,
+    ``overloaded``, each run's ``load``).
+    """
+    rq = request
+    check_serve_args(rate=rq.rate, duration_s=rq.duration_s, seed=rq.seed, max_batch=rq.max_batch,
+                     max_wait_ms=rq.max_wait_ms, instances=rq.instances, sla_p99_ms=rq.sla_p99_ms,
+                     budget_ms=rq.budget_ms, trace=rq.trace)
+    if rq.sizes is not None:
+        try:
+            parse_size_spec(rq.sizes)  # a bad or oversized spec fails before any simulation
+        except ServingError as exc:
+            raise ServingError(f"--sizes: {exc}") from None
+    params = _as_params(rq.set_params)
+    cfg = _runtime_config(rq)
+    hw_obj, hw_src = resolve_hardware(rq.hw, rq.hw_set)
+    sim = Simulator(hw_obj, hw_src)
+    wl = Path(rq.workload)
+    dec = _paired_decode(wl) if rq.decode_workload == "auto" else rq.decode_workload
+    sp = canonical_pattern(rq.sparsity)
+    if sp is None:
+        sp = canonical_pattern(configio.read_yaml(wl)[0].get("sparsity"))
+    labels = ["dense"] + ([sp] if sp not in (None, "dense") else [])
+    models = {lab: ServingModel.from_files(hw_obj, wl, lab, config=cfg, set_params=params, decode_workload=dec,
+                                           simulator=sim, policy=rq.policy) for lab in labels}
+    run_kw: dict[str, Any] = {"seed": rq.seed, "sizes": rq.sizes, "trace": rq.trace,
+                              "prompt_tokens": rq.prompt_tokens, "output_tokens": rq.output_tokens}
+    first = next(iter(models.values()))
+    side_by_side = compare(models, rq.rate, duration_s=rq.duration_s, sla_p99_ms=rq.sla_p99_ms,
+                           sla_metric=rq.sla_metric, **run_kw)
+    capacity = None
+    if rq.find_max_rate:
+        if rq.sla_p99_ms is None:
+            raise ServingError("--find-max-rate needs a p99 budget (--sla-p99 MS)")
+        capacity = _capacity(models, rq.sla_p99_ms, rq, run_kw, progress)
+    quality = None
+    if rq.variants is not None:
+        b_ms = rq.budget_ms if rq.budget_ms is not None else rq.sla_p99_ms
+        quality = quality_at_budget(rq.variants, hw_obj, b_ms, rq.rate, config=cfg, duration_s=rq.duration_s,
+                                    requests=None, seed=rq.seed, sizes=rq.sizes, simulator=sim)
+    curves = None
+    if rq.load_curves:
+        caps = capacity.results.values() if capacity is not None else []
+        top = max([c.max_rate_rps for c in caps] + [rq.rate or 0.0])
+        if top > 0:
+            rates = [top * f for f in LOAD_CURVE_SHARES]
+            curves = {lab: latency_vs_load(m, rates, requests=rq.requests_per_eval, **run_kw)
+                      for lab, m in models.items()}
+    return ServeResult(
+        hardware=hw_obj.name, workload=first.info["workload"], decode_workload=first.info.get("decode_workload"),
+        mode="llm" if first.is_llm else "batch", set=params, rate_rps=rq.rate, duration_s=rq.duration_s,
+        seed=rq.seed, sparsities=tuple(labels), runtime_config=first.config.to_dict(),
+        variability_enabled=cfg.variability.any_enabled,
+        notes=(first.info["note"],) if first.info.get("note") else (), comparison=side_by_side,
+        warnings=tuple(overload_warnings(side_by_side.results)), capacity=capacity, quality=quality,
+        latency_vs_load=curves)
+
+
+def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeRequest, run_kw: dict[str, Any],
+              progress: Callable[[int, int], None] | None) -> CapacitySummary:
+    """Capacity at the p99 budget for each model, with one progress count over all of them."""
+    labels = list(models)
+    done: dict[str, int] = {}
+    guess: dict[str, int] = {}
+
+    def tick(lab: str) -> Callable[[int, int], None]:
+        def update(n: int, total: int) -> None:
+            done[lab], guess[lab] = n, total
+            if progress is not None:
+                est = max(guess.values())
+                progress(sum(done.values()), sum(guess.get(x, est) for x in labels))
+        return update
+
+    caps: dict[str, CapacityResult] = {}
+    for lab, m in models.items():
+        caps[lab] = find_max_rate(m, budget_ms, metric=rq.sla_metric, requests=rq.requests_per_eval, rtol=rq.rtol,
+                                  progress=tick(lab), **run_kw)
+    ratio = None
+    if len(caps) == 2:
+        a, b = (caps[lab].max_rate_rps for lab in labels)
+        ratio = round(b / a, 6) if a else None
+    return CapacitySummary(budget_ms=budget_ms, metric=next(iter(caps.values())).metric, results=caps,
+                           sparse_over_dense=ratio)
+
+
+def _runtime_config(rq: ServeRequest) -> RuntimeConfig:
+    """The runtime config file or dict, with the batching flags given on top."""
+    base: dict[str, Any] = {}
+    if isinstance(rq.runtime_config, str | Path):
+        base, _ = configio.read_yaml(rq.runtime_config)
+    elif rq.runtime_config is not None:
+        base = dict(rq.runtime_config)
+    flags = {"max_batch": rq.max_batch, "max_wait_ms": rq.max_wait_ms, "instances": rq.instances}
+    src = str(rq.runtime_config) if isinstance(rq.runtime_config, str | Path) else "<runtime config>"
+    return RuntimeConfig.from_dict({**base, **{k: v for k, v in flags.items() if v is not None}}, src)
+
+
+def _as_params(set_params: Mapping[str, Any] | Sequence[str] | None) -> dict[str, Any]:
+    """Workload parameters from a mapping or ``KEY=VALUE`` strings."""
+    if set_params is None:
+        return {}
+    if isinstance(set_params, Mapping):
+        return dict(set_params)
+    return parse_sets(list(set_params))
+
+
+def _paired_decode(workload: Path) -> Path | None:
+    """The ``*-decode`` sibling of a ``*-prefill`` workload, if there is one."""
+    stem = workload.stem
+    if stem.endswith("-prefill"):
+        cand = workload.with_name(stem.removesuffix("-prefill") + "-decode" + workload.suffix)
+        if cand.is_file():
+            return cand
+    return None

@@ -1,0 +1,258 @@
+"""Typed, frozen results of the serving analyses: capacity at SLA, latency vs load, side-by-side runs,
+quality at equal latency budget, and everything ``accelsim serve`` reports.
+
+Each has ``to_dict()`` (``to_rows()`` for a latency-vs-load curve): the plain JSON-able data that
+``accelsim serve --format json`` and ``serve.json`` carry, key for key. A single run's summary (what
+:meth:`~accelsim.serving.model.ServingModel.run` returns) is a plain run record (a dict; see
+:mod:`accelsim.serving.model`); results here hold those records read-only and hand out copies.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CapacityEval", "CapacityResult", "LoadPoint", "LoadCurve", "Comparison", "CompareResult",
+           "VariantOutcome", "QualityResult", "CapacitySummary", "ServeResult"]
+
+
+@dataclass(frozen=True)
+class CapacityEval:
+    """One simulated rate of the capacity search: its ``quantile`` latency and whether it holds the budget."""
+
+    rate_rps: float
+    quantile: str
+    value_ms: float
+    holds: bool
+    utilisation: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{rate_rps, <quantile>_ms, holds, utilisation}``."""
+        return {"rate_rps": self.rate_rps, f"{self.quantile}_ms": self.value_ms, "holds": self.holds,
+                "utilisation": self.utilisation}
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    """Capacity at SLA: the highest simulated rate whose ``quantile`` ``metric`` holds ``budget_ms``.
+
+    ``status``: ok (bracketed to ``rtol``), infeasible (no rate holds), unbounded (every rate tried
+    holds) or max_evals (the evaluation budget ran out first).
+    """
+
+    name: str
+    sparsity: str | None
+    metric: str
+    quantile: str
+    budget_ms: float
+    max_rate_rps: float
+    bracket_rps: tuple[float | None, float | None]
+    value_at_max_ms: float | None
+    rtol: float
+    requests_per_eval: int
+    seed: int
+    status: str
+    evaluations: tuple[CapacityEval, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The search as plain data (``<quantile>_ms_at_max`` names the value at ``max_rate_rps``)."""
+        return {"name": self.name, "sparsity": self.sparsity, "metric": self.metric, "quantile": self.quantile,
+                "budget_ms": self.budget_ms, "max_rate_rps": self.max_rate_rps, "bracket_rps": list(self.bracket_rps),
+                f"{self.quantile}_ms_at_max": self.value_at_max_ms, "rtol": self.rtol,
+                "requests_per_eval": self.requests_per_eval, "seed": self.seed, "status": self.status,
+                "evaluations": [e.to_dict() for e in self.evaluations]}
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """Latency percentiles at one arrival rate; ``percentiles_ms[metric][q]`` for latency (and ttft, tpot
+    for LLMs) and q in p50, p95, p99."""
+
+    rate_rps: float
+    throughput_rps: float
+    utilisation: float
+    percentiles_ms: Mapping[str, Mapping[str, float]]
+
+    def latency_ms(self, metric: str, quantile: str) -> float | None:
+        """The ``quantile`` of ``metric`` in ms, None if this point has no such metric."""
+        return (self.percentiles_ms.get(metric) or {}).get(quantile)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{rate_rps, throughput_rps, utilisation, <metric>_<q>_ms...}``."""
+        row: dict[str, Any] = {"rate_rps": self.rate_rps, "throughput_rps": self.throughput_rps,
+                               "utilisation": self.utilisation}
+        for metric, qs in self.percentiles_ms.items():
+            row.update({f"{metric}_{q}_ms": v for q, v in qs.items()})
+        return row
+
+
+@dataclass(frozen=True)
+class LoadCurve:
+    """A latency-vs-load curve: one point per arrival rate (the same seeded path, scaled in time)."""
+
+    points: tuple[LoadPoint, ...]
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """One plain row per point."""
+        return [p.to_dict() for p in self.points]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The first two runs of a comparison against each other: ``ratios`` maps ``<metric>_<q>_ratio``
+    (baseline / other: above 1, the other is faster) to its value."""
+
+    baseline: str
+    other: str
+    ratios: Mapping[str, float | None]
+    throughput_ratio: float | None
+    utilisation: tuple[float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{baseline, other, <metric>_<q>_ratio..., throughput_ratio, utilisation}``."""
+        return {"baseline": self.baseline, "other": self.other, **self.ratios,
+                "throughput_ratio": self.throughput_ratio, "utilisation": list(self.utilisation)}
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Several deployments run on the same seeded arrivals: their run records by label, side by side."""
+
+    results: Mapping[str, Mapping[str, Any]]
+    comparison: Comparison | None
+
+    @property
+    def labels(self) -> list[str]:
+        """The run labels, in order (the first is the baseline)."""
+        return list(self.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{results: {label: run record}, comparison}`` (comparison only with two runs or more)."""
+        out: dict[str, Any] = {"results": copy.deepcopy({k: dict(v) for k, v in self.results.items()})}
+        if self.comparison is not None:
+            out["comparison"] = self.comparison.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class VariantOutcome:
+    """One variant at the budget: its quality, its ``quantile`` latency and whether that holds."""
+
+    name: str
+    workload: str
+    sparsity: str | None
+    set: Mapping[str, int | float]
+    quality: float
+    quality_source: str | None
+    quantile: str
+    value_ms: float
+    p50_ms: float
+    utilisation: float
+    holds: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The variant's row (``<quantile>_ms`` names its latency)."""
+        return {"name": self.name, "workload": self.workload, "sparsity": self.sparsity, "set": dict(self.set),
+                "quality": self.quality, "quality_source": self.quality_source, f"{self.quantile}_ms": self.value_ms,
+                "p50_ms": self.p50_ms, "utilisation": self.utilisation, "holds": self.holds}
+
+
+@dataclass(frozen=True)
+class QualityResult:
+    """Quality at equal latency budget: the best variant that holds the budget, and its quality delta
+    against the best dense variant that holds it (None where either is missing)."""
+
+    metric: str
+    note: str | None
+    budget_ms: float
+    quantile: str
+    rate_rps: float
+    seed: int
+    requests: int | None
+    duration_s: float | None
+    variants: tuple[VariantOutcome, ...]
+    best: str | None
+    best_quality: float | None
+    dense_baseline: str | None
+    dense_baseline_quality: float | None
+    quality_delta: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The study as plain data, one row per variant."""
+        return {"metric": self.metric, "note": self.note, "budget_ms": self.budget_ms, "quantile": self.quantile,
+                "rate_rps": self.rate_rps, "seed": self.seed, "requests": self.requests,
+                "duration_s": self.duration_s, "variants": [v.to_dict() for v in self.variants], "best": self.best,
+                "best_quality": self.best_quality, "dense_baseline": self.dense_baseline,
+                "dense_baseline_quality": self.dense_baseline_quality, "quality_delta": self.quality_delta}
+
+
+@dataclass(frozen=True)
+class CapacitySummary:
+    """Capacity at SLA per sparsity, and sparse over dense when there are two."""
+
+    budget_ms: float
+    metric: str
+    results: Mapping[str, CapacityResult]
+    sparse_over_dense: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{budget_ms, metric, results}`` (+ ``sparse_over_dense`` with two results)."""
+        out: dict[str, Any] = {"budget_ms": self.budget_ms, "metric": self.metric,
+                               "results": {lab: c.to_dict() for lab, c in self.results.items()}}
+        if len(self.results) == 2:
+            out["sparse_over_dense"] = self.sparse_over_dense
+        return out
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    """Everything ``accelsim serve`` reports: dense and sparse side by side, overload warnings, and when
+    asked for, capacity at SLA, quality at equal budget and latency-vs-load curves."""
+
+    hardware: str
+    workload: str
+    decode_workload: str | None
+    mode: str
+    set: Mapping[str, Any]
+    rate_rps: float | None
+    duration_s: float
+    seed: int
+    sparsities: tuple[str, ...]
+    runtime_config: Mapping[str, Any]
+    variability_enabled: bool
+    notes: tuple[str, ...]
+    comparison: CompareResult
+    warnings: tuple[str, ...]
+    capacity: CapacitySummary | None = None
+    quality: QualityResult | None = None
+    latency_vs_load: Mapping[str, LoadCurve] | None = None
+
+    @property
+    def results(self) -> Mapping[str, Mapping[str, Any]]:
+        """The run records by sparsity label."""
+        return self.comparison.results
+
+    @property
+    def overloaded(self) -> bool:
+        """Whether any run's offered load is above its capacity (then ``warnings`` says which)."""
+        return bool(self.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain data ``accelsim serve --format json`` prints (less the written ``files``)."""
+        out: dict[str, Any] = {
+            "command": "serve", "hardware": self.hardware, "workload": self.workload,
+            "decode_workload": self.decode_workload, "mode": self.mode, "set": copy.deepcopy(dict(self.set)),
+            "rate_rps": self.rate_rps, "duration_s": self.duration_s, "seed": self.seed,
+            "sparsities": list(self.sparsities), "runtime_config": copy.deepcopy(dict(self.runtime_config)),
+            "variability_enabled": self.variability_enabled, "notes": list(self.notes),
+            **self.comparison.to_dict(), "warnings": list(self.warnings), "overloaded": self.overloaded,
+        }
+        if self.capacity is not None:
+            out["capacity"] = self.capacity.to_dict()
+        if self.quality is not None:
+            out["quality"] = self.quality.to_dict()
+        if self.latency_vs_load is not None:
+            out["latency_vs_load"] = {lab: c.to_rows() for lab, c in self.latency_vs_load.items()}
+        return out

@@ -1,0 +1,136 @@
+"""Service times from accelsim: a batch's time is the simulated plan's cycles at the clock.
+
+``service(b, s)`` = ``run(load_workload(path, {batch: b, seq: s}), hw, sparsity).total_cycles /
+(clock_ghz * 1e9)`` seconds, cached per distinct (batch, size) for each sparsity (one
+:class:`SimulatedService` per sparsity), so a long run simulates each shape once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from accelsim.config import schema as configio
+from accelsim.errors import ConfigError
+from accelsim.formats.nm import normalize_pattern
+from accelsim.hardware.model import Hardware, load_hardware
+from accelsim.serving.config import ServingError
+from accelsim.simulation import Simulator, run
+from accelsim.workloads.model import Workload, workload_from_dict
+
+__all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token"]
+
+
+class SimulatedService:
+    """Batch service time (s) from accelsim's simulation of the lowered plan; cached per (batch, size).
+
+    ``service(b, s)`` = ``run(workload at {batch: b, size_param: s, **set_params}, hw, sparsity)
+    .total_cycles / (clock_ghz * 1e9)``. One object per (workload, sparsity); share ``simulator``
+    across objects on the same hardware to reuse kernel simulations.
+    """
+
+    def __init__(self, hw: Hardware, workload: str | Path, sparsity: str | None = None, *,
+                 size_param: str | None = "auto", set_params: Mapping[str, Any] | None = None,
+                 policy: str = "sparse-if-supported", simulator: Simulator | None = None,
+                 hw_source: str = "<hardware>") -> None:
+        self.hw = hw
+        self.source = str(workload)
+        data, _ = configio.read_yaml(workload)
+        if "layers" not in data:
+            raise ConfigError(self.source, None, "expected a workload file (with 'layers')")
+        if "quality" not in Workload.model_fields:  # a serving-only key until the schema has one
+            data = {k: v for k, v in data.items() if k != "quality"}
+        self.data = data
+        self.defaults = dict(self.data.get("params") or {})
+        self.sparsity = canonical_pattern(sparsity)
+        self.set_params = dict(set_params or {})
+        if size_param == "auto":
+            size_param = next((p for p in ("seq", "kv_len") if p in self.defaults), None)
+        if size_param is not None and size_param not in self.defaults:
+            raise ConfigError(self.source, "params", f"has no parameter {size_param!r} to vary per request "
+                              f"(parameters: {', '.join(self.defaults) or 'none'})")
+        self.size_param = size_param
+        # A workload without a 'batch' parameter (e.g. a GEMM list, resnet18.yaml) is one request's work:
+        # a batch of b such requests runs them back to back (b x one request's time).
+        self.batch_param = "batch" if "batch" in self.defaults else None
+        self.policy = policy
+        self.sim = simulator or Simulator(hw, hw_source)
+        self.name = str(self.data.get("name", Path(self.source).stem))
+        self._cache: dict[tuple[int, Any], float] = {}
+        self._footprints: dict[tuple[int, Any], dict[str, Any]] = {}
+        self.simulations = 0
+
+    @property
+    def default_size(self) -> int | None:
+        """The per-request size when none is given: the set or declared value of the size parameter."""
+        name = self.size_param
+        if name is None:
+            return None
+        return int(self.set_params[name] if name in self.set_params else self.defaults[name])
+
+    def params(self, batch: int, size: Any) -> dict[str, Any]:
+        """Workload parameters for a batch of ``batch`` requests of ``size``."""
+        out = dict(self.set_params)
+        if self.batch_param is not None:
+            out[self.batch_param] = int(batch)
+        if self.size_param is not None and size is not None:
+            out[self.size_param] = int(size)
+        return out
+
+    def workload(self, batch: int, size: Any) -> Workload:
+        """The workload at this batch and size (with the set parameters)."""
+        return workload_from_dict(self.data, self.source, self.params(batch, size))
+
+    def __call__(self, batch: int, size: Any = None) -> float:
+        """Service time (s) of a batch of ``batch`` requests of ``size``."""
+        if self.batch_param is None and batch != 1:
+            return int(batch) * self(1, size)
+        key = (int(batch), None if size is None else int(size))
+        hit = self._cache.get(key)
+        if hit is None:
+            res = run(self.workload(batch, size), self.hw, self.sparsity, policy=self.policy, simulator=self.sim)
+            self.simulations += 1
+            hit = res.total_cycles / (self.hw.clock_ghz * 1e9)
+            self._cache[key] = hit
+            self._footprints[key] = res.footprint
+        return hit
+
+    def footprint(self, batch: int = 1, size: Any = None) -> dict[str, Any]:
+        """The run's memory footprint (weights as deployed, activations, KV cache) at this shape."""
+        key = (int(batch) if self.batch_param is not None else 1, None if size is None else int(size))
+        if key not in self._footprints:
+            self(batch, size)
+        return self._footprints[key]
+
+    @property
+    def cache_entries(self) -> int:
+        """Distinct (batch, size) shapes simulated so far."""
+        return len(self._cache)
+
+
+def canonical_pattern(value: Any) -> str | None:
+    """Canonical pattern text ('2:4', 'dense'), None for None; a bad pattern is a ServingError."""
+    if value is None:
+        return None
+    try:
+        return normalize_pattern(value)
+    except ValueError as exc:
+        raise ServingError(f"sparsity: {exc}") from None
+
+
+def resolve_hardware(hw: Hardware | str | Path, hw_set: Sequence[str] | None = None) -> tuple[Hardware, str]:
+    """A loaded Hardware and its source: ``hw`` itself, or the file at ``hw`` with ``hw_set`` overrides."""
+    if isinstance(hw, Hardware):
+        if hw_set:
+            raise ServingError("hw_set needs a hardware path, not a loaded Hardware")
+        return hw, hw.name
+    return load_hardware(hw, list(hw_set or [])), str(hw)
+
+
+def kv_bytes_per_token(dec: SimulatedService) -> float:
+    """KV-cache bytes per context token of one sequence, from the decode workload's kv_cache_elements."""
+    a = dec.workload(1, 256)
+    b = dec.workload(1, 257)
+    return float((b.kv_cache_elements - a.kv_cache_elements) * a.dtype_bytes)
+
