@@ -249,6 +249,20 @@ def test_scatter_is_a_figure_without_pyplot(result, tmp_path) -> None:
     assert "pyplot" not in source.replace("no pyplot", "")  # no global matplotlib state
 
 
+def test_results_are_frozen_and_renderers_import_no_analysis(result) -> None:
+    import dataclasses
+    import subprocess
+    import sys
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.rows[0].status = "scored"  # type: ignore[misc]
+    assert isinstance(result.rows, tuple) and json.loads(json.dumps(result.to_dict()))["overall"]["n"] == 51
+    code = ("import sys, accelsim.report.validation_text, accelsim.report.validation_plots; "
+            "print(sorted(m for m in sys.modules if m.startswith(('accelsim.analysis', 'accelsim.cli'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert proc.stdout.strip() == "[]"
+
+
 # ------------------------------------------------------------------------------------------- calibration
 
 def test_fit_stays_physical_and_improves_a_bad_start(rows, tables) -> None:
