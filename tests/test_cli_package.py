@@ -96,10 +96,21 @@ def test_shared_options_are_declared_only_in_options_py() -> None:
             assert found == [], f"{path.name} declares {found}; use the helpers in accelsim/cli/options.py"
 
 
-def test_python_m_accelsim_calibrate_still_runs_from_the_cli_package() -> None:
-    proc = _python_m("accelsim.analysis.calibration", "missing.csv", "--hw", str(HW / "a100-like.yaml"),
-                     "--gpu", "A100")
-    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "error: missing.csv: file not found\n")
-    proc = _python_m("accelsim.analysis.calibration", "x.csv", "--hw", "h.yaml", "--gpu", "A100",
-                     "--fractions", "a")
-    assert proc.returncode == 2 and proc.stderr.endswith("error: --fractions: expected numbers, got 'a'\n")
+def test_calibrate_is_a_subcommand_with_one_line_errors() -> None:
+    proc = _python_m("accelsim", "calibrate", "missing.csv", "--hw", str(HW / "a100-like.yaml"), "--gpu", "A100")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "accelsim: error: missing.csv: file not found\n")
+    proc = _python_m("accelsim", "calibrate", "x.csv", "--hw", "h.yaml", "--gpu", "A100", "--fractions", "a")
+    assert proc.returncode == 2 and proc.stderr == "accelsim: error: --fractions: expected numbers, got 'a'\n"
+    proc = _python_m("accelsim", "calibrate", "x.csv", "--gpu", "A100")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--hw" in proc.stderr
+
+
+def test_library_modules_do_not_run_as_commands() -> None:
+    """The command line lives in accelsim.cli only: no __main__ blocks, argparse or printing in the library."""
+    analysis = ROOT / "accelsim" / "analysis"
+    paths = [*analysis.glob("calibration/*.py"), *(analysis / f"{m}.py" for m in ("gpu_validation", "measurements",
+                                                                                   "validation_results"))]
+    assert len(paths) >= 6
+    for path in paths:
+        text = path.read_text()
+        assert "__main__" not in text and "argparse" not in text and "print(" not in text, path.name

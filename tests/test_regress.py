@@ -12,21 +12,24 @@ from pathlib import Path
 import pytest
 from conftest import HW, ROOT, WL
 
+from accelsim.cli.regress import regress_command
 from accelsim.config.schema import read_yaml
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import hardware_from_dict
-from accelsim.regress import compare as regress
-from accelsim.regress.compare import (
+from accelsim.regress import (
     ResultFileError,
     SchemaVersionError,
+    Tolerance,
     Tolerances,
     bless,
+    check_result,
     compare,
     golden_body,
     golden_text,
     load_result,
-    regress_command,
+    loading,
 )
+from accelsim.report.regression import format_markdown, format_table
 from accelsim.results import SCHEMA_VERSION
 from accelsim.simulation import run
 from accelsim.workloads.model import load_workload
@@ -243,11 +246,11 @@ def test_registered_migration_is_applied(micro, tmp_path, monkeypatch):
         data["schema_version"] += 1
         return data
 
-    monkeypatch.setattr(regress, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
-    monkeypatch.setitem(regress.MIGRATIONS, SCHEMA_VERSION, step)
+    monkeypatch.setattr(loading, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setitem(loading.MIGRATIONS, SCHEMA_VERSION, step)
     new = {**body, "schema_version": SCHEMA_VERSION + 1}
     rep = compare(_write(tmp_path / "old.json", old), _write(tmp_path / "new.json", new))
-    assert rep.exit_code == 0, rep.to_table()
+    assert rep.exit_code == 0, format_table(rep)
 
 
 def test_other_errors_exit_2(micro, tmp_path):
@@ -280,10 +283,10 @@ def test_layer_on_one_side_is_drift_and_listed(micro):
     assert rep.exit_code == 1
     assert [(o.layer, o.side) for o in rep.one_sided] == [(gone, "baseline"), ("g-new", "candidate")]
     assert not rep.rows  # the layers on both sides did not move
-    text = rep.to_table()
+    text = format_table(rep)
     assert f"layer '{gone}' in the result: only in the baseline" in text
     assert "layer 'g-new' in the result: only in the candidate" in text
-    md = rep.to_markdown()
+    md = format_markdown(rep)
     assert f"- layer `{gone}`: only in the baseline" in md
 
 
@@ -300,7 +303,7 @@ def test_file_on_one_side_is_drift_and_listed(micro, tmp_path):
     assert "file edge/only-cand.json: only in the candidate" in out
     assert "1 file, " in out and "on one side only: 0 layers, 2 files" in out
     rep = compare(tmp_path / "b", tmp_path / "c")
-    assert not rep.rows and rep.counts["files"] == 1
+    assert not rep.rows and rep.counts.files == 1
 
 
 def test_metric_on_one_side_is_drift(micro):
@@ -314,7 +317,7 @@ def test_metric_on_one_side_is_drift(micro):
     assert rep.exit_code == 1
     rows = {r["metric"]: r for r in json.loads(rep.to_json())["rows"]}
     assert rows["cycles.new_cause"]["baseline"] is None and rows["cycles.new_cause"]["candidate"] == 0
-    assert "(absent)" in rep.to_table() and "(absent)" in rep.to_markdown()
+    assert "(absent)" in format_table(rep) and "(absent)" in format_markdown(rep)
 
 
 # --------------------------------------------------------------------------------------------- tolerances
@@ -336,7 +339,7 @@ def test_tolerances_within_passes_outside_fails_and_ignore(micro, tmp_path):
     assert code == 0, text
     rep = compare(bp, cp, tol)
     assert [(r.metric, r.status) for r in rep.rows] == [("cycles.total", "within")]
-    assert rep.counts["ignored"] >= 1 and rep.counts["within"] == 1
+    assert rep.counts.ignored >= 1 and rep.counts.within == 1
 
     tol2 = _write(tmp_path / "tol2.yaml", "metrics:\n  'cycles.*': {rtol: 0.001}\nignore: ['tiling.*']\n")
     code, text = regress_command(bp, cp, tolerances=tol2)
@@ -353,10 +356,10 @@ def test_tolerance_rules():
     t = Tolerances.from_dict({"default_rtol": "1e-6", "default_atol": 2,
                               "metrics": {"cycles.total": {"rtol": 0.05}, "cycles.*": {"atol": 10}, "bytes.*": 0.1},
                               "ignore": ["meta.*", "tiling.*"], "ignore_layers": ["scratch*"]})
-    assert t.for_metric("cycles.total") == regress.Tolerance(0.05, 2.0)     # exact name wins
-    assert t.for_metric("cycles.compute") == regress.Tolerance(1e-6, 10.0)  # first glob, default rtol
-    assert t.for_metric("bytes.dram.b") == regress.Tolerance(0.1, 2.0)
-    assert t.for_metric("utilization") == regress.Tolerance(1e-6, 2.0)
+    assert t.for_metric("cycles.total") == Tolerance(rtol=0.05, atol=2.0)     # exact name wins
+    assert t.for_metric("cycles.compute") == Tolerance(rtol=1e-6, atol=10.0)  # first glob, default rtol
+    assert t.for_metric("bytes.dram.b") == Tolerance(rtol=0.1, atol=2.0)
+    assert t.for_metric("utilization") == Tolerance(rtol=1e-6, atol=2.0)
     assert t.for_metric("tiling.chunk") is None
     assert t.layer_ignored("scratch.1") and not t.layer_ignored("g1024")
     with pytest.raises(AccelsimError, match="did you mean 'ignore'"):
@@ -429,7 +432,7 @@ def test_bless_into_missing_directory(micro, tmp_path):
 def test_markdown_has_a_table(micro):
     base, slow = micro
     rep = compare(base.body(), slow.body())
-    md = rep.to_markdown()
+    md = format_markdown(rep)
     lines = md.splitlines()
     assert lines[0] == "### accelsim regress: ❌ drift"
     head = next(i for i, line in enumerate(lines) if line.startswith("| status |"))
@@ -437,7 +440,7 @@ def test_markdown_has_a_table(micro):
     assert set(lines[head + 1]) <= set("|-:")
     assert lines[head + 2].startswith("| drift |") or lines[head + 2].startswith("| changed |")
     assert "**Drift by metric:**" in md and "inputs changed" in md.lower()
-    ok = compare(base.body(), base.body()).to_markdown()
+    ok = format_markdown(compare(base.body(), base.body()))
     assert ok.startswith("### accelsim regress: ✅ within tolerance") and "No metric moved." in ok
 
 
@@ -503,13 +506,13 @@ def test_drift_ranks_model_totals_first_then_by_share_of_the_total():
     # the table follows the share of the model's total, largest first, within the layer rows
     shares = [r.share for r in report.drift_rows if r.layer != "(run)" and r.share is not None]
     assert shares == sorted(shares, reverse=True)
-    text = report.to_table()
+    text = format_table(report)
     rows = _table_rows(text)
     assert "totals.cycles.total" in rows[0] and "+86%" in rows[0] and "86%" in rows[0].split("+86%")[1]
     small_at = next(i for i, r in enumerate(rows) if r.split()[1] == "small" and "stall_memory" in r)
     big_at = next(i for i, r in enumerate(rows) if r.split()[1] == "big" and "cycles.total" in r)
     assert big_at < small_at
-    groups = [g["metric"] for g in report.by_metric()]
+    groups = [g.metric for g in report.by_metric()]
     assert groups[0] == "totals.cycles.total"
 
 
@@ -549,4 +552,55 @@ def test_non_finite_number_in_a_layer_names_the_layer(micro):
         compare(body, json.loads(base.to_json()))
     with pytest.raises(ResultFileError, match="non-finite"):
         bless_src = body  # bless validates every candidate first
-        regress._check_result(bless_src, "<candidate>")
+        check_result(bless_src, "<candidate>")
+
+
+# --------------------------------------------------------------------------------------------- typed results (#16)
+
+@pytest.mark.parametrize("text, message", [
+    ("zzz: 1\n", "zzz: unknown key; expected one of default_rtol, default_atol, metrics, ignore, ignore_layers"),
+    ("metrics: [1]\n", "metrics: must be a mapping of metric name or pattern to {rtol, atol}"),
+    ("metrics: {a: {}}\n", "metrics.a: must be a mapping with rtol and/or atol, e.g. {rtol: 0.01}"),
+    ("metrics: {a: null}\n", "metrics.a: must be a mapping with rtol and/or atol, e.g. {rtol: 0.01}"),
+    ("metrics: {a: {rtol: 1, xtol: 2}}\n", "metrics.a.xtol: unknown key; expected rtol or atol"),
+    ("ignore: 3\n", "ignore: must be a list of metric names or glob patterns, e.g. ['tiling.*']"),
+    ("default_atol: abc\n", "default_atol: 'abc' is not a number"),
+    ("default_rtol: true\nmetrics: 5\n", "default_rtol: True is not a non-negative number"),
+    ("metrics: {a: .inf}\nignore_layers: [1]\n", "metrics.a.rtol: inf is not a non-negative number"),
+    ("metrics: {a: {atol: '-1e5'}}\n", "metrics.a.atol: -100000.0 is not a non-negative number"),
+])
+def test_tolerance_file_errors_are_one_line_naming_the_key(tmp_path, text, message):
+    """Validated by a pydantic model; the first problem is reported, in the words it always had."""
+    path = _write(tmp_path / "tol.yaml", text)
+    with pytest.raises(AccelsimError) as exc:
+        Tolerances.load(path)
+    assert str(exc.value) == f"{path}: {message}"
+
+
+def test_comparison_and_tolerances_are_frozen(micro):
+    import dataclasses
+
+    import pydantic
+
+    base, slow = micro
+    rep = compare(base.body(), slow.body())
+    assert isinstance(rep.rows, tuple) and isinstance(rep.one_sided, tuple)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.rows = ()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.rows[0].status = "within"  # type: ignore[misc]
+    with pytest.raises(pydantic.ValidationError):
+        rep.tolerances.default_rtol = 1.0  # type: ignore[misc]
+    assert json.loads(rep.to_json())["counts"] == dataclasses.asdict(rep.counts)
+
+
+def test_regress_package_imports_neither_report_nor_cli():
+    """One-way flow: the comparison code renders nothing; the renderer imports no comparison code."""
+    code = ("import sys, accelsim.regress; "
+            "print(sorted(m for m in sys.modules if m.startswith(('accelsim.report', 'accelsim.cli'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert proc.stdout.strip() == "[]"
+    code = ("import sys, accelsim.report.regression; "
+            "print(sorted(m for m in sys.modules if m.startswith('accelsim.regress')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert proc.stdout.strip() == "[]"

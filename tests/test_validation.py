@@ -21,29 +21,28 @@ from accelsim.analysis.calibration import (
     calibrate5,
     current_calibration,
     fit,
-    format_search,
     leave_one_source_out,
     pooled,
     select_rows,
     with_calibration,
 )
-from accelsim.analysis.gpu_validation import (
+from accelsim.analysis.gpu_validation import spearman, validate_hw
+from accelsim.analysis.measurements import (
     MAIN_REGIMES,
     MeasurementError,
     backend_of,
-    format_report,
     match_gpu,
     parse_measurements,
     read_measurements,
     regime_of,
     source_label,
-    spearman,
-    validate_hw,
-    validate_hw_command,
 )
-from accelsim.cli.calibrate import main
+from accelsim.analysis.validation_results import Unscored
+from accelsim.cli import main
+from accelsim.cli.validate_hw import validate_hw_command
 from accelsim.errors import AccelsimError
 from accelsim.report.validation_plots import save_scatter, scatter_figure
+from accelsim.report.validation_text import format_report, format_search
 
 CSV = REFERENCE / "gpu" / "a100_fp16_24_speedups.csv"
 A100_YAML = HW / "a100-like.yaml"
@@ -73,38 +72,38 @@ def tables(rows):
 # ------------------------------------------------------------------------------------------- the targets
 
 def test_calibration_set_is_on_the_right_side_of_one(result) -> None:
-    ov = result["overall"]
-    assert ov["n"] == 51  # kernel-gemm + inference-linear rows of the calibration set
-    assert ov["right_side"] >= RIGHT_SIDE_TARGET
+    ov = result.overall
+    assert ov.n == 51  # kernel-gemm + inference-linear rows of the calibration set
+    assert ov.right_side >= RIGHT_SIDE_TARGET
     # regression guard on what the five calibrated fields reach today (docs/validation.md)
-    assert ov["mae"] <= MAE_NOW, format_report(result, with_rows=False)
-    assert ov["spearman"] is not None and ov["spearman"] > 0.3
+    assert ov.mae <= MAE_NOW, format_report(result, with_rows=False)
+    assert ov.spearman is not None and ov.spearman > 0.3
 
 
 def test_calibration_set_meets_the_mae_target(result) -> None:
-    assert result["overall"]["mae"] <= MAE_TARGET
+    assert result.overall.mae <= MAE_TARGET
 
 
 def test_main_table_filters_regimes_and_reports_the_others(result) -> None:
-    regimes = {g["regime"]: g for g in result["groups"]}
+    regimes = {g.regime: g for g in result.groups}
     assert set(MAIN_REGIMES) <= set(regimes)
-    assert regimes["kernel-gemm"]["rows"] == 12 and regimes["inference-linear"]["rows"] == 39
+    assert regimes["kernel-gemm"].rows == 12 and regimes["inference-linear"].rows == 39
     # reported separately, never mixed into the main table
-    assert regimes["decode-regime linear"]["rows"] == 1 and regimes["training fwd+bwd"]["rows"] == 2
-    assert all(not r["main"] for r in result["rows"] if r["regime"] not in MAIN_REGIMES)
-    assert result["main"][0]["rows"] == 51
-    assert any("scored separately" in n for n in result["notes"])
+    assert regimes["decode-regime linear"].rows == 1 and regimes["training fwd+bwd"].rows == 2
+    assert all(not r.main for r in result.rows if r.regime not in MAIN_REGIMES)
+    assert result.main[0].rows == 51
+    assert any("scored separately" in n for n in result.notes)
 
 
 def test_rows_carry_predicted_and_measured_times(result) -> None:
-    for r in result["rows"]:
-        p = r["predicted"]
-        assert p["dense_us"] > 0 and p["sparse_us"] > 0
-        assert math.isclose(p["speedup"], p["dense_cycles"] / p["sparse_cycles"])
-        assert math.isclose(r["error"], p["speedup"] - r["measured"]["speedup"])
-    decode = next(r for r in result["rows"] if r["n"] == 1)
-    assert decode["predicted"]["padding"] == {"n": [1, 32]} and decode["predicted"]["speedup"] < 1.0
-    assert decode["predicted"]["sparse_tile"] == [128, 128, 64]  # the single sparse tile: 32 CTAs on 108 SMs
+    for r in result.rows:
+        p = r.predicted
+        assert p.dense_us > 0 and p.sparse_us > 0
+        assert math.isclose(p.speedup, p.dense_cycles / p.sparse_cycles)
+        assert math.isclose(r.error, p.speedup - r.measured.speedup)
+    decode = next(r for r in result.rows if r.n == 1)
+    assert decode.predicted.padding == {"n": [1, 32]} and decode.predicted.speedup < 1.0
+    assert decode.predicted.sparse_tile == [128, 128, 64]  # the single sparse tile: 32 CTAs on 108 SMs
 
 
 # ------------------------------------------------------------------------------------------- scoring rules
@@ -113,12 +112,12 @@ def test_rows_above_the_2_4_bound_are_reported_not_scored() -> None:
     text = HEADER + ("A100,fp16,4096,4096,4096,600,250,2.4,synthetic,kernel-gemm; dense baseline far below peak\n"
                      "A100,fp16,4096,4096,4096,600,400,1.5,synthetic,kernel-gemm; ordinary\n")
     res = validate_hw(parse_measurements(text, "synthetic.csv"), {"A100": A100})
-    above, ok = res["rows"]
-    assert above["status"] == "above_bound" and not above["scored"] and above["predicted"] is not None
-    assert "not scored" in above["message"]
-    assert ok["scored"] and res["overall"]["n"] == 1
-    assert res["unscored"] == [{"line": 2, "gpu": "A100", "status": "above_bound", "message": above["message"]}]
-    assert any("above the 2:4 bound" in n and "lines 2" in n for n in res["notes"])
+    above, ok = res.rows
+    assert above.status == "above_bound" and not above.scored and above.predicted is not None
+    assert "not scored" in above.message
+    assert ok.scored and res.overall.n == 1
+    assert res.unscored == (Unscored(line=2, gpu="A100", status="above_bound", message=above.message),)
+    assert any("above the 2:4 bound" in n and "lines 2" in n for n in res.notes)
     report = format_report(res)
     assert "above_bound" in report and "not scored" in report
 
@@ -157,17 +156,17 @@ def test_hw_map_prefix_matching() -> None:
 
 
 def test_every_calibration_row_maps_to_the_a100_config(result) -> None:
-    assert {r["gpu"] for r in result["rows"]} == {"A100", "A100 80GB", "A100 (presumed)"}
-    assert all(r["hw_key"] == "A100" and r["hw"] == "a100-like" for r in result["rows"])
+    assert {r.gpu for r in result.rows} == {"A100", "A100 80GB", "A100 (presumed)"}
+    assert all(r.hw_key == "A100" and r.hw == "a100-like" for r in result.rows)
 
 
 def test_unmapped_and_infeasible_rows_are_reported() -> None:
     text = HEADER + ("H100,fp16,1024,1024,1024,10,8,1.25,s,kernel-gemm\n"
                      "A100,fp8,1024,1024,1024,10,8,1.25,s,kernel-gemm\n")
     res = validate_hw(parse_measurements(text), {"A100": A100})
-    assert [r["status"] for r in res["rows"]] == ["unmapped", "infeasible"]
-    assert "no fp8 rate" in res["rows"][1]["message"]
-    assert res["overall"]["n"] == 0
+    assert [r.status for r in res.rows] == ["unmapped", "infeasible"]
+    assert "no fp8 rate" in res.rows[1].message
+    assert res.overall.n == 0
 
 
 # ------------------------------------------------------------------------------------------- bad input
@@ -240,7 +239,7 @@ def test_scatter_is_a_figure_without_pyplot(result, tmp_path) -> None:
     from matplotlib.collections import PathCollection
 
     points = sum(len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection))
-    assert points == len(result["rows"])
+    assert points == len(result.rows)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "y = x" in labels and any(label.startswith("kernel-gemm") for label in labels)
     a = save_scatter(fig, tmp_path / "a")
@@ -250,50 +249,64 @@ def test_scatter_is_a_figure_without_pyplot(result, tmp_path) -> None:
     assert "pyplot" not in source.replace("no pyplot", "")  # no global matplotlib state
 
 
+def test_results_are_frozen_and_renderers_import_no_analysis(result) -> None:
+    import dataclasses
+    import subprocess
+    import sys
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.rows[0].status = "scored"  # type: ignore[misc]
+    assert isinstance(result.rows, tuple) and json.loads(json.dumps(result.to_dict()))["overall"]["n"] == 51
+    code = ("import sys, accelsim.report.validation_text, accelsim.report.validation_plots; "
+            "print(sorted(m for m in sys.modules if m.startswith(('accelsim.analysis', 'accelsim.cli'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert proc.stdout.strip() == "[]"
+
+
 # ------------------------------------------------------------------------------------------- calibration
 
 def test_fit_stays_physical_and_improves_a_bad_start(rows, tables) -> None:
     bad = with_calibration(A100, Calibration(0.5, 0.9, 0, 20000, A100.dram.sustained_fraction))
     res = calibrate(rows, bad, "A100", tables=tables)
-    cal = res["fitted"]
+    cal = res.fitted
     assert 0.3 < cal.efficiency_dense <= 1.0 and 0.3 < cal.efficiency_sparse <= 1.0
     assert cal.launch_dense >= 0 and cal.launch_sparse >= 0
-    assert res["after"]["mae"] < res["before"]["mae"] - 0.05
-    assert res["after"]["right_side"] >= RIGHT_SIDE_TARGET
-    assert res["rows"] == 51 and res["improves"]
+    assert res.after.mae < res.before.mae - 0.05
+    assert res.after.right_side >= RIGHT_SIDE_TARGET
+    assert res.rows == 51 and res.improves
 
 
 def test_shipped_a100_values_are_the_fit(tables) -> None:
     """The CALIBRATED fields in a100-like.yaml are what the calibration fits (re-run it after engine changes).
 
     Kept fast: the four inner fields are refitted at the shipped dram.sustained_fraction (one coarse
-    body_tables build). The fraction's own outer search is `python -m accelsim.analysis.calibration` (calibrate5,
+    body_tables build). The fraction's own outer search is `accelsim calibrate` (calibrate5,
     ~90 s; result table in docs/validation.md).
     """
     f = fit(tables)
     cur = current_calibration(A100)
-    assert tables.dram_sustained_fraction == cur.dram_sustained_fraction == f["calibration"].dram_sustained_fraction
+    assert tables.dram_sustained_fraction == cur.dram_sustained_fraction == f.calibration.dram_sustained_fraction
     assert cur.dram_sustained_fraction in DEFAULT_FRACTIONS and cur.dram_sustained_fraction < 1.0
-    assert abs(f["calibration"].efficiency_dense - cur.efficiency_dense) <= 0.02
-    assert abs(f["calibration"].efficiency_sparse - cur.efficiency_sparse) <= 0.02
-    assert abs(f["calibration"].launch_dense - cur.launch_dense) <= 500
-    assert abs(f["calibration"].launch_sparse - cur.launch_sparse) <= 500
+    assert abs(f.calibration.efficiency_dense - cur.efficiency_dense) <= 0.02
+    assert abs(f.calibration.efficiency_sparse - cur.efficiency_sparse) <= 0.02
+    assert abs(f.calibration.launch_dense - cur.launch_dense) <= 500
+    assert abs(f.calibration.launch_sparse - cur.launch_sparse) <= 500
 
 
 def test_leave_one_source_out_runs_and_reports(rows, tables) -> None:
     ticks: list[int] = []
     folds = leave_one_source_out(rows, A100, "A100", tables=tables, on_fold=lambda: ticks.append(1))
     assert len(ticks) == len(folds)  # the progress callback sees every fold
-    labels = [f["label"] for f in folds]
+    labels = [f.label for f in folds]
     assert labels == ["bcacdwk/vllmbench", "pytorch/pytorch#90119", "pytorch/tutorials",
                       "NVIDIA/CUDALibrarySamples#57"]
-    assert sum(f["test_rows"] for f in folds) == 51
+    assert sum(f.test_rows for f in folds) == 51
     for f in folds:
-        assert f["train_rows"] + f["test_rows"] == 51
-        assert f["test"]["n"] == f["test_rows"] and f["test"]["mae"] is not None
-        assert 0.3 < f["fitted"].efficiency_sparse <= 1.0
+        assert f.train_rows + f.test_rows == 51
+        assert f.test.n == f.test_rows and f.test.mae is not None
+        assert 0.3 < f.fitted.efficiency_sparse <= 1.0
     p = pooled(folds)
-    assert p["n"] == 51 and p["mae"] >= p["mae_full_fit"]  # held-out error is never below in-sample
+    assert p.n == 51 and p.mae >= p.mae_full_fit  # held-out error is never below in-sample
 
 
 def test_calibration_has_the_five_fields_and_round_trips() -> None:
@@ -319,15 +332,15 @@ def test_calibrate5_searches_the_dram_fraction(rows) -> None:
     res = calibrate5(few, A100, "A100", fractions=(1.0, 0.5), grid=(0.55, 0.85), loso=False,
                      progress=lambda done, total: seen.append((done, total)))
     assert seen == [(1, 2), (2, 2)]  # one step per fraction, ending at the total
-    assert [e["fraction"] for e in res["search"]] == [0.5, 1.0]
-    assert sum(e["best"] for e in res["search"]) == 1
-    best = next(e for e in res["search"] if e["best"])
-    assert best["objective"] == min(e["objective"] for e in res["search"])
-    assert res["fitted"].dram_sustained_fraction == best["fraction"]
-    assert current_calibration(res["hardware"]) == res["fitted"]
-    for e in res["search"]:
-        assert e["fitted"].dram_sustained_fraction == e["fraction"]
-        assert e["objective"] >= e["after"]["mae"]
+    assert [e.fraction for e in res.search] == [0.5, 1.0]
+    assert sum(e.best for e in res.search) == 1
+    best = next(e for e in res.search if e.best)
+    assert best.objective == min(e.objective for e in res.search)
+    assert res.fitted.dram_sustained_fraction == best.fraction
+    assert current_calibration(res.hardware) == res.fitted
+    for e in res.search:
+        assert e.fitted.dram_sustained_fraction == e.fraction
+        assert e.objective >= e.after.mae
     text = format_search(res)
     assert "<- best" in text and "dram.sustained_fraction" in text
     with pytest.raises(AccelsimError, match="fractions"):
@@ -340,10 +353,10 @@ def test_calibrate5_refuses_tables_of_another_fraction(rows, tables) -> None:
 
 
 def test_calibrate_command_reports_bad_input(tmp_path, capsys) -> None:
-    assert main([str(tmp_path / "missing.csv"), "--hw", str(A100_YAML), "--gpu", "A100"]) == 2
+    assert main(["calibrate", str(tmp_path / "missing.csv"), "--hw", str(A100_YAML), "--gpu", "A100"]) == 2
     assert "file not found" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main([str(CSV), "--hw", str(A100_YAML), "--gpu", "A100", "--fractions", "x"])
+    assert main(["calibrate", str(CSV), "--hw", str(A100_YAML), "--gpu", "A100", "--fractions", "x"]) == 2
+    assert capsys.readouterr().err == "accelsim: error: --fractions: expected numbers, got 'x'\n"
 
 
 # ------------------------------------------------------------------------------------------- configs

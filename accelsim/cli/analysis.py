@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from accelsim.analysis.gpu_validation import validate_hw_command
 from accelsim.analysis.reality import reality_check
 from accelsim.cli import options
 from accelsim.cli.common import command_line, load_pair, progress_bar, wrote
+from accelsim.cli.validate_hw import validate_hw_command
 from accelsim.errors import AccelsimError, OutputError
 from accelsim.fileio import write_all
 from accelsim.report.deploy import report_command

@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 
 from accelsim.cli import options
-from accelsim.workloads.onnx_import import cmd_import_onnx as convert
+from accelsim.config.templating import parse_sets
+from accelsim.fileio import write_atomic
+from accelsim.workloads.onnx import import_onnx, workload_yaml
 
 
 def cmd_import_onnx(args: argparse.Namespace) -> int:
-    """Convert; the YAML goes to stdout without -o, the summary to stderr with it."""
-    code, lines = convert(args)
-    stream = sys.stderr if args.out else sys.stdout
-    for line in lines:
-        print(line, file=stream)
-    return code
+    """Convert; the YAML goes to stdout without -o, the summary and notes to stderr with it."""
+    imported = import_onnx(args.model, parse_sets(list(args.set or [])), args.dtype, name=args.name)
+    data = imported.workload
+    text = workload_yaml(data, imported.notes, str(args.model))
+    if not args.out:
+        sys.stdout.write(text)
+        return 0
+    write_atomic(args.out, text)
+    ops = Counter(layer["op"] for layer in data["layers"])
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(ops.items()))
+    print(f"wrote {args.out}: workload {data['name']!r}, {len(data['layers'])} layers ({summary})", file=sys.stderr)
+    for note in imported.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
 
 
 def add_import_onnx(sub: options.Subparsers) -> None:

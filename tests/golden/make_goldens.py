@@ -78,8 +78,9 @@ def generate(out_dir: str | Path, cases: list[Case] | None = None,
 
     ``progress(done, total)`` is called after each case.
     """
+    from accelsim.fileio import write_atomic
     from accelsim.hardware.model import load_hardware
-    from accelsim.regress.compare import golden_body, golden_text, write_atomic
+    from accelsim.regress import golden_body, golden_text
     from accelsim.simulation import run
     from accelsim.workloads.model import load_workload
 
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             paths = generate(args.out, progress=update)
         print(f"wrote {len(paths)} golden bodies into {args.out}")
         return 0
-    from accelsim.regress.compare import regress_command
+    from accelsim.cli.regress import regress_command
 
     with tempfile.TemporaryDirectory(prefix="accelsim-goldens-") as tmp:
         with bar:

@@ -1,0 +1,232 @@
+"""Fitting the four inner calibrated fields on tables of simulated kernel bodies.
+
+A launch cost is additive to a kernel's cycles (total = launch + body), and a dense body depends only on
+the dense efficiency (a sparse body only on the sparse one). So each row's dense and sparse body is
+simulated once per efficiency on a grid (:func:`body_tables`), interpolated linearly in 1 / efficiency,
+and the four fields are searched on those tables (:func:`fit`: a coarse 4-D grid, then coordinate descent
+at 0.01 efficiency / 50 cycle resolution from the best few coarse points). The objective is the speedup
+MAE plus ``penalty`` x the mean absolute log error of the predicted dense and sparse *times*, which keeps
+the fields physical (the speedup alone cannot tell a kernel at 100 % of peak with a large fixed cost from
+one at 75 % with a small one). Bounds: efficiencies in (0.3, 1], launch costs >= 0 cycles.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsim.analysis.calibration.fields import (
+    DEFAULT_GRID,
+    EFF_BOUNDS,
+    EFF_STEP,
+    LAUNCH_MAX,
+    LAUNCH_STEP,
+    Calibration,
+    with_calibration,
+)
+from accelsim.analysis.measurements import Measurement
+from accelsim.errors import AccelsimError
+from accelsim.hardware.model import Hardware
+from accelsim.lowering import lower
+from accelsim.simulation import Simulator
+from accelsim.workloads.model import workload_from_dict
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The four inner fields fitted on body tables (at the tables' DRAM fraction), with the table objective."""
+
+    calibration: Calibration
+    objective: float
+    mae: float
+    dense_log_err: float
+    sparse_log_err: float
+    right_side: float
+    rows: int
+    penalty: float
+    eff_bounds: tuple[float, float]
+    launch_max: int
+
+
+@dataclass(frozen=True)
+class BodyTables:
+    """Per-row simulated cycles without the launch cost, on a grid of efficiencies."""
+
+    grid: np.ndarray  # (G,) efficiencies, ascending
+    dense: np.ndarray  # (G, R) dense body cycles at efficiency grid[g]
+    sparse: np.ndarray  # (G, R) sparse body cycles (the dense body where the sparse path fell back)
+    sparse_path: np.ndarray  # (R,) True where the 2:4 run is really sparse
+    rows: tuple[Measurement, ...]
+    clock_ghz: float
+    dram_sustained_fraction: float  # the (fixed) fifth field the bodies were simulated with
+
+    def subset(self, mask: np.ndarray) -> BodyTables:
+        idx = np.flatnonzero(mask)
+        return BodyTables(self.grid, self.dense[:, idx], self.sparse[:, idx], self.sparse_path[idx],
+                          tuple(self.rows[i] for i in idx), self.clock_ghz, self.dram_sustained_fraction)
+
+    def at(self, efficiencies: np.ndarray, which: str) -> np.ndarray:
+        """Bodies at arbitrary efficiencies: linear interpolation in 1 / efficiency. Shape (E, R)."""
+        table = self.dense if which == "dense" else self.sparse
+        x = 1.0 / self.grid[::-1]  # ascending
+        xf = 1.0 / np.asarray(efficiencies, dtype=float)
+        out = np.empty((len(xf), table.shape[1]))
+        for r in range(table.shape[1]):
+            out[:, r] = np.interp(xf, x, table[::-1, r])
+        return out
+
+
+def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float] = DEFAULT_GRID,
+                sparsity: str = "2:4") -> BodyTables:
+    """Simulate every row dense and sparse at each grid efficiency with zero launch cost.
+
+    The DRAM sustained fraction is ``hw``'s own (set it with :func:`with_calibration` first).
+    """
+    if not rows:
+        raise AccelsimError("calibration: no rows to fit")
+    g = np.array(sorted(set(float(x) for x in grid)))
+    if len(g) < 2 or g[0] <= 0 or g[-1] > 1:
+        raise AccelsimError("calibration: the efficiency grid needs at least two values in (0, 1]")
+    models = [workload_from_dict({"name": f"line{r.line}", "dtype": r.dtype, "layers": [
+        {"name": "gemm", "op": "gemm", "m": r.m, "n": r.n, "k": r.k}]}) for r in rows]
+    dense = np.zeros((len(g), len(rows)))
+    sparse = np.zeros((len(g), len(rows)))
+    path = np.zeros(len(rows), dtype=bool)
+    for gi, eff in enumerate(g):
+        hw_e = with_calibration(hw, Calibration(float(eff), float(eff), 0, 0, float(hw.dram.sustained_fraction)))
+        sim = Simulator(hw_e)
+        for ri, model in enumerate(models):
+            kd = lower(model, hw_e, "dense")[0]
+            ks = lower(model, hw_e, sparsity)[0]
+            dense[gi, ri] = sim(kd).cycles["total"]
+            sparse[gi, ri] = sim(ks).cycles["total"]
+            path[ri] = ks.sparse
+    return BodyTables(g, dense, sparse, path, tuple(rows), float(hw.clock_ghz), float(hw.dram.sustained_fraction))
+
+
+def _measured(tables: BodyTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    meas = np.array([r.speedup for r in tables.rows])
+    cyc = tables.clock_ghz * 1e3  # cycles per us
+    md = np.array([r.dense_us * cyc if r.dense_us else np.nan for r in tables.rows])
+    ms = np.array([r.sparse_us * cyc if r.sparse_us else np.nan for r in tables.rows])
+    return meas, md, ms
+
+
+def _log_err(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    """Mean |ln(pred / meas)| over the last axis, ignoring rows without a measured time."""
+    ok = np.isfinite(meas)
+    if not ok.any():
+        return np.zeros(pred.shape[:-1])
+    return np.abs(np.log(pred[..., ok] / meas[ok])).mean(-1)
+
+
+@dataclass
+class _Search:
+    effs: np.ndarray
+    launches: np.ndarray
+    dense: np.ndarray  # (E, R) bodies
+    sparse: np.ndarray  # (E, R)
+    meas: np.ndarray
+    md: np.ndarray
+    ms: np.ndarray
+    fallback: np.ndarray  # rows whose sparse run is dense: they take the dense launch cost
+    penalty: float
+
+    def totals(self, ei: int, li: int, which: str) -> np.ndarray:
+        body = (self.dense if which == "dense" else self.sparse)[ei]
+        return body + self.launches[li]
+
+    def objective(self, ed: int, es: int, ld: int, ls: int) -> tuple[float, float, float, float]:
+        d = self.dense[ed] + self.launches[ld]
+        s = np.where(self.fallback, d, self.sparse[es] + self.launches[ls])
+        mae = float(np.abs(d / s - self.meas).mean())
+        td = float(_log_err(d[None, :], self.md)[0])
+        ts = float(_log_err(s[None, :], self.ms)[0])
+        return mae + self.penalty * (td + ts) / 2.0, mae, td, ts
+
+
+def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, float] = EFF_BOUNDS,
+        launch_max: int = LAUNCH_MAX, starts: int = 6) -> FitResult:
+    """Fit the four inner fields on ``tables`` (all its rows) at the tables' DRAM fraction.
+
+    Returns the values (a :class:`Calibration` carrying ``tables.dram_sustained_fraction``) and the
+    table-based objective (:class:`FitResult`).
+    """
+    if not len(tables.rows):
+        raise AccelsimError("calibration: no rows to fit")
+    lo, hi = eff_bounds
+    if not (0.0 < lo < hi <= 1.0):
+        raise AccelsimError(f"calibration: efficiency bounds must satisfy 0 < low < high <= 1, got {eff_bounds}")
+    effs = np.round(np.arange(math.ceil(lo / EFF_STEP) * EFF_STEP, hi + 1e-9, EFF_STEP), 4)
+    effs = effs[(effs > lo - 1e-9) & (effs <= hi + 1e-9)]
+    launches = np.arange(0, launch_max + 1, LAUNCH_STEP)
+    meas, md, ms = _measured(tables)
+    search = _Search(effs, launches, tables.at(effs, "dense"), tables.at(effs, "sparse"), meas, md, ms,
+                     ~tables.sparse_path, penalty)
+    # 1. coarse 4-D grid: every 5th efficiency, launch costs every 1000 cycles
+    ce = np.arange(0, len(effs), 5)
+    cl = np.arange(0, len(launches), max(1, 1000 // LAUNCH_STEP))
+    d_tot = search.dense[ce][:, None, :] + launches[cl][None, :, None]  # (Ec, Lc, R)
+    s_tot = search.sparse[ce][:, None, :] + launches[cl][None, :, None]
+    td = _log_err(d_tot, md)  # (Ec, Lc)
+    ts = _log_err(s_tot, ms)
+    dflat = d_tot.reshape(-1, d_tot.shape[-1])
+    sflat = s_tot.reshape(-1, s_tot.shape[-1])
+    scores = np.empty((len(dflat), len(sflat)))
+    fb = search.fallback
+    for i in range(len(dflat)):
+        s = np.where(fb[None, :], dflat[i][None, :], sflat)
+        scores[i] = np.abs(dflat[i][None, :] / s - meas).mean(-1)
+    scores += penalty * (td.reshape(-1)[:, None] + ts.reshape(-1)[None, :]) / 2.0
+    order = np.argsort(scores, axis=None)[: max(1, starts)]
+    best: tuple[float, tuple[int, int, int, int]] | None = None
+    for flat in order:
+        a, b = np.unravel_index(flat, scores.shape)
+        ed, ld = np.unravel_index(a, (len(ce), len(cl)))
+        es, ls = np.unravel_index(b, (len(ce), len(cl)))
+        point = [int(ce[ed]), int(ce[es]), int(cl[ld]), int(cl[ls])]
+        point, value = _descend(search, point)
+        if best is None or value < best[0] - 1e-12:
+            best = (value, tuple(point))  # type: ignore[assignment]
+    assert best is not None
+    bed, bes, bld, bls = best[1]
+    obj, mae, tde, tse = search.objective(bed, bes, bld, bls)
+    d = search.dense[bed] + launches[bld]
+    s = np.where(search.fallback, d, search.sparse[bes] + launches[bls])
+    cal = Calibration(float(effs[bed]), float(effs[bes]), int(launches[bld]), int(launches[bls]),
+                      tables.dram_sustained_fraction)
+    return FitResult(cal, obj, mae, tde, tse, float(((d / s > 1.0) == (meas > 1.0)).mean()), len(tables.rows),
+                     penalty, (lo, hi), launch_max)
+
+
+def _descend(search: _Search, point: list[int]) -> tuple[list[int], float]:
+    """Joint local search: every combination of small steps of all four fields, until none improves."""
+    value = search.objective(*point)[0]
+    for _ in range(200):
+        point, new = _neighbourhood(search, point)
+        if new >= value - 1e-12:
+            break
+        value = new
+    return point, search.objective(*point)[0]
+
+
+def _neighbourhood(search: _Search, point: list[int]) -> tuple[list[int], float]:
+    """The best point within +-3 efficiency steps and +-6 launch steps of ``point`` (vectorised)."""
+    ne, nl = len(search.effs), len(search.launches)
+    e_d = np.clip(np.arange(point[0] - 3, point[0] + 4), 0, ne - 1)
+    e_s = np.clip(np.arange(point[1] - 3, point[1] + 4), 0, ne - 1)
+    l_d = np.clip(np.arange(point[2] - 6, point[2] + 7), 0, nl - 1)
+    l_s = np.clip(np.arange(point[3] - 6, point[3] + 7), 0, nl - 1)
+    d = search.dense[e_d][:, None, :] + search.launches[l_d][None, :, None]  # (7, 13, R)
+    s = search.sparse[e_s][:, None, :] + search.launches[l_s][None, :, None]
+    td = _log_err(d, search.md)  # (7, 13)
+    ts = _log_err(s, search.ms)
+    dd = d[:, :, None, None, :]
+    ss = np.where(search.fallback, dd, s[None, None, :, :, :])
+    mae = np.abs(dd / ss - search.meas).mean(-1)  # (7, 13, 7, 13)
+    obj = mae + search.penalty * (td[:, :, None, None] + ts[None, None, :, :]) / 2.0
+    a, b, c, e = np.unravel_index(int(np.argmin(obj)), obj.shape)
+    return [int(e_d[a]), int(e_s[c]), int(l_d[b]), int(l_s[e])], float(obj[a, b, c, e])

@@ -1,0 +1,208 @@
+"""Measured dense vs 2:4 GEMM timings on real GPUs: the CSV format, its rows, and which config a GPU maps to.
+
+The CSV (``shared/reference/gpu/a100_fp16_24_speedups.csv``)::
+
+    gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes
+
+with m = rows of the sparse operand A (``nn.Linear`` out_features), n = columns of the dense
+operand B (tokens x batch), k = the reduction, and ``speedup = dense_time / sparse_time``. The
+``notes`` column starts with a regime tag (``kernel-gemm``, ``inference-linear``,
+``decode-regime linear``, ``training fwd+bwd``); an optional ``regime`` column overrides it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from accelsim.errors import ConfigError
+from accelsim.workloads.model import DTYPE_BYTES
+
+COLUMNS = ("gpu", "dtype", "m", "n", "k", "dense_time_us", "sparse_time_us", "speedup", "source", "notes")
+REQUIRED = ("gpu", "dtype", "m", "n", "k", "speedup", "source", "notes")
+KNOWN_REGIMES = ("kernel-gemm", "inference-linear", "decode-regime linear", "training fwd+bwd")
+# Pure-GEMM regimes: what a one-kernel GEMM model should predict. The others are scored in their own
+# table: a decode linear is a GEMV-like kernel with padding, training adds runtime pruning and backward GEMMs.
+MAIN_REGIMES = ("kernel-gemm", "inference-linear")
+SPARSE_BOUND = 2.0  # 2:4 halves the multiplies; a measured speedup above 2x means a weak dense baseline
+
+
+class MeasurementError(ConfigError):
+    """A measurement CSV is unreadable or a row is invalid (names the file, the line and the column)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured dense vs sparse GEMM (or linear layer)."""
+
+    line: int  # 1-based line number in the CSV (the header is line 1)
+    gpu: str
+    dtype: str
+    m: int
+    n: int
+    k: int
+    dense_us: float | None
+    sparse_us: float | None
+    speedup: float
+    source: str
+    notes: str
+    regime: str
+    backend: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+def regime_of(notes: str) -> str:
+    """The regime tag a notes field starts with: a known tag, else its first clause without parentheses."""
+    text = (notes or "").strip()
+    low = text.lower()
+    for tag in KNOWN_REGIMES:
+        if low.startswith(tag):
+            return tag
+    head = re.split(r"[;,]", text, maxsplit=1)[0]
+    head = re.sub(r"\(.*?\)", "", head).strip()
+    return head or "unknown"
+
+
+def backend_of(notes: str) -> str:
+    """The sparse backend named in the notes (``backend=X``, else cuSPARSELt / CUTLASS if mentioned)."""
+    m = re.search(r"backend\s*=\s*([A-Za-z0-9_.+-]+)", notes or "")
+    if m:
+        return m.group(1)
+    low = (notes or "").lower()
+    if "cusparselt" in low:
+        return "cuSPARSELt"
+    if "cutlass" in low:
+        return "CUTLASS"
+    return ""
+
+
+def source_label(source: str) -> str:
+    """A short label for a source: ``owner/repo``, ``owner/repo#N`` for an issue or PR, else its first word."""
+    s = (source or "").strip()
+    m = re.search(r"github\.com/([\w.-]+/[\w.-]+)/(?:pull|issues)/(\d+)", s)
+    if m:
+        return f"{m.group(1)}#{m.group(2)}"
+    m = re.search(r"github:([\w.-]+/[\w.-]+)", s)
+    if m:
+        return m.group(1)
+    m = re.search(r"github\.com/([\w.-]+/[\w.-]+)", s)
+    if m:
+        return m.group(1)
+    first = s.split()[0] if s.split() else "unknown"
+    return first[:40]
+
+
+def _number(text: str, path: str, line: int, column: str, kind: type, required: bool) -> Any:
+    raw = (text or "").strip()
+    if not raw:
+        if required:
+            raise MeasurementError(path, f"line {line}, column {column}", "is empty")
+        return None
+    value: float | int | None
+    try:
+        value = float(raw)
+        if kind is int:
+            if not value.is_integer():
+                raise ValueError(raw)
+            value = int(value)
+    except ValueError:
+        value = None
+    if value is None or (kind is float and not math.isfinite(value)):
+        what = "an integer" if kind is int else "a number"
+        raise MeasurementError(path, f"line {line}, column {column}", f"expected {what}, got {raw!r}")
+    if value <= 0:
+        raise MeasurementError(path, f"line {line}, column {column}", f"must be greater than 0, got {raw!r}")
+    return value
+
+
+def parse_measurements(text: str, source: str = "<measurements>") -> list[Measurement]:
+    """Parse measurement rows from CSV text; raise :class:`MeasurementError` naming the line and column."""
+    reader = csv.DictReader(io.StringIO(text))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    if not header:
+        raise MeasurementError(source, None, "empty file: expected a CSV header " + ",".join(COLUMNS))
+    reader.fieldnames = header
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise MeasurementError(source, "header", f"missing column(s) {', '.join(missing)}; expected "
+                                                 + ",".join(COLUMNS))
+    rows: list[Measurement] = []
+    for rec in reader:
+        line = reader.line_num
+        if None in rec:  # more fields than the header
+            raise MeasurementError(source, f"line {line}", f"{len(header) + len(rec[None])} fields, the header "
+                                                           f"has {len(header)} (quote fields that contain commas)")
+        if all(not (v or "").strip() for v in rec.values()):
+            continue
+        gpu = (rec.get("gpu") or "").strip()
+        if not gpu:
+            raise MeasurementError(source, f"line {line}, column gpu", "is empty")
+        dtype = (rec.get("dtype") or "").strip().lower()
+        if dtype not in DTYPE_BYTES:
+            raise MeasurementError(source, f"line {line}, column dtype",
+                                   f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")
+        m, n, k = (_number(rec.get(c, ""), source, line, c, int, True) for c in ("m", "n", "k"))
+        dense = _number(rec.get("dense_time_us", ""), source, line, "dense_time_us", float, False)
+        sparse = _number(rec.get("sparse_time_us", ""), source, line, "sparse_time_us", float, False)
+        speedup = _number(rec.get("speedup", ""), source, line, "speedup", float, dense is None or sparse is None)
+        if speedup is None:
+            speedup = dense / sparse
+        notes = (rec.get("notes") or "").strip()
+        regime = (rec.get("regime") or "").strip() or regime_of(notes)
+        rows.append(Measurement(line=line, gpu=gpu, dtype=dtype, m=m, n=n, k=k, dense_us=dense, sparse_us=sparse,
+                                speedup=float(speedup), source=(rec.get("source") or "").strip(), notes=notes,
+                                regime=regime, backend=backend_of(notes)))
+    if not rows:
+        raise MeasurementError(source, None, "no measurement rows after the header")
+    return rows
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """Read a measurement CSV file (see the module docstring for the format)."""
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise MeasurementError(str(path), None, "file not found") from None
+    except IsADirectoryError:
+        raise MeasurementError(str(path), None, "is a directory, expected a CSV file") from None
+    except UnicodeDecodeError:
+        raise MeasurementError(str(path), None, "not UTF-8 text, expected a CSV file") from None
+    except OSError as exc:
+        raise MeasurementError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+    return parse_measurements(text, str(path))
+
+
+# ---------------------------------------------------------------------------------------- matching
+
+def match_gpu(gpu: str, keys: Iterable[str]) -> str | None:
+    """The hw-map key for a row's GPU name: the exact name, else the longest key that is a prefix of it.
+
+    A prefix must end at a word boundary: ``A100`` matches ``A100 80GB`` and ``A100 (presumed)``
+    but not ``A1000``. Matching is case-sensitive first, then case-insensitive.
+    """
+    keys = list(keys)
+    if gpu in keys:
+        return gpu
+    for fold in (False, True):
+        name = gpu.lower() if fold else gpu
+        best = None
+        for key in keys:
+            kk = key.lower() if fold else key
+            if kk and name.startswith(kk) and (len(name) == len(kk) or not name[len(kk)].isalnum()
+                                               or not kk[-1].isalnum()):
+                if best is None or len(key) > len(best):
+                    best = key
+        if best is not None:
+            return best
+    return None

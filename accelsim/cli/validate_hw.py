@@ -1,0 +1,63 @@
+"""What ``accelsim validate-hw`` does: read the measurements and the GPU -> config map, validate, write outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from accelsim.analysis.gpu_validation import validate_hw
+from accelsim.analysis.measurements import read_measurements
+from accelsim.errors import AccelsimError
+from accelsim.fileio import write_atomic
+from accelsim.hardware.model import Hardware, load_hardware
+from accelsim.report.validation_plots import save_scatter, scatter_figure
+from accelsim.report.validation_text import format_report, rows_csv
+from accelsim.results import dumps_finite
+
+
+def parse_hw_map(items: Sequence[str]) -> tuple[dict[str, Hardware], dict[str, str]]:
+    """``["A100=hwconfigs/a100-like.yaml", ...]`` -> ({gpu: Hardware}, {gpu: path})."""
+    hw_map: dict[str, Hardware] = {}
+    sources: dict[str, str] = {}
+    if not items:
+        raise AccelsimError("--hw-map: give at least one GPU=CONFIG, e.g. --hw-map A100=hwconfigs/a100-like.yaml")
+    for item in items:
+        gpu, sep, path = item.partition("=")
+        gpu, path = gpu.strip(), path.strip()
+        if not sep or not gpu or not path:
+            raise AccelsimError(f"--hw-map: expected GPU=CONFIG (e.g. A100=hwconfigs/a100-like.yaml), got {item!r}")
+        if gpu in hw_map:
+            raise AccelsimError(f"--hw-map: GPU {gpu!r} is mapped twice")
+        hw_map[gpu] = load_hardware(path)
+        sources[gpu] = path
+    return hw_map, sources
+
+
+def validate_hw_command(measurements_csv: str | Path, hw_map: Sequence[str],
+                        out_dir: str | Path | None = None) -> tuple[int, str]:
+    """Handler for ``accelsim validate-hw MEASUREMENTS.csv --hw-map GPU=CONFIG... [--out DIR]``.
+
+    Returns (exit code, text report). Exit 0 when at least one row was scored, 1 when none could
+    be (no GPU matched, or every row was unscored). With ``out_dir`` it writes validation.json
+    (the whole result), validation.csv (one line per row) and validation_scatter.png/.svg.
+    User errors (bad CSV, bad map, bad config) raise :class:`~accelsim.errors.AccelsimError`
+    with a one-line message naming the file, line and column.
+    """
+    rows = read_measurements(measurements_csv)
+    hws, sources = parse_hw_map(list(hw_map))
+    result = replace(validate_hw(rows, hws, hw_sources=sources), measurements=str(measurements_csv))
+    text = format_report(result)
+    if out_dir is not None:
+        out = Path(out_dir)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AccelsimError(f"--out {out}: cannot create the directory ({exc.strerror or exc})") from None
+        write_atomic(out / "validation.json",
+                     dumps_finite(result.to_dict(), "validate-hw", indent=2, sort_keys=True) + "\n")
+        write_atomic(out / "validation.csv", rows_csv(result))
+        paths = save_scatter(scatter_figure(result), out)
+        text += "\n\nwrote " + ", ".join(str(p) for p in [out / "validation.json", out / "validation.csv", *paths])
+    scored = sum(1 for r in result.rows if r.scored)
+    return (0 if scored else 1), text

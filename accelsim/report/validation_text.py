@@ -1,0 +1,138 @@
+"""Text renderings of a GPU validation and a calibration: metric tables, the per-row table, the CSV.
+
+Takes the frozen results of :mod:`accelsim.analysis.gpu_validation` and :mod:`accelsim.analysis.calibration`
+and returns text; computes nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: a renderer does not import the simulation
+    from accelsim.analysis.calibration import Calibration5Result
+    from accelsim.analysis.validation_results import GroupResult, RowResult, ValidationResult
+
+CSV_FIELDS = ("line", "gpu", "hw", "dtype", "m", "n", "k", "regime", "main", "backend", "source_label",
+              "measured_speedup", "predicted_speedup", "error", "abs_error", "ape_pct", "right_side",
+              "measured_dense_us", "predicted_dense_us", "dense_time_err_pct", "measured_sparse_us",
+              "predicted_sparse_us", "sparse_time_err_pct", "sparse_path", "sparse_reason", "dense_binding",
+              "sparse_binding", "dense_tile", "sparse_tile", "dense_split_k", "status", "scored", "message", "source")
+
+
+def _f(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _pct(x: float | None) -> str:
+    return _f(x, ".1f") + ("%" if x is not None else "")
+
+
+def _table(header: list[str], body: list[list[str]], right: set[int]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        pairs = enumerate(zip(cells, widths, strict=True))
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in pairs)
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(r) for r in body)])
+
+
+def format_groups(groups: Sequence[GroupResult]) -> str:
+    """The per GPU / dtype / regime metrics table."""
+    header = ["gpu", "hw", "dtype", "regime", "rows", "scored", "MAE", "MAPE", "right side", "Spearman",
+              "bias", "dense t err", "sparse t err"]
+    body = []
+    for g in groups:
+        m = g.metrics
+        body.append([g.gpu, str(g.hw), g.dtype, g.regime, str(g.rows), str(m.n), _f(m.mae, ".3f"), _pct(m.mape),
+                     (f"{m.right_side_rows}/{m.n} ({(m.right_side or 0.0) * 100:.0f}%)" if m.n else "-"),
+                     _f(m.spearman, ".2f"), _f(m.bias, "+.3f"), _pct(m.dense_time_mape), _pct(m.sparse_time_mape)])
+    return _table(header, body, {4, 5, 6, 7, 8, 9, 10, 11, 12})
+
+
+def format_rows(rows: Sequence[RowResult]) -> str:
+    """The per-row table: measured vs predicted speedup and times."""
+    header = ["line", "gpu", "regime", "backend", "m", "n", "k", "meas", "pred", "err", "dense us meas/pred",
+              "sparse us meas/pred", "status"]
+    body = []
+    for r in rows:
+        p = r.predicted
+        meas = r.measured
+        body.append([str(r.line), r.gpu, r.regime, r.backend or "-", str(r.m), str(r.n), str(r.k),
+                     f"{meas.speedup:.3f}", _f(p.speedup if p else None, ".3f"), _f(r.error, "+.3f"),
+                     f"{_f(meas.dense_us, '.1f')} / {_f(p.dense_us if p else None, '.1f')}",
+                     f"{_f(meas.sparse_us, '.1f')} / {_f(p.sparse_us if p else None, '.1f')}",
+                     r.status if r.status != "scored" else ("main" if r.main else "other")])
+    return _table(header, body, {0, 4, 5, 6, 7, 8, 9, 10, 11})
+
+
+def format_report(result: ValidationResult, with_rows: bool = True) -> str:
+    """The text report: main table, all groups, notes, and (optionally) every row."""
+    parts = ["Main regimes (" + ", ".join(result.main_regimes) + ") per GPU / dtype",
+             format_groups(result.main), "",
+             "Per GPU / dtype / regime", format_groups(result.groups), ""]
+    parts += [f"note: {n}" for n in result.notes]
+    if with_rows:
+        parts += ["", "Per row (speedup = dense / sparse; err = predicted - measured)", format_rows(result.rows)]
+    return "\n".join(parts)
+
+
+def rows_csv(result: ValidationResult) -> str:
+    """One CSV line per row (validation.csv)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+
+    def num(x: Any, fmt: str = ".6g") -> str:
+        return "" if x is None else format(x, fmt)
+
+    def tile(t: Any) -> str:
+        return "x".join(str(v) for v in t) if t else ""
+
+    for r in result.rows:
+        p = r.predicted
+        meas = r.measured
+        w.writerow([r.line, r.gpu, r.hw or "", r.dtype, r.m, r.n, r.k, r.regime, int(r.main), r.backend,
+                    r.source_label, num(meas.speedup), num(p.speedup if p else None), num(r.error),
+                    num(r.abs_error), num(r.ape), "" if r.right_side is None else int(r.right_side),
+                    num(meas.dense_us), num(p.dense_us if p else None), num(r.dense_time_err_pct),
+                    num(meas.sparse_us), num(p.sparse_us if p else None), num(r.sparse_time_err_pct),
+                    p.path if p else "", (p.reason if p else None) or "", p.dense_binding if p else "",
+                    p.sparse_binding if p else "", tile(p.dense_tile if p else None),
+                    tile(p.sparse_tile if p else None), (p.dense_split_k if p else None) or "",
+                    r.status, int(r.scored), r.message or "", r.source])
+    return buf.getvalue()
+
+
+def format_search(result: Calibration5Result) -> str:
+    """The outer search of :func:`~accelsim.analysis.calibration.calibrate5` as a text table."""
+    hdr = (f"{'fraction':>8s}  {'eff dense/sparse':>16s}  {'launch dense/sparse':>19s}  {'MAE':>6s}  "
+           f"{'objective':>9s}  {'dense/sparse time err':>21s}  {'right side':>10s}")
+    has_loso = any(e.loso is not None for e in result.search)
+    if has_loso:
+        hdr += f"  {'LOSO MAE':>8s}"
+    lines = [hdr, "-" * len(hdr)]
+    for e in result.search:
+        c, a = e.fitted, e.after
+        line = (f"{e.fraction:8.2f}  {c.efficiency_dense:7.2f} / {c.efficiency_sparse:<6.2f}  "
+                f"{c.launch_dense:8d} / {c.launch_sparse:<8d}  {a.mae:6.4f}  {e.objective:9.4f}  "
+                f"{a.dense_time_mape:8.1f}% / {a.sparse_time_mape:5.1f}%     "
+                f"{a.right_side_rows:3d}/{a.n:<3d}   ")
+        if has_loso:
+            line += f"  {e.loso.mae if e.loso else None:8.3f}"
+        lines.append(line + ("  <- best" if e.best else ""))
+    if result.loso_nested is not None:
+        nest = result.loso_nested
+        picks = ", ".join(f"{f.label}: {f.fraction:.2f}" for f in nest.folds)
+        lines.append(f"leave-one-source-out with the fraction chosen inside each fold ({picks}): "
+                     f"pooled MAE {nest.pooled.mae:.3f}, right side "
+                     f"{nest.pooled.right_side_rows}/{nest.pooled.n}")
+    c = result.fitted
+    lines.append(f"best: dram.sustained_fraction {c.dram_sustained_fraction:.2f}, efficiency dense "
+                 f"{c.efficiency_dense:.2f} / sparse {c.efficiency_sparse:.2f}, launch dense {c.launch_dense} / "
+                 f"sparse {c.launch_sparse} cycles; shipped values: {result.current}")
+    return "\n".join(lines)
