@@ -318,7 +318,7 @@ def quirks(data: Any, skip: frozenset[str] = frozenset({"sparsity"})) -> list[tu
 def validate(model: type[ModelT], data: Any, src: str) -> ModelT:
     """Validate plain data against ``model`` or raise a ConfigError listing its problems (one per line)."""
     odd = quirks(data)
-    listed = [(key_path(loc, data), problem) for loc, problem in odd[:MAX_PROBLEMS_SHOWN]]
+    listed: list[tuple[str | None, str]] = [(key_path(loc, data), problem) for loc, problem in odd[:MAX_PROBLEMS_SHOWN]]
     try:
         result = model.model_validate(data)
     except ValidationError as exc:
