@@ -69,7 +69,7 @@ class Kernel:
     def vector(self) -> bool:
         return self.path == "vector"
 
-    @property
+    @cached_property
     def executed_format(self) -> SparsityFormat | None:
         """The format the kernel runs (None when not sparse)."""
         return parse_format(self.pattern_executed) if self.sparse else None
