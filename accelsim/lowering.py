@@ -249,17 +249,39 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
     if executed is None:
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique)
     bits = target.metadata_bits[target.natives.index(executed)]  # type: ignore[union-attr]
+    padding = _sparse_padding(n, k, executed, target.dense_operand_align)
+    if padding:
+        reason = reason or ("n_padded" if "n" in padding else "k_padded")
+    return Kernel(layer.name, layer.op, m, n, k, dtype, e, "sparse", req_str, str(executed), reason,
+                  executed.keep, executed.group, bits, padding, b_unique)
+
+
+def _sparse_padding(n: int, k: int, executed: SparsityFormat, align: int) -> dict[str, list[int]]:
+    """Padding of a sparse kernel: n up to the library's dense-operand alignment, k up to whole groups."""
     padding: dict[str, list[int]] = {}
-    align = target.dense_operand_align
     if n % align:
         padding["n"] = [n, -(-n // align) * align]
-        reason = reason or "n_padded"
     k_padded = executed.k_padded(k)
     if k_padded != k:
         padding["k"] = [k, k_padded]
-        reason = reason or "k_padded"
-    return Kernel(layer.name, layer.op, m, n, k, dtype, e, "sparse", req_str, str(executed), reason,
-                  executed.keep, executed.group, bits, padding, b_unique)
+    return padding
+
+
+def sparse_view(layer: Any, dtype: str, dtype_bytes: int, requested_text: str,
+                hw: Hardware | LoweringTarget) -> Kernel | None:
+    """The op's GEMM view run sparse on the native format containing ``requested_text``, whatever the op,
+    dtype and shape rules say (no reason code): for what-if analyses. None when no native format contains it."""
+    target = lowering_target(hw)
+    executed, _ = resolve_pattern(parse_format(requested_text), target)
+    if executed is None or layer.op in VECTOR_OPS:
+        return None
+    m, n, k = layer.gemm_shape()
+    batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
+    b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
+    bits = target.metadata_bits[target.natives.index(executed)]  # type: ignore[union-attr]
+    return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "sparse", requested_text, str(executed), None,
+                  executed.keep, executed.group, bits, _sparse_padding(n, k, executed, target.dense_operand_align),
+                  b_unique, batch, layer.op != "matmul")
 
 
 def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None = None) -> list[Kernel]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
 from conftest import HW
 
 from accelsim import formats, lower, run
+from accelsim import lowering as lower_mod
 from accelsim.analysis.functional_check import execute_compressed, functional_check
 from accelsim.engine import simulate
 from accelsim.formats import SparsityFormat, UnknownFormatError, parse_format
@@ -183,3 +184,21 @@ def test_a_toy_format_runs_the_functional_check() -> None:
         b = np.ones((6, 3))
         c = Evens().compress(*Evens().prune(a))
         np.testing.assert_array_equal(execute_compressed(c, b, 1, 1, 1), (a * [1, 0, 1, 0, 1, 0]) @ b)
+
+
+def test_sparse_view_is_the_sparse_kernel_lowering_builds_without_its_rules() -> None:
+    hw = load_hardware(HW / "a100-like.yaml")
+    model = workload_from_dict({"name": "two", "dtype": "fp16", "sparsity": "1:4", "layers": [
+        {"name": "g", "op": "gemm", "m": 256, "n": 7, "k": 512},
+        {"name": "qk", "op": "matmul", "m": 64, "n": 64, "k": 64, "batch": 12}]})
+    gemm, qk = lower(model, hw)
+    view = lower_mod.sparse_view(model.layers[0], "fp16", 2, "1:4", hw)
+    assert gemm.reason == "pattern_promoted" and view == replace(gemm, reason=None)
+    assert view.padding == {"n": [7, 32]} and view.pattern_executed == "2:4"
+    odd = workload_from_dict({"name": "odd", "layers": [{"name": "g", "op": "gemm", "m": 8, "n": 8, "k": 510}]})
+    k_pad = lower_mod.sparse_view(odd.layers[0], "fp16", 2, "2:4", load_hardware(HW / "tpu-like.yaml"))
+    assert k_pad is not None and k_pad.padding == {"k": [510, 512]}
+    assert qk.path == "dense" and qk.reason == "activation_operands"
+    mm = lower_mod.sparse_view(model.layers[1], "fp16", 2, "1:4", hw)
+    assert mm is not None and (mm.path, mm.batch, mm.weight) == ("sparse", 12, False)
+    assert lower_mod.sparse_view(model.layers[0], "fp16", 2, "4:8", hw) is None  # no native container
