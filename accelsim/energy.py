@@ -2,7 +2,7 @@
 
 Energy of an op (pJ, reported in joules):
 - mac: executed MACs x mac_pj[dtype] (sparse_mac_pj on the sparse datapath);
-- vector: vector element ops x vector_pj_per_op;  decode: N:M groups decoded x decode_pj_per_group;
+- vector: vector element ops x vector_pj_per_op;  decode: metadata groups decoded x decode_pj_per_group;
 - sram: bytes the array reads (A values, A metadata, B, and C on its way out) x read energy, plus
   bytes written (fills from DRAM / L2 and C from the array) x write energy;
 - l2: bytes filled into core SRAM and C written, through the L2 (parts with an L2);

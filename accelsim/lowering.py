@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from accelsim.formats.nm import Pattern, best_container, parse_pattern
+from accelsim.formats import SparsityFormat, best_container, parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.limits import check_kernel
 from accelsim.workloads.model import VECTOR_OPS, Workload
@@ -47,8 +47,10 @@ class Kernel:
     pattern_requested: str | None
     pattern_executed: str | None
     reason: str | None
-    keep_n: int = 1  # N of the executed pattern (1:1 when dense)
-    group_m: int = 1  # M of the executed pattern
+    # the executed format's engine inputs (SparsityFormat.keep / .group): keep_n values kept per group_m
+    # positions along k (1/1 when dense), and its metadata bits per kept value
+    keep_n: int = 1
+    group_m: int = 1
     metadata_bits: int = 0
     padding: dict[str, list[int]] = field(default_factory=dict)
     b_unique: int = 0  # distinct elements of B in memory (conv: the ifmap); 0 = k * n
@@ -67,9 +69,10 @@ class Kernel:
     def vector(self) -> bool:
         return self.path == "vector"
 
-    @property
-    def executed_pattern(self) -> Pattern | None:
-        return Pattern(self.keep_n, self.group_m) if self.sparse else None
+    @cached_property
+    def executed_format(self) -> SparsityFormat | None:
+        """The format the kernel runs (None when not sparse)."""
+        return parse_format(self.pattern_executed) if self.sparse else None
 
     @property
     def n_exec(self) -> int:
@@ -144,8 +147,8 @@ class LoweringTarget:
     same target lower every model alike: the target is the lowering cache key, by construction.
     """
 
-    natives: tuple[Pattern, ...] | None  # native N:M patterns, config order; None: no sparse datapath
-    metadata_bits: tuple[int, ...]  # metadata bits per kept value of each native pattern
+    natives: tuple[SparsityFormat, ...] | None  # native formats, config order; None: no sparse datapath
+    metadata_bits: tuple[int, ...]  # metadata bits per kept value of each native format
     sparse_dtypes: tuple[str, ...] | None  # element types the sparse datapath runs; None: all
     weight_shape_multiple: tuple[int, int]  # (m, k) the sparse operand must be multiples of
     dense_operand_align: int
@@ -160,15 +163,16 @@ def lowering_target(hw: Hardware | LoweringTarget) -> LoweringTarget:
     spec = hw.core.sparse
     natives = tuple(spec.native()) if spec is not None else None
     return LoweringTarget(
-        natives=natives, metadata_bits=tuple(spec.metadata_bits(p) for p in natives) if spec is not None else (),
+        natives=natives, metadata_bits=tuple(spec.metadata_bits(p) for p in natives or ()) if spec is not None else (),
         sparse_dtypes=tuple(spec.dtypes) if spec is not None and spec.dtypes is not None else None,
         weight_shape_multiple=(1, 1) if spec is None else (spec.weight_shape_multiple.m, spec.weight_shape_multiple.k),
         dense_operand_align=spec.dense_operand_align if spec is not None else 1,
         vector_ops_per_element=tuple(sorted(hw.vector.ops_per_element.items())), depthwise=hw.vector.depthwise)
 
 
-def resolve_pattern(requested: Pattern | None, hw: Hardware | LoweringTarget) -> tuple[Pattern | None, str | None]:
-    """Native pattern that runs ``requested`` on ``hw`` (None = dense) and the reason code."""
+def resolve_pattern(requested: SparsityFormat | None,
+                    hw: Hardware | LoweringTarget) -> tuple[SparsityFormat | None, str | None]:
+    """Native format that runs ``requested`` on ``hw`` (None = dense) and the reason code."""
     if requested is None:
         return None, None
     natives = lowering_target(hw).natives
@@ -176,7 +180,7 @@ def resolve_pattern(requested: Pattern | None, hw: Hardware | LoweringTarget) ->
         return None, "no_sparse_support"
     if requested in natives:
         return requested, None
-    container = best_container(requested, list(natives))
+    container = best_container(requested, natives)
     if container is None:
         return None, "pattern_unsupported"
     return container, "pattern_promoted"
@@ -214,7 +218,7 @@ def _vector_kernel(layer: Any, dtype: str, e: int, target: LoweringTarget, reque
 
 def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | None,
                 hw: Hardware | LoweringTarget, kept_dense: bool = False) -> Kernel:
-    """One op to a Kernel. ``requested_text`` is the plan's pattern for it (None = dense)."""
+    """One op to a Kernel. ``requested_text`` is the plan's format for it (None = dense)."""
     e = dtype_bytes
     target = lowering_target(hw)
     if layer.op in VECTOR_OPS:
@@ -222,7 +226,7 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
     m, n, k = layer.gemm_shape()
     batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
-    requested = parse_pattern(requested_text) if requested_text else None
+    requested = parse_format(requested_text) if requested_text else None
     req_str = str(requested) if requested else None
     if layer.op == "conv2d" and layer.groups > 1:
         reason = "op_no_sparse_kernel" if requested else None
@@ -245,20 +249,43 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
     if executed is None:
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique)
     bits = target.metadata_bits[target.natives.index(executed)]  # type: ignore[union-attr]
+    padding = _sparse_padding(n, k, executed, target.dense_operand_align)
+    if padding:
+        reason = reason or ("n_padded" if "n" in padding else "k_padded")
+    return Kernel(layer.name, layer.op, m, n, k, dtype, e, "sparse", req_str, str(executed), reason,
+                  executed.keep, executed.group, bits, padding, b_unique)
+
+
+def _sparse_padding(n: int, k: int, executed: SparsityFormat, align: int) -> dict[str, list[int]]:
+    """Padding of a sparse kernel: n up to the library's dense-operand alignment, k up to whole groups."""
     padding: dict[str, list[int]] = {}
-    align = target.dense_operand_align
     if n % align:
         padding["n"] = [n, -(-n // align) * align]
-        reason = reason or "n_padded"
-    if k % executed.m:
-        padding["k"] = [k, -(-k // executed.m) * executed.m]
-        reason = reason or "k_padded"
-    return Kernel(layer.name, layer.op, m, n, k, dtype, e, "sparse", req_str, str(executed), reason,
-                  executed.n, executed.m, bits, padding, b_unique)
+    k_padded = executed.k_padded(k)
+    if k_padded != k:
+        padding["k"] = [k, k_padded]
+    return padding
+
+
+def sparse_view(layer: Any, dtype: str, dtype_bytes: int, requested_text: str,
+                hw: Hardware | LoweringTarget) -> Kernel | None:
+    """The op's GEMM view run sparse on the native format containing ``requested_text``, whatever the op,
+    dtype and shape rules say (no reason code): for what-if analyses. None when no native format contains it."""
+    target = lowering_target(hw)
+    executed, _ = resolve_pattern(parse_format(requested_text), target)
+    if executed is None or layer.op in VECTOR_OPS:
+        return None
+    m, n, k = layer.gemm_shape()
+    batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
+    b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
+    bits = target.metadata_bits[target.natives.index(executed)]  # type: ignore[union-attr]
+    return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "sparse", requested_text, str(executed), None,
+                  executed.keep, executed.group, bits, _sparse_padding(n, k, executed, target.dense_operand_align),
+                  b_unique, batch, layer.op != "matmul")
 
 
 def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None = None) -> list[Kernel]:
-    """Lower every op; ``sparsity`` (a pattern or 'dense') overrides the workload's plan."""
+    """Lower every op; ``sparsity`` (a format spelling or 'dense') overrides the workload's plan."""
     target = lowering_target(hw)
     kernels = []
     for i, layer in enumerate(model.layers):

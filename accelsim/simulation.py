@@ -8,6 +8,7 @@ from typing import Any
 
 from accelsim.engine import simulate
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
+from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, lower
@@ -16,11 +17,8 @@ from accelsim.workloads.model import WEIGHT_OPS, Workload
 
 
 def peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
-    """Dense MACs per cycle of the whole part for ``dtype``."""
-    comp = hw.core.compute
-    if comp.kind == "tensor_core":
-        return float(comp.macs_per_cycle.get(dtype, 0.0)) * hw.cores
-    return float(comp.rows * comp.cols * hw.cores)
+    """Dense MACs per cycle of the whole part for ``dtype`` (its compute kind's rate per core x cores)."""
+    return kind_of(hw).peak_macs_per_cycle(hw.core.compute, dtype) * hw.cores
 
 
 class Simulator:
@@ -70,10 +68,10 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
             m, _, k = layer.gemm_shape()
             w = m * k * getattr(layer, "groups", 1) * e
             dense_w += w
-            if kern.sparse:
-                kept = m * kern.k_compressed
-                deployed += kept * e
-                metadata += kept * kern.metadata_bits / 8
+            fmt = kern.executed_format
+            if fmt is not None:
+                deployed += fmt.value_bytes(m, kern.k, e)
+                metadata += fmt.metadata_bytes(m, kern.k, kern.metadata_bits)
             else:
                 deployed += w
         elif layer.op == "embedding":

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError, WrapValidator
+from pydantic.fields import FieldInfo
 
 from accelsim.config import yamlsafe as yamlload
 from accelsim.errors import MAX_PROBLEMS_SHOWN, ConfigError
@@ -24,13 +25,10 @@ MAX_BIG = 2**62  # largest capacity-like count (DRAM bytes, KV-cache elements)
 MAX_FLOAT = 1e18  # largest rate, energy or time in a hardware config (keeps products of sizes finite)
 LIMIT_NAMES = {MAX_DIM: "2^31-1 per dimension", MAX_BIG: "2^62", MAX_FLOAT: "10^18 for hardware figures"}
 
-# Discriminator tag values pydantic inserts into error locations; they are not user keys.
-_UNION_TAGS = {"systolic", "tensor_core", "gemm", "conv2d", "matmul", "dwconv2d", "embedding",
-               "batchnorm", "elementwise", "activation", "layernorm", "rmsnorm", "softmax",
-               "pool", "unsupported", "str", "float", "int", "literal['unlimited']",
-               "function-after[_check(), str]", "function-before[_coerce(), str]"}
-# Labels pydantic gives the members of a plain (undiscriminated) union, e.g. 'constrained-float'.
+# Labels pydantic inserts into error locations for the members of a plain (undiscriminated) union, e.g.
+# 'constrained-float', 'int'; with a model's discriminator tags (``union_tags``) they are not user keys.
 _MEMBER_LABEL = re.compile(r"^(constrained-|function-|literal\[|list\[|dict\[|nullable\[|tagged-union\[)")
+_SCALAR_LABELS = frozenset({"str", "float", "int", "bool"})
 
 
 class FieldError(ValueError):
@@ -78,8 +76,47 @@ def read_yaml(path: str | Path) -> tuple[Any, bytes]:
     return data, raw
 
 
-def key_path(loc: tuple[Any, ...], data: Any = None) -> str:
-    """Render a pydantic error location as a dotted key path, with list indexes and layer names."""
+def union_tags(model: type[BaseModel]) -> frozenset[str]:
+    """Tag values of every discriminated union inside ``model`` (e.g. ``kind: systolic``, ``op: gemm``).
+
+    Read from the models themselves: each union member's ``Literal`` discriminator field.
+    """
+    tags: set[str] = set()
+    seen: set[type[BaseModel]] = set()
+    stack: list[Any] = [model]
+
+    def members(annotation: Any, discriminator: str) -> None:
+        for member in _models_in(annotation):
+            field = member.model_fields.get(discriminator)
+            if field is not None:
+                tags.update(t for t in typing.get_args(field.annotation) if isinstance(t, str))
+
+    while stack:
+        node = stack.pop()
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            if node in seen:
+                continue
+            seen.add(node)
+            for field in node.model_fields.values():
+                if isinstance(field.discriminator, str):
+                    members(field.annotation, field.discriminator)
+                stack.append(field.annotation)
+            continue
+        args = typing.get_args(node)
+        if typing.get_origin(node) is typing.Annotated:
+            for meta in args[1:]:
+                if isinstance(meta, FieldInfo) and isinstance(meta.discriminator, str):
+                    members(args[0], meta.discriminator)
+        stack.extend(args)
+    return frozenset(tags)
+
+
+def key_path(loc: tuple[Any, ...], data: Any = None, tags: frozenset[str] = frozenset()) -> str:
+    """Render a pydantic error location as a dotted key path, with list indexes and layer names.
+
+    ``tags``: the discriminator values of the validated model (``union_tags``), skipped like pydantic's
+    union member labels unless the data has such a key.
+    """
     parts: list[str] = []
     node = data
     for item in loc:
@@ -96,7 +133,7 @@ def key_path(loc: tuple[Any, ...], data: Any = None) -> str:
             else:
                 parts.append(label)
             continue
-        if ((item in _UNION_TAGS or _MEMBER_LABEL.match(str(item)))
+        if ((item in tags or item in _SCALAR_LABELS or _MEMBER_LABEL.match(str(item)))
                 and not (isinstance(node, dict) and item in node)):
             continue
         parts.append(str(item))
@@ -247,13 +284,14 @@ def validation_error(src: str, exc: ValidationError, model: type[BaseModel], dat
     ordered = [e for e in errors if e["type"] == "extra_forbidden"] + [e for e in errors
                                                                         if e["type"] != "extra_forbidden"]
     seen = set(shown)
+    tags = union_tags(model)
     unlisted: set[tuple[Any, ...]] = set()
     for err in ordered:
         if len(shown) >= MAX_PROBLEMS_SHOWN:
             unlisted.add((tuple(map(str, err["loc"])), err["type"]))
             continue
         loc, msg = _describe(err, model)
-        item = (key_path(loc, data), msg)
+        item = (key_path(loc, data, tags), msg)
         if item not in seen and not any(key == item[0] for key, _ in first or []):
             seen.add(item)
             shown.append(item)
@@ -281,7 +319,7 @@ def quirks(data: Any, skip: frozenset[str] = frozenset({"sparsity"})) -> list[tu
 def validate(model: type[ModelT], data: Any, src: str) -> ModelT:
     """Validate plain data against ``model`` or raise a ConfigError listing its problems (one per line)."""
     odd = quirks(data)
-    listed = [(key_path(loc, data), problem) for loc, problem in odd[:MAX_PROBLEMS_SHOWN]]
+    listed: list[tuple[str | None, str]] = [(key_path(loc, data), problem) for loc, problem in odd[:MAX_PROBLEMS_SHOWN]]
     try:
         result = model.model_validate(data)
     except ValidationError as exc:

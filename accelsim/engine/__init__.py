@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,12 +13,15 @@ from accelsim.engine import pipeline as pl
 from accelsim.engine import tensorcore as tc
 from accelsim.engine import tiling as tl
 from accelsim.errors import InfeasibleError
-from accelsim.hardware.model import Hardware, SystolicCompute, TensorCoreCompute
+from accelsim.hardware.kinds import ComputeKind, UnknownKindError, kind_of
+from accelsim.hardware.model import Hardware
+from accelsim.hardware.systolic import SystolicCompute
+from accelsim.hardware.tensor_core import TensorCoreCompute
 from accelsim.limits import check_kernel
 from accelsim.lowering import Kernel
 from accelsim.results import BINDING_NAMES, TILE_DTYPE, KernelResult, KernelTotals
 
-__all__ = ["ENGINE_IGNORES", "EngineHardware", "hardware_key", "simulate", "simulate_totals"]
+__all__ = ["ENGINE_IGNORES", "SIMULATIONS", "EngineHardware", "hardware_key", "simulate", "simulate_totals"]
 
 # Top-level sections of a hardware config the engine never reads (a test traces every read to check).
 ENGINE_IGNORES = frozenset({"name", "energy"})
@@ -78,7 +82,7 @@ class EngineHardware:
     kernels on one config (a sweep point) builds it once. It must not outlive a change to ``hw``.
     """
 
-    __slots__ = ("hw", "fill", "latency", "decode_rate", "decode_latency", "stages", "caps", "systolic")
+    __slots__ = ("hw", "fill", "latency", "decode_rate", "decode_latency", "stages", "caps", "kind", "simulation")
 
     def __init__(self, hw: Hardware) -> None:
         self.hw = hw
@@ -90,7 +94,8 @@ class EngineHardware:
                                                   float(spec.decode_latency_cycles)))
         self.stages = hw.core.sram.n_stages()
         self.caps = hw.core.sram.buffer_bytes()
-        self.systolic = not isinstance(hw.core.compute, TensorCoreCompute)
+        self.kind: ComputeKind = kind_of(hw)
+        self.simulation = simulation_for(self.kind.simulation)
 
 
 def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True) -> KernelResult:
@@ -136,13 +141,7 @@ def _segments(kernel: Kernel, eh: EngineHardware, source: str,
     if kernel.vector:
         segments, tiling, peak = _vector(kernel, eh, detail)
         return segments, tiling, peak, hw.vector.launch_overhead_cycles
-    if not eh.systolic:
-        segments, tiling, peak = _tensor_core(kernel, hw, source)
-    else:
-        segments, tiling, peak = _systolic(kernel, eh, source, detail)
-        segments[0].count = kernel.batch  # independent copies run back to back
-        if kernel.batch > 1:
-            tiling["batch"] = kernel.batch
+    segments, tiling, peak = eh.simulation(kernel, eh, source, detail)
     launch = hw.launch_overhead_cycles.sparse if kernel.sparse else hw.launch_overhead_cycles.dense
     return segments, tiling, peak, launch
 
@@ -178,6 +177,16 @@ def _vector(kernel: Kernel, eh: EngineHardware, detail: bool) -> tuple[list[_Seg
 
 
 # -- systolic ------------------------------------------------------------------------------
+
+def _systolic_batch(kernel: Kernel, eh: EngineHardware, source: str,
+                    detail: bool) -> tuple[list[_Segment], dict, float]:
+    """A systolic kernel: ``batch`` independent copies of one GEMM back to back."""
+    segments, tiling, peak = _systolic(kernel, eh, source, detail)
+    segments[0].count = kernel.batch  # independent copies run back to back
+    if kernel.batch > 1:
+        tiling["batch"] = kernel.batch
+    return segments, tiling, peak
+
 
 def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> tuple[list[_Segment], dict, float]:
     hw = eh.hw
@@ -225,6 +234,11 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
 
 # -- tensor cores --------------------------------------------------------------------------
 
+def _cta_waves(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> tuple[list[_Segment], dict, float]:
+    """A GPU-like kernel: CTA tiles in waves over the cores."""
+    return _tensor_core(kernel, eh.hw, source)
+
+
 def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segment], dict, float]:
     comp = hw.core.compute
     assert isinstance(comp, TensorCoreCompute)
@@ -236,7 +250,7 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
     path = "sparse" if kernel.sparse else "dense"
     rate = comp.macs_per_cycle[dtype] * getattr(comp.efficiency, path)
     if kernel.sparse:
-        rate *= hw.core.sparse.rate(kernel.executed_pattern)  # type: ignore[union-attr]
+        rate *= hw.core.sparse.rate(kernel.executed_format)  # type: ignore[union-attr, arg-type]
     mma = getattr(comp.mma, path)
     e = float(kernel.dtype_bytes)
     mbits = float(kernel.metadata_bits) if kernel.sparse else 0.0
@@ -391,6 +405,23 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     if k_steps > cl.KSTEP_CAP:
         tiling["extrapolated"] = True
     return segs, tiling
+
+
+# -- the simulations compute kinds name (ComputeKind.simulation) --------------------------
+
+Simulation = Callable[[Kernel, EngineHardware, str, bool], tuple[list[_Segment], dict, float]]
+SIMULATIONS: dict[str, Simulation] = {
+    "systolic": _systolic_batch,  # folds and chunks of one array (SCALE-Sim semantics)
+    "cta_waves": _cta_waves,  # CTA tiles in waves over cores sharing L2 and DRAM
+}
+
+
+def simulation_for(name: str) -> Simulation:
+    """The engine simulation called ``name``; UnknownKindError naming it otherwise."""
+    try:
+        return SIMULATIONS[name]
+    except KeyError:
+        raise UnknownKindError(f"unknown engine simulation {name!r}; known: {', '.join(SIMULATIONS)}") from None
 
 
 # -- results -------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""Numba kernel of the functional N:M path: a tiled GEMM executed from the compressed weight.
+"""Numba kernel of the functional path: a tiled GEMM executed from the compressed weight.
 
 The caller (``accelsim.analysis.functional_check``) owns validation and dtype handling; this kernel only
-walks the tiles. Operand A arrives compressed: ``values[r, p]`` is the p-th kept value of
-row r and ``indices[r, p]`` its position inside N:M group ``p // keep``, so the dense k row
-of B it multiplies is ``(p // keep) * group + indices[r, p]`` (the metadata-driven operand
-selection a sparse tensor core performs). Rows of B at or past ``b.shape[0]`` are the
-zero k-padding and contribute nothing.
+walks the tiles. Operand A arrives compressed, in the gather form a format's compressed operand
+gives (``CompressedOperand.gather``): ``values[r, p]`` is the p-th kept value of row r and
+``indices[r, p]`` its position inside group ``p // keep``, so the dense k row of B it multiplies
+is ``(p // keep) * group + indices[r, p]`` (for N:M, the metadata-driven operand selection a
+sparse tensor core performs). Rows of B at or past ``b.shape[0]`` are the zero k-padding and
+contribute nothing.
 """
 
 from __future__ import annotations

@@ -1,0 +1,25 @@
+"""Sparsity formats: the interface (``base``), the registry (``registry``) and one module per format.
+
+A format family is registered here, one line each; everything else finds it through the registry.
+"""
+
+from accelsim.formats.base import CompressedOperand, SparsityFormat
+from accelsim.formats.nm import Pattern
+from accelsim.formats.registry import (
+    UnknownFormatError,
+    best_container,
+    contains,
+    families,
+    family,
+    normalize_format,
+    parse_format,
+    parse_spelling,
+    register,
+    registered,
+    unregister,
+)
+
+register(Pattern)  # N:M, e.g. "2:4"
+
+__all__ = ["CompressedOperand", "SparsityFormat", "UnknownFormatError", "best_container", "contains", "families",
+           "family", "normalize_format", "parse_format", "parse_spelling", "register", "registered", "unregister"]

@@ -4,112 +4,38 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 from accelsim.config import schema as configio
 from accelsim.config import yamlsafe as yamlload
 from accelsim.errors import ConfigError
-from accelsim.formats.nm import Pattern, parse_pattern
+from accelsim.formats import SparsityFormat, parse_format, parse_spelling
+from accelsim.hardware import kinds
+from accelsim.hardware.base import (  # noqa: F401 (re-exported: config sections elsewhere use them)
+    BigNonNegInt,
+    BigPosInt,
+    DtypeName,
+    Fraction,
+    NonNegFloat,
+    NonNegInt,
+    PosFloat,
+    PosFloatOrUnlimited,
+    PosInt,
+    Strict,
+    Triple,
+    Unlimited,
+)
+from accelsim.hardware.systolic import SystolicCompute  # noqa: F401 (re-exported)
+from accelsim.hardware.tensor_core import TensorCoreCompute  # noqa: F401 (re-exported)
 from accelsim.textsafe import short_repr
 
-PosInt = Annotated[int, Field(gt=0, le=configio.MAX_DIM)]
-NonNegInt = Annotated[int, Field(ge=0, le=configio.MAX_DIM)]
-BigPosInt = Annotated[int, Field(gt=0, le=configio.MAX_BIG)]
-BigNonNegInt = Annotated[int, Field(ge=0, le=configio.MAX_BIG)]
-PosFloat = Annotated[float, Field(gt=0, le=configio.MAX_FLOAT)]
-NonNegFloat = Annotated[float, Field(ge=0, le=configio.MAX_FLOAT)]
-Unlimited = Literal["unlimited"]
-PosFloatOrUnlimited = Annotated[PosFloat | Unlimited, configio.one_message("a number greater than 0 or 'unlimited'")]
-
-
-class Strict(BaseModel):
-    """Base for config values: unknown keys rejected, YAML types taken as they are, floats finite, frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-class SystolicCompute(Strict):
-    """An R x C systolic array with SCALE-Sim dataflow semantics."""
-
-    kind: Literal["systolic"] = Field(description="Compute model: a systolic array of PEs.")
-    rows: PosInt = Field(description="PE rows (SCALE-Sim ArrayHeight).")
-    cols: PosInt = Field(description="PE columns (SCALE-Sim ArrayWidth).")
-    dataflow: Literal["os", "ws", "is"] = Field(
-        "ws", description="Which operand stays in the PEs: os = outputs, ws = weights (A), is = inputs (B).")
-    output_drain: Literal["serial", "overlapped"] = Field(
-        "serial",
-        description="os only: 'serial' adds a rows-cycle output drain per fold (physical, as in the "
-                    "SCALE-Sim paper); 'overlapped' hides it behind the next fold (as SCALE-Sim v3's code counts).")
-    accumulator_bytes: PosInt = Field(
-        4, description="Bytes per partial sum when partial outputs spill to DRAM between reduction folds.")
-
-
-Triple = Annotated[list[PosInt], Field(min_length=3, max_length=3)]
-DtypeName = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
-Fraction = Annotated[float, Field(gt=0, le=1)]
-
-
-class PerPath(Strict):
-    """A value for the dense kernel and one for the sparse kernel."""
-
-    dense: Fraction
-    sparse: Fraction
-
-
-class InstructionTiles(Strict):
-    """MMA instruction shapes [m, n, k] (k is the logical, uncompressed reduction)."""
-
-    dense: Triple
-    sparse: Triple
-
-
-class CtaTiles(Strict):
-    """Candidate CTA tiles [BM, BN, BK] of the library's dense and sparse kernels."""
-
-    dense: Annotated[list[Triple], Field(min_length=1)]
-    sparse: Annotated[list[Triple], Field(min_length=1)]
-
-
-class SplitK(Strict):
-    """Split-k factors available to the dense and to the sparse kernels."""
-
-    dense: Annotated[list[PosInt], Field(min_length=1)] = [1]
-    sparse: Annotated[list[PosInt], Field(min_length=1)] = [1]
-
-
-class TensorCoreCompute(Strict):
-    """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
-
-    kind: Literal["tensor_core"] = Field(description="Compute model: tensor cores (GPU-like SM).")
-    macs_per_cycle: dict[DtypeName, PosFloat] = Field(
-        description="Dense MACs per cycle per core (SM) for each supported dtype.")
-    mma: InstructionTiles = Field(description="MMA instruction tiles [m, n, k], dense and sparse.")
-    cta_tiles: CtaTiles = Field(
-        description="CTA tiles [BM, BN, BK] the library offers; for each GEMM the fastest feasible one "
-                    "is used (as a library heuristic / autotuner would). BK is logical (uncompressed) k.")
-    ctas_per_core: PosInt = Field(1, description="CTAs resident per core at once.")
-    split_k: SplitK = Field(
-        default_factory=lambda: SplitK(), description="Split-k factors the dense and the sparse library kernels "
-        "may use: k is cut into slices run by separate CTAs whose fp32 partial tiles are reduced afterwards "
-        "(extra C traffic). The fastest is used.")
-    efficiency: PerPath = Field(
-        description="CALIBRATED: fraction of peak tensor throughput the library's kernels sustain in their "
-                    "main loop (issue limits, register/smem pressure, clocks under load), dense and sparse.")
-
-    @model_validator(mode="after")
-    def _tiles_align(self) -> TensorCoreCompute:
-        for path in ("dense", "sparse"):
-            mma = getattr(self.mma, path)
-            for i, tile in enumerate(getattr(self.cta_tiles, path)):
-                if any(t % m for t, m in zip(tile, mma, strict=True)):
-                    raise configio.FieldError(("cta_tiles", path, i),
-                                              f"CTA tile {tile} is not a multiple of the {path} MMA tile {mma}")
-        return self
-
-
-ComputeSpec = Annotated[SystolicCompute | TensorCoreCompute, Field(discriminator="kind")]
+if TYPE_CHECKING:  # the shipped kinds, for type checkers; at run time the registry's union
+    ComputeSpec = SystolicCompute | TensorCoreCompute
+else:
+    ComputeSpec = kinds.compute_union()  # the registered kinds' schemas, told apart by ``kind``
 
 
 class SramSpec(Strict):
@@ -196,7 +122,7 @@ class SparseSpec(Strict):
     def _keys_are_text(cls, value: Any) -> Any:
         for key in value if isinstance(value, dict) else ():
             if not isinstance(key, str):
-                parse_pattern(key)  # raises a hint (an unquoted 2:4 key is the number 124)
+                parse_spelling(key)  # raises a hint (an unquoted 2:4 key is the number 124)
                 raise ValueError(f"pattern keys must be quoted text like \"2:4\", got {key!r}")
         return value
 
@@ -206,22 +132,22 @@ class SparseSpec(Strict):
         if not value:
             raise ValueError("list at least one pattern, or remove the 'sparse' block")
         for key in value:
-            pat = parse_pattern(key)
+            pat = parse_format(key)
             if pat is None:
                 raise ValueError(f"pattern {key!r} is dense; list only N:M patterns with N < M")
         return value
 
-    def native(self) -> dict[Pattern, PatternSupport]:
-        """Native patterns keyed by parsed Pattern."""
-        return {parse_pattern(k): v for k, v in self.patterns.items()}  # type: ignore[misc]
+    def native(self) -> dict[SparsityFormat, PatternSupport]:
+        """Native formats keyed by the parsed format (config order)."""
+        return {parse_format(k): v for k, v in self.patterns.items()}  # type: ignore[misc]
 
-    def rate(self, pattern: Pattern) -> float:
+    def rate(self, pattern: SparsityFormat) -> float:
         """Sparse datapath rate in logical MACs relative to dense."""
         spec = self.native()[pattern]
-        return pattern.m / pattern.n if spec.speedup is None else float(spec.speedup)
+        return pattern.dense_speedup if spec.speedup is None else float(spec.speedup)
 
-    def metadata_bits(self, pattern: Pattern) -> int:
-        """Metadata bits per kept value for a native pattern."""
+    def metadata_bits(self, pattern: SparsityFormat) -> int:
+        """Metadata bits per kept value for a native format."""
         spec = self.native()[pattern]
         return pattern.default_metadata_bits if spec.metadata_bits_per_value is None else spec.metadata_bits_per_value
 
@@ -344,15 +270,8 @@ class Hardware(Strict):
     launch_overhead_cycles: LaunchOverhead = Field(default_factory=LaunchOverhead)
 
     @model_validator(mode="after")
-    def _cores_supported(self) -> Hardware:
-        if self.cores != 1 and self.core.compute.kind == "systolic":
-            raise configio.FieldError(("cores",), f"must be 1 for a systolic array (kind: systolic), got {self.cores}")
-        if self.core.compute.kind == "systolic" and self.core.sparse is not None:
-            for key, spec in self.core.sparse.patterns.items():
-                if spec.speedup is not None:
-                    raise configio.FieldError(("core", "sparse", "patterns", key, "speedup"),
-                                              "applies to tensor_core parts only (a systolic array gains by "
-                                              "compressing k)")
+    def _kind_rules(self) -> Hardware:
+        kinds.kind_of(self).check(self)  # rules of the compute kind that span sections (e.g. systolic: 1 core)
         return self
 
     # -- derived, in cycles ------------------------------------------------
@@ -447,3 +366,13 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
 def hardware_schema() -> str:
     """JSON Schema of the hardware config, for editor completion."""
     return json.dumps(Hardware.model_json_schema(), indent=2, sort_keys=True)
+
+
+def _rebuild_compute_union() -> None:
+    """A kind registered (or left) after import: ``core.compute`` takes the registry's union again."""
+    CoreSpec.model_fields["compute"] = FieldInfo.from_annotation(kinds.compute_union())
+    CoreSpec.model_rebuild(force=True)
+    Hardware.model_rebuild(force=True)
+
+
+kinds.on_change(_rebuild_compute_union)

@@ -10,7 +10,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
-from accelsim.formats.nm import normalize_pattern
+from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
@@ -28,7 +28,7 @@ class _Layer(Strict):
     @field_validator("sparsity", mode="before")
     @classmethod
     def _pattern(cls, value: Any) -> Any:
-        return None if value is None else normalize_pattern(value)
+        return None if value is None else normalize_format(value)
 
 
 class Gemm(_Layer):
@@ -201,7 +201,7 @@ class Quality(Strict):
     @field_validator("patterns")
     @classmethod
     def _keys(cls, value: dict[str, float]) -> dict[str, float]:
-        return {normalize_pattern(k): v for k, v in value.items()}
+        return {normalize_format(k): v for k, v in value.items()}
 
     def delta(self, pattern: str) -> float | None:
         """Change vs dense (positive = better), or None when no figure exists for the pattern."""
@@ -228,7 +228,7 @@ class Workload(Strict):
     @field_validator("sparsity", mode="before")
     @classmethod
     def _pattern(cls, value: Any) -> Any:
-        return None if value is None else normalize_pattern(value)
+        return None if value is None else normalize_format(value)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Workload:

@@ -1,0 +1,169 @@
+"""The sparsity-format interface: what a format compresses and what that costs, for every caller.
+
+A *format* is a frozen value (e.g. the N:M pattern 2:4); its class is the format's family, the
+unit the registry (:mod:`accelsim.formats.registry`) holds and parses spellings with. Callers
+(lowering, the engine's inputs, footprints, hardware validation, the functional check) use only
+this interface, never a family's own fields.
+
+The timing engine runs numba kernels over numbers, not objects: a format hands it ``keep`` and
+``group`` (``keep`` values kept per ``group`` positions along the reduction k; decode work is
+one group per ``group`` dense positions) and its metadata bits per kept value. A format whose
+structure those numbers cannot express brings engine inputs of its own (see docs/extending.md).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+# The GEMM operands C[m x n] = A[m x k] . B[k x n] a format may compress.
+OPERANDS = ("A",)
+
+
+class CompressedOperand(Protocol):
+    """A compressed operand built by :meth:`SparsityFormat.compress` (functional path)."""
+
+    @property
+    def k(self) -> int:
+        """Dense reduction length."""
+        ...
+
+    @property
+    def k_padded(self) -> int:
+        """k after padding to the format's group."""
+        ...
+
+    @property
+    def metadata_bits(self) -> int:
+        """Metadata bits per kept value."""
+        ...
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def kept(self) -> int: ...
+
+    @property
+    def metadata_bytes(self) -> int: ...
+
+    @property
+    def padding(self) -> dict[str, list[int]]: ...
+
+    def gather(self) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """``(values, indices, keep, group)`` for the engine's functional kernel: value ``p`` of row
+        ``r`` multiplies row ``(p // keep) * group + indices[r, p]`` of B (rows at or past B's end
+        are padding)."""
+        ...
+
+
+class SparsityFormat(ABC):
+    """One sparsity format (a frozen, hashable value); its class is the family the registry holds."""
+
+    key: ClassVar[str]  # registry key of the family, e.g. "nm"
+    title: ClassVar[str]  # how users call the family, e.g. "N:M"
+    example: ClassVar[str]  # a spelling, e.g. "2:4": error messages show it
+    operand: ClassVar[str] = "A"  # which GEMM operand it compresses (A: the weight); one of OPERANDS
+
+    # -- spelling ----------------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def claims(cls, text: str) -> bool:
+        """Whether ``text`` (stripped, not 'dense') is written in this family's spelling."""
+
+    @classmethod
+    @abstractmethod
+    def parse(cls, text: str) -> SparsityFormat:
+        """The format ``text`` spells (claimed by :meth:`claims` once stripped); ValueError with a hint
+        (naming ``text`` as the user wrote it) when invalid.
+
+        May return a dense-equivalent format (``is_dense``): callers treat that as dense.
+        """
+
+    @classmethod
+    def number_hint(cls, value: int) -> str | None:
+        """A hint for a spelling YAML read as the number ``value`` (e.g. an unquoted 2:4), or None."""
+        return None
+
+    @abstractmethod
+    def __str__(self) -> str:
+        """The canonical spelling: parsing it gives back an equal format."""
+
+    # -- what it keeps -----------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def keep(self) -> int:
+        """Values kept per group along k (engine input)."""
+
+    @property
+    @abstractmethod
+    def group(self) -> int:
+        """Dense positions per group along k (engine input); k is padded to a multiple of it."""
+
+    @property
+    def is_dense(self) -> bool:
+        """Keeps every value: runs as dense."""
+        return self.keep == self.group
+
+    @property
+    def density(self) -> float:
+        """Share of A's values kept."""
+        return self.keep / self.group
+
+    @property
+    @abstractmethod
+    def default_metadata_bits(self) -> int:
+        """Metadata bits per kept value when the hardware does not say (``metadata_bits_per_value``)."""
+
+    @property
+    def dense_speedup(self) -> float:
+        """Ideal MAC-rate gain of a datapath that skips the zeros: dense work / executed work."""
+        return self.group / self.keep
+
+    def k_padded(self, k: int) -> int:
+        """Reduction length after zero-padding to whole groups."""
+        return -(-k // self.group) * self.group
+
+    def k_compressed(self, k: int) -> int:
+        """Reduction length A keeps after compression (the dense-equivalent work shrinks to it)."""
+        return -(-k // self.group) * self.keep
+
+    def value_bytes(self, rows: int, k: int, dtype_bytes: int) -> int:
+        """Bytes of A's kept values."""
+        return rows * self.k_compressed(k) * dtype_bytes
+
+    def metadata_bytes(self, rows: int, k: int, bits: int | None = None) -> float:
+        """Bytes of A's metadata at ``bits`` per kept value (default: ``default_metadata_bits``)."""
+        b = self.default_metadata_bits if bits is None else bits
+        return rows * self.k_compressed(k) * b / 8
+
+    def decode_groups(self, rows: int, k: int) -> int:
+        """Metadata groups the decode stage handles for all of A."""
+        return rows * -(-k // self.group)
+
+    # -- which formats a datapath runs --------------------------------------------------------
+    @abstractmethod
+    def contains(self, requested: SparsityFormat) -> bool:
+        """True when hardware running ``self`` natively can run every mask valid for ``requested``."""
+
+    def preference(self) -> tuple[Any, ...]:
+        """Sort key among formats that contain a request: the smallest runs it (least density first)."""
+        return (self.density, self.group)
+
+    # -- functional path ---------------------------------------------------------------------
+    @abstractmethod
+    def prune(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(pruned, mask)``: ``a`` pruned by magnitude to a mask valid for this format."""
+
+    @abstractmethod
+    def compress(self, a_pruned: np.ndarray, mask: np.ndarray | None,
+                 metadata_bits: int | None = None) -> CompressedOperand:
+        """The compressed form of ``a_pruned * mask`` (FunctionalError when the mask is not valid)."""
+
+
+def bits_to_index(m: int) -> int:
+    """Bits that index a position in a group of ``m``: ceil(log2 m), 0 for m == 1."""
+    return math.ceil(math.log2(m)) if m > 1 else 0

@@ -1,0 +1,93 @@
+"""Compute kind ``tensor_core``: a GPU-like part, tensor cores per SM fed from shared memory, CTAs in waves."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from accelsim.config import schema as configio
+from accelsim.hardware.base import DtypeName, Fraction, PosFloat, PosInt, Strict, Triple
+from accelsim.hardware.kinds import ComputeKind, TraceLabels
+
+
+class PerPath(Strict):
+    """A value for the dense kernel and one for the sparse kernel."""
+
+    dense: Fraction
+    sparse: Fraction
+
+
+class InstructionTiles(Strict):
+    """MMA instruction shapes [m, n, k] (k is the logical, uncompressed reduction)."""
+
+    dense: Triple
+    sparse: Triple
+
+
+class CtaTiles(Strict):
+    """Candidate CTA tiles [BM, BN, BK] of the library's dense and sparse kernels."""
+
+    dense: Annotated[list[Triple], Field(min_length=1)]
+    sparse: Annotated[list[Triple], Field(min_length=1)]
+
+
+class SplitK(Strict):
+    """Split-k factors available to the dense and to the sparse kernels."""
+
+    dense: Annotated[list[PosInt], Field(min_length=1)] = [1]
+    sparse: Annotated[list[PosInt], Field(min_length=1)] = [1]
+
+
+class TensorCoreCompute(Strict):
+    """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
+
+    kind: Literal["tensor_core"] = Field(description="Compute model: tensor cores (GPU-like SM).")
+    macs_per_cycle: dict[DtypeName, PosFloat] = Field(
+        description="Dense MACs per cycle per core (SM) for each supported dtype.")
+    mma: InstructionTiles = Field(description="MMA instruction tiles [m, n, k], dense and sparse.")
+    cta_tiles: CtaTiles = Field(
+        description="CTA tiles [BM, BN, BK] the library offers; for each GEMM the fastest feasible one "
+                    "is used (as a library heuristic / autotuner would). BK is logical (uncompressed) k.")
+    ctas_per_core: PosInt = Field(1, description="CTAs resident per core at once.")
+    split_k: SplitK = Field(
+        default_factory=lambda: SplitK(), description="Split-k factors the dense and the sparse library kernels "
+        "may use: k is cut into slices run by separate CTAs whose fp32 partial tiles are reduced afterwards "
+        "(extra C traffic). The fastest is used.")
+    efficiency: PerPath = Field(
+        description="CALIBRATED: fraction of peak tensor throughput the library's kernels sustain in their "
+                    "main loop (issue limits, register/smem pressure, clocks under load), dense and sparse.")
+
+    @model_validator(mode="after")
+    def _tiles_align(self) -> TensorCoreCompute:
+        for path in ("dense", "sparse"):
+            mma = getattr(self.mma, path)
+            for i, tile in enumerate(getattr(self.cta_tiles, path)):
+                if any(t % m for t, m in zip(tile, mma, strict=True)):
+                    raise configio.FieldError(("cta_tiles", path, i),
+                                              f"CTA tile {tile} is not a multiple of the {path} MMA tile {mma}")
+        return self
+
+
+class TensorCoreKind(ComputeKind):
+    """Cores (SMs) each running CTA tiles on tensor cores (engine simulation ``cta_waves``)."""
+
+    name = "tensor_core"
+    schema = TensorCoreCompute
+    simulation = "cta_waves"
+    calibrated_fields = ("core.compute.efficiency.dense", "core.compute.efficiency.sparse",
+                         "launch_overhead_cycles.dense", "launch_overhead_cycles.sparse", "dram.sustained_fraction")
+    trace = TraceLabels("SM", ("wave_class", "k_step"),
+                        ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas", "wave_classes"))
+
+    def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
+        return float(compute.macs_per_cycle.get(dtype, 0.0))
+
+    def slots_per_core(self, compute: Any) -> int:
+        return int(compute.ctas_per_core)
+
+    def sparse_efficiency_ratio(self, compute: Any) -> float:
+        return float(compute.efficiency.sparse / compute.efficiency.dense)
+
+
+TENSOR_CORE = TensorCoreKind()
