@@ -9,18 +9,16 @@ The Python API (docs/python-api.md)::
     result.totals["latency_us"]
 """
 
-# Written here only (pyproject.toml reads it); set before the imports below, which read it back.
-__version__ = "0.1.0"
-
-from accelsim import examples, sweep  # noqa: E402
-from accelsim.engine import simulate  # noqa: E402
-from accelsim.errors import AccelsimError, ConfigError, InfeasibleError  # noqa: E402
-from accelsim.hardware.model import Hardware, hardware_from_dict, load_hardware  # noqa: E402
-from accelsim.lowering import Kernel, lower  # noqa: E402
-from accelsim.results import KernelResult, RunResult  # noqa: E402
-from accelsim.simulation import run  # noqa: E402
-from accelsim.tables import to_dataframe  # noqa: E402
-from accelsim.workloads.model import Workload, load_workload, workload_from_dict  # noqa: E402
+from accelsim import examples, sweep
+from accelsim.engine import simulate
+from accelsim.errors import AccelsimError, ConfigError, InfeasibleError
+from accelsim.hardware.model import Hardware, hardware_from_dict, load_hardware
+from accelsim.lowering import Kernel, lower
+from accelsim.results import KernelResult, RunResult
+from accelsim.simulation import run
+from accelsim.tables import to_dataframe
+from accelsim.version import __version__
+from accelsim.workloads.model import Workload, load_workload, workload_from_dict
 
 __all__ = [
     "__version__",

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
-from accelsim import __version__
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware, hardware_from_dict
 from accelsim.tables import to_dataframe
+from accelsim.version import __version__
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -55,7 +55,7 @@ def test_console_script_version_is_the_installed_metadata() -> None:
 def test_version_written_once_and_py_typed_shipped() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in meta["project"] and "version" in meta["project"]["dynamic"]
-    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "accelsim.__version__"}
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "accelsim.version.__version__"}
     assert "py.typed" in meta["tool"]["setuptools"]["package-data"]["accelsim"]
     assert (ROOT / "accelsim" / "py.typed").is_file()
 

@@ -11,7 +11,7 @@ from conftest import HW, ROOT, WL
 
 from accelsim import RunResult, examples, load_hardware, load_workload, run
 from accelsim.errors import AccelsimError
-from accelsim.regress.compare import golden_text
+from accelsim.regress import golden_text
 from accelsim.results import SCHEMA_VERSION, KernelResult
 from accelsim.simulation import Simulator
 from accelsim.tables import to_dataframe

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from accelsim import __version__
 from accelsim.cli.analysis import add_plot, add_reality_check, add_report, add_trace, add_validate_hw
 from accelsim.cli.calibrate import add_calibrate
 from accelsim.cli.check import add_functional_check, add_schema, add_validate
@@ -20,6 +19,7 @@ from accelsim.cli.run import CSV_FIELDS, add_run, format_by_op_type, format_csv,
 from accelsim.cli.serve import add_serve, format_serve
 from accelsim.cli.sweep import add_sweep, add_sweep_plot
 from accelsim.errors import AccelsimError
+from accelsim.version import __version__
 
 __all__ = ["CSV_FIELDS", "build_parser", "format_by_op_type", "format_csv", "format_serve", "format_table", "main"]
 
