@@ -14,14 +14,13 @@ from accelsim.cli.common import command_line, load_pair, progress_bar, wrote
 from accelsim.errors import AccelsimError, OutputError
 from accelsim.fileio import write_all
 from accelsim.report.deploy import report_command
+from accelsim.report.reality_chart import chart_files, render_reality_check, text_bars
 from accelsim.report.trace import trace_command
 from accelsim.results import dumps_finite
 
 
 def cmd_reality_check(args: argparse.Namespace) -> int:
     """Nominal vs real sparse speedup as text bars; with -o, the chart and its data."""
-    from accelsim.report.reality_chart import chart_files, render_reality_check, text_bars  # matplotlib: deferred
-
     hw, model, sparsity = load_pair(args)
     if sparsity == "dense" or (sparsity is None and not model.planned_patterns()):
         plan = "runs dense" if sparsity == "dense" else "has no sparsity plan"
@@ -35,7 +34,7 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
         out = Path(args.out)
         fig, _ = render_reality_check(data)
         files: dict[str | os.PathLike[str], bytes | str] = {p: b for p, b in chart_files(fig, out).items()}
-        files[out / "reality_check.json"] = dumps_finite(data, "reality-check", indent=2) + "\n"
+        files[out / "reality_check.json"] = dumps_finite(data.to_dict(), "reality-check", indent=2) + "\n"
         wrote(write_all(files))  # all three or none
     return 0
 

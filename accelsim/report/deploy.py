@@ -858,7 +858,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         raise RuntimeError("the dense run and the sparse run's dense baselines disagree")
     pattern = _run_pattern(model, real, sparsity)
     label = sparsity or f"workload plan ({pattern or 'mixed'})"
-    rc = reality_check(model, hw, sparsity, policy=policy, hw_source=hw_source or "<hardware>")
+    rc = reality_check(model, hw, sparsity, policy=policy, hw_source=hw_source or "<hardware>").to_dict()
     step()
 
     runs = [(label, real)]
@@ -1307,9 +1307,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append(f"- warning: {w}")
     out += ["### Reality check", "", "![reality check](reality_check.png)", ""]
     out += _md_table(*t["ladder"])
+    from accelsim.analysis.reality import RealityCheck
     from accelsim.report.reality_chart import text_bars
 
-    out += ["", f"{_FENCE}text", text_bars(report["reality_check"]), _FENCE, ""]
+    out += ["", f"{_FENCE}text", text_bars(RealityCheck.from_dict(report["reality_check"])), _FENCE, ""]
     m = report["matrix"]
     out += ["## Supported-layer matrix", "",
             f"Ops whose plan asks for a pattern, by op type and pattern: **sparse**, **padded** (sparse with "
@@ -1560,7 +1561,9 @@ def write_report(report: dict[str, Any], out_dir: str | os.PathLike[str]) -> lis
     from accelsim.report.reality_chart import DPI as RC_DPI
 
     out = Path(out_dir)
-    fig_rc, _ = render_reality_check(report["reality_check"])
+    from accelsim.analysis.reality import RealityCheck
+
+    fig_rc, _ = render_reality_check(RealityCheck.from_dict(report["reality_check"]))
     fig_sched, _ = render_schedule_chart(report)
     charts = {"reality_check": _png(fig_rc), "pruning_schedule": _png(fig_sched)}
     payloads = {
