@@ -5,7 +5,7 @@ record, mapping and sequence inside it) into plain dicts and lists in field orde
 JSON the commands write. Fields declared with :data:`OMIT_IF_NONE` metadata are left out of that
 dict when they are None (keys that only some entries carry). :func:`freeze` makes the plain data
 an analysis keeps as it is (a hardware dict, counts by reason) read-only: dicts become read-only
-mappings and lists tuples.
+mappings and lists tuples. Arrays (read-only, by convention) become lists in ``to_dict``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
+
+import numpy as np
 
 __all__ = ["OMIT_IF_NONE", "Record", "freeze", "plain"]
 
@@ -32,13 +34,15 @@ def freeze(value: Any) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """Plain data again: records as dicts, mappings as dicts, tuples and lists as lists."""
+    """Plain data again: records as dicts, mappings as dicts, tuples, lists and arrays as lists."""
     if isinstance(value, Record):
         return value.to_dict()
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
     return value
 
 

@@ -1,4 +1,8 @@
-"""accelsim reality-check, report, trace, plot and validate-hw: analyses of one workload on one config."""
+"""accelsim reality-check, report, trace, plot and validate-hw: analyses of one workload on one config.
+
+The handlers load the configs, call the analysis (or run the simulation), hand the result to a
+renderer under :mod:`accelsim.report` and write what it renders through :mod:`accelsim.fileio`.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,25 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from accelsim.analysis.gpu_validation import validate_hw_command
+from accelsim.analysis.power import power_limited
 from accelsim.analysis.reality import reality_check
 from accelsim.cli import options
 from accelsim.cli.common import command_line, load_pair, progress_bar, wrote
+from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError, OutputError
-from accelsim.fileio import write_all
+from accelsim.fileio import atomic_open, resolve_target, write_all
+from accelsim.formats.nm import normalize_pattern
+from accelsim.hardware.model import Hardware, load_hardware
+from accelsim.report import plots
 from accelsim.report.deploy import report_command
 from accelsim.report.reality_chart import chart_files, render_reality_check, text_bars
-from accelsim.report.trace import trace_command
-from accelsim.results import dumps_finite
+from accelsim.report.trace import DEFAULT_MAX_EVENTS, stream_trace
+from accelsim.results import RunResult, dumps_finite
+from accelsim.simulation import run
+from accelsim.workloads.model import load_workload
 
 
 def cmd_reality_check(args: argparse.Namespace) -> int:
@@ -54,6 +66,91 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 3 if args.fail_on_breach and lines and "BREACH" in lines[0] else 0
 
 
+def _params(set_params: Any) -> dict[str, Any] | None:
+    if set_params is None:
+        return None
+    if isinstance(set_params, dict):
+        return dict(set_params)
+    return parse_sets(list(set_params))
+
+
+def write_trace(result: RunResult, hw: Hardware, out_path: str | os.PathLike[str], layers: list[str] | None = None,
+                max_events: int | None = None) -> dict[str, Any]:
+    """Write ``result`` (run with ``keep_tiles=True``) as a Chrome/Perfetto trace file.
+
+    The trace is streamed (:func:`accelsim.report.trace.stream_trace`) into a temporary file that is
+    renamed into place; a failure leaves no file. Returns the stream's stats with ``path`` and ``bytes``.
+    """
+    out = Path(out_path)
+    with atomic_open(out) as fh:
+        stats = stream_trace(result, hw, fh, layers=layers, max_events=max_events)
+    return {"path": str(out), "events": stats["events"], "bytes": out.stat().st_size,
+            **{k: v for k, v in stats.items() if k != "events"}}
+
+
+def trace_command(hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
+                  out: str | os.PathLike[str], sparsity: str | None = None, layers: list[str] | None = None,
+                  max_events: int | None = None, set_params: Any = None,
+                  hw_set: list[str] | None = None) -> dict[str, Any]:
+    """``accelsim trace``: load the configs, run with per-tile records, write the trace.
+
+    ``set_params``: workload parameters, a dict or ``KEY=VALUE`` strings (``--set``); ``hw_set``:
+    ``dotted.path=VALUE`` hardware overrides (``--hw-set``); ``max_events``: None gives
+    ``DEFAULT_MAX_EVENTS``, 0 or less no bound. Returns :func:`write_trace`'s stats plus
+    ``total_cycles`` and ``latency_us``.
+    """
+    resolve_target(out)  # a folder or device as the output fails before the run, not after it
+    hw = load_hardware(hw_path, list(hw_set or []))
+    model = load_workload(workload_path, _params(set_params))
+    pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    result = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=True)
+    bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events <= 0 else int(max_events))
+    stats = write_trace(result, hw, out, layers=layers, max_events=bound)
+    totals = result.totals
+    stats["total_cycles"] = totals["cycles"]["total"]
+    stats["latency_us"] = totals["latency_us"]
+    return stats
+
+
+def plot_command(kind: str, hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
+                 out_dir: str | os.PathLike[str], sparsity: str | None = None, layer: str | None = None,
+                 set_params: Any = None, hw_set: list[str] | None = None) -> list[Path]:
+    """``accelsim plot KIND``: load, run (dense and/or sparse), draw, write ``<out_dir>/<KIND>.{png,svg}``.
+
+    ``timeline`` draws the ``sparsity`` run (None: the workload's own plan, as ``run`` and ``trace``;
+    ``layer`` optional); the other kinds compare a dense run with it, and need a pattern (from
+    ``sparsity`` or the plan); ``power`` draws :func:`accelsim.analysis.power.power_limited`.
+    ``set_params``: workload parameters as a dict or ``KEY=VALUE`` strings.
+    """
+    if kind not in plots.PLOT_KINDS:
+        raise ValueError(f"unknown plot {kind!r}; expected one of {', '.join(plots.PLOT_KINDS)}")
+    hw = load_hardware(hw_path, list(hw_set or []))
+    model = load_workload(workload_path, _params(set_params))
+    pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    if kind != "timeline" and (pattern == "dense" or (pattern is None and not model.planned_patterns())):
+        raise ValueError(f"plot {kind} compares dense with a sparse run: {workload_path} "
+                         f"{'runs dense' if pattern == 'dense' else 'has no sparsity plan'}; pass --sparsity N:M "
+                         f"(e.g. 2:4)")
+    if kind == "power":
+        if hw.energy is None:
+            raise ValueError(f"{hw.name} has no energy block: power cannot be plotted")
+        fig = plots.plot_power(power_limited(model, hw, pattern, hw_source=str(hw_path)))
+    else:
+        tiles = kind in ("timeline", "occupancy")
+        sparse = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=tiles)
+        if kind == "timeline":
+            fig = plots.plot_timeline(sparse, hw, layer=layer)
+        else:
+            dense = run(model, hw, "dense", hw_source=str(hw_path), keep_tiles=tiles)
+            if kind == "occupancy":
+                fig = plots.plot_occupancy(dense, sparse, hw)
+            elif kind == "roofline":
+                fig = plots.plot_roofline(dense, sparse, hw)
+            else:
+                fig = plots.plot_traffic(dense, sparse)
+    return write_all(plots.figure_files(fig, Path(out_dir) / kind))
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     """Write a Chrome/Perfetto trace and say how big it is."""
     try:
@@ -70,8 +167,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """Write one plot as PNG and SVG."""
-    from accelsim.report.plots import plot_command  # matplotlib: deferred
-
     try:
         paths = plot_command(args.kind, args.hw, args.workload, args.out, args.sparsity, args.layer, args.set,
                              args.hw_set)

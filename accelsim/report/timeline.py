@@ -16,6 +16,7 @@ Library code: nothing here prints.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -149,8 +150,6 @@ def select(scheds: list[LayerSchedule], names: list[str] | None) -> list[LayerSc
     by = {s.name: s for s in scheds}
     missing = [n for n in names if n not in by]
     if missing:
-        import difflib
-
         hints = []
         for n in missing:
             close = difflib.get_close_matches(n, list(by), n=3)
