@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from accelsim.analysis.deployment import DeploymentReport, build_report
 from accelsim.analysis.gpu_validation import validate_hw_command
 from accelsim.analysis.power import power_limited
 from accelsim.analysis.reality import reality_check
@@ -23,7 +25,7 @@ from accelsim.fileio import atomic_open, resolve_target, write_all
 from accelsim.formats.nm import normalize_pattern
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.report import plots
-from accelsim.report.deploy import report_command
+from accelsim.report.deploy import report_files, summary_lines
 from accelsim.report.reality_chart import chart_files, render_reality_check, text_bars
 from accelsim.report.trace import DEFAULT_MAX_EVENTS, stream_trace
 from accelsim.results import RunResult, dumps_finite
@@ -49,6 +51,69 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
         files[out / "reality_check.json"] = dumps_finite(data.to_dict(), "reality-check", indent=2) + "\n"
         wrote(write_all(files))  # all three or none
     return 0
+
+
+def write_report(report: DeploymentReport, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write report.md, report.html, report.json and the chart files; return the paths written.
+
+    Everything is rendered in memory first (:func:`accelsim.report.deploy.report_files`), then
+    written all or nothing (:func:`accelsim.fileio.write_all`): a failure leaves the previous files
+    or none, never a mix.
+    """
+    out = Path(out_dir)
+    return write_all({out / name: payload for name, payload in report_files(report).items()})
+
+
+def _report_command_line(hw_path: str, workload_path: str, out_dir: str, sparsity: str | None, sets: list[str],
+                         hw_set: list[str], policy: str, patterns: list[str] | None, quality_threshold: float | None,
+                         weights: str | None) -> list[str]:
+    cmd = ["accelsim", "report", "--hw", str(hw_path), "--workload", str(workload_path)]
+    for s in sets:
+        cmd += ["--set", s]
+    for s in hw_set:
+        cmd += ["--hw-set", s]
+    if sparsity:
+        cmd += ["--sparsity", sparsity]
+    if policy != "sparse-if-supported":
+        cmd += ["--policy", policy]
+    if patterns:
+        cmd += ["--patterns", ",".join(patterns)]
+    if quality_threshold is not None:
+        cmd += ["--quality-threshold", f"{quality_threshold:g}"]
+    if weights:
+        cmd += ["--weights", str(weights)]
+    return cmd + ["-o", str(out_dir)]
+
+
+def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str | None = "2:4",
+                   set_params: list[str] | dict[str, Any] | None = None, hw_set: list[str] | None = None,
+                   policy: str = "sparse-if-supported", patterns: list[str] | str | None = None,
+                   quality_threshold: float | None = None, weights: str | None = None,
+                   command: list[str] | str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
+    """The ``accelsim report`` handler: load, analyse, write. Returns (paths written, summary lines to print).
+
+    ``set_params``: workload parameters as ``KEY=VALUE`` strings (``--set``) or a dict.
+    ``hw_set``: hardware overrides ``PATH=VALUE`` (``--hw-set``). ``patterns``: list or "2:4,1:4".
+    """
+    if isinstance(set_params, dict):
+        params: dict[str, Any] = dict(set_params)
+        sets = [f"{k}={v}" for k, v in set_params.items()]
+    else:
+        sets = list(set_params or [])
+        params = parse_sets(sets, str(workload_path))
+    if isinstance(patterns, str):
+        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
+    hw = load_hardware(hw_path, list(hw_set or []))
+    model = load_workload(workload_path, params)
+    if command is None:
+        command = _report_command_line(hw_path, workload_path, out_dir, sparsity, sets, list(hw_set or []), policy,
+                                       patterns, quality_threshold, weights)
+    report = build_report(model, hw, sparsity, policy=policy, patterns=patterns, quality_threshold=quality_threshold,
+                          weights=weights, command=command, hw_source=str(hw_path),
+                          workload_source=str(workload_path), progress=progress)
+    paths = write_report(report, out_dir)
+    return paths, summary_lines(report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -88,7 +153,7 @@ def write_trace(result: RunResult, hw: Hardware, out_path: str | os.PathLike[str
             **{k: v for k, v in stats.items() if k != "events"}}
 
 
-def trace_command(hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
+def trace_command(hw_path: str | Path, workload_path: str | Path,
                   out: str | os.PathLike[str], sparsity: str | None = None, layers: list[str] | None = None,
                   max_events: int | None = None, set_params: Any = None,
                   hw_set: list[str] | None = None) -> dict[str, Any]:
@@ -112,7 +177,7 @@ def trace_command(hw_path: str | os.PathLike[str], workload_path: str | os.PathL
     return stats
 
 
-def plot_command(kind: str, hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
+def plot_command(kind: str, hw_path: str | Path, workload_path: str | Path,
                  out_dir: str | os.PathLike[str], sparsity: str | None = None, layer: str | None = None,
                  set_params: Any = None, hw_set: list[str] | None = None) -> list[Path]:
     """``accelsim plot KIND``: load, run (dense and/or sparse), draw, write ``<out_dir>/<KIND>.{png,svg}``.
@@ -148,7 +213,7 @@ def plot_command(kind: str, hw_path: str | os.PathLike[str], workload_path: str 
                 fig = plots.plot_roofline(dense, sparse, hw)
             else:
                 fig = plots.plot_traffic(dense, sparse)
-    return write_all(plots.figure_files(fig, Path(out_dir) / kind))
+    return write_all({p: b for p, b in plots.figure_files(fig, Path(out_dir) / kind).items()})
 
 
 def cmd_trace(args: argparse.Namespace) -> int:

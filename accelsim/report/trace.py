@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import IO, Any, SupportsInt
 
 import numpy as np
 
@@ -70,7 +70,7 @@ def _ns(cycles: np.ndarray | float, clock_ghz: float) -> np.ndarray:
     return np.rint(np.asarray(cycles, dtype=np.float64) / clock_ghz).astype(np.int64)
 
 
-def _us(ns: int) -> float:
+def _us(ns: SupportsInt) -> float:
     return int(ns) / 1000.0
 
 
@@ -272,7 +272,7 @@ def _stage_slices(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, merge: int
 # -- writer ------------------------------------------------------------------------------------
 
 class _Writer:
-    def __init__(self, fh: TextIO) -> None:
+    def __init__(self, fh: IO[str]) -> None:
         self.fh = fh
         self.enc = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
         self.count = 0
@@ -291,7 +291,7 @@ def _pattern_text(result: RunResult) -> str:
     return str(plan) if plan else "dense"
 
 
-def stream_trace(result: RunResult, hw: Hardware, fh: TextIO, layers: list[str] | None = None,
+def stream_trace(result: RunResult, hw: Hardware, fh: IO[str], layers: list[str] | None = None,
                  max_events: int | None = None, counter_windows: int = COUNTER_WINDOWS) -> dict[str, Any]:
     """Stream ``result`` (run with ``keep_tiles=True``) into ``fh`` as a Chrome/Perfetto JSON trace.
 
@@ -314,7 +314,7 @@ def stream_trace(result: RunResult, hw: Hardware, fh: TextIO, layers: list[str] 
         level = "merge+collapse" if plan.merge > 1 else "collapse"
     else:
         level = "merge" if plan.merge > 1 else "none"
-    reduction = {
+    reduction: dict[str, Any] = {
         "level": level, "merge_factor": plan.merge, "cores_collapsed": plan.collapse,
         "counter_windows_per_layer": plan.windows, "max_events": max_events,
         "events_unreduced": plan.unreduced, "bound_met": plan.bound_met,
