@@ -383,3 +383,16 @@ def test_the_analysis_is_frozen_and_its_dict_is_the_json(written: dict[str, Path
     body.pop("header"), data.pop("header")
     assert body == data
     assert SYNTHETIC_LABEL == ANALYSIS_SYNTHETIC_LABEL  # the renderer's label is the analysis's
+
+    def mutable(value: object, where: str) -> list[str]:  # no dict or list anywhere in the record tree
+        if isinstance(value, dict | list | set):
+            return [where]
+        if dataclasses.is_dataclass(value):
+            return [w for f in dataclasses.fields(value) for w in mutable(getattr(value, f.name), f"{where}.{f.name}")]
+        if isinstance(value, tuple):
+            return [w for i, v in enumerate(value) for w in mutable(v, f"{where}[{i}]")]
+        if hasattr(value, "items"):
+            return [w for k, v in value.items() for w in mutable(v, f"{where}[{k!r}]")]
+        return []
+
+    assert mutable(rep, "report") == []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
+import importlib.metadata
 import os
 import platform
 import shlex
@@ -174,6 +175,14 @@ def _file_sha256(path: str | os.PathLike[str] | None) -> str | None:
         return None
 
 
+def _version(dist: str) -> str:
+    """An installed distribution's version (the renderer's matplotlib draws the charts)."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def _host_cpu() -> str:
     name = platform.processor() or ""
     try:
@@ -191,8 +200,6 @@ def build_header(model: Workload, hw: Hardware, *, command: list[str] | str | No
                  hw_source: str | None = None, workload_source: str | None = None,
                  weights: str | os.PathLike[str] | None = None) -> ReportHeader:
     """The part of the report that may change between identical runs: build, host, command, inputs, date."""
-    import matplotlib  # deferred: its version is recorded, the charts are drawn by the renderer
-
     meta = build_meta(None, {"hardware": hw.config_hash(), "workload": model.config_hash()})
     cmd = command if isinstance(command, str) else (shlex.join(command) if command else "")
     inputs = ReportInputs(
@@ -204,7 +211,7 @@ def build_header(model: Workload, hw: Hardware, *, command: list[str] | str | No
     )
     return ReportHeader(
         accelsim_version=meta["accelsim_version"], git_commit=meta["git_commit"], python=meta["python"],
-        numpy=meta["numpy"], numba=meta["numba"], matplotlib=matplotlib.__version__, host_cpu=_host_cpu(),
+        numpy=meta["numpy"], numba=meta["numba"], matplotlib=_version("matplotlib"), host_cpu=_host_cpu(),
         platform=platform.platform(), command=cmd, inputs=inputs,
         date_utc=_dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
     )
