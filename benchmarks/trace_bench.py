@@ -19,8 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from accelsim.cli.analysis import write_trace  # noqa: E402
 from accelsim.hardware.model import load_hardware  # noqa: E402
-from accelsim.report.trace import DEFAULT_MAX_EVENTS, write_trace  # noqa: E402
+from accelsim.report.trace import DEFAULT_MAX_EVENTS  # noqa: E402
 from accelsim.simulation import run  # noqa: E402
 from accelsim.workloads.model import load_workload  # noqa: E402
 

@@ -184,7 +184,7 @@ def test_errors_rebuild_from_their_args() -> None:
 
 
 def test_report_on_a_workload_without_batch(tmp_path: Path) -> None:
-    from accelsim.report.deploy import report_command
+    from accelsim.cli.analysis import report_command
 
     calls: list[tuple[int, int]] = []
     paths, lines = report_command(A100, RESNET18, str(tmp_path / "r"), "2:4",
@@ -293,7 +293,7 @@ def test_report_rejects_nan_weights(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_report_md_escapes_user_strings(tmp_path: Path) -> None:
-    from accelsim.report.deploy import report_command
+    from accelsim.cli.analysis import report_command
 
     report_command(A100, str(CORPUS / "report-html-injection.yaml"), str(tmp_path / "r"), "2:4")
     md = (tmp_path / "r" / "report.md").read_text()
@@ -308,7 +308,7 @@ def test_report_md_escapes_user_strings(tmp_path: Path) -> None:
 
 
 def test_report_files_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from accelsim.report.deploy import report_command
+    from accelsim.cli.analysis import report_command
 
     real_open = open
     opened: list[str] = []

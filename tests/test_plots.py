@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,9 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
+from accelsim.analysis.power import compare_power
+from accelsim.cli.analysis import plot_command
+from accelsim.fileio import write_all
 from accelsim.hardware.model import load_hardware
 from accelsim.report import plots
 from accelsim.simulation import run
@@ -46,7 +50,7 @@ def _check_png(path: Path, kind: str) -> None:
 
 def _render(fig: Figure, tmp: Path, kind: str) -> None:
     assert isinstance(fig, Figure)
-    png, svg = plots.save_figure(fig, tmp / kind)
+    png, svg = write_all(plots.figure_files(fig, tmp / kind))
     assert png.suffix == ".png" and svg.suffix == ".svg" and svg.stat().st_size > 1000
     _check_png(png, kind)
     title = fig.texts[0].get_text() if fig._suptitle is None else fig._suptitle.get_text()
@@ -80,8 +84,8 @@ def test_timeline_window_and_errors(tmp_path, tpu_runs):
 
 def test_save_figure_is_deterministic(tmp_path, tpu_runs):
     _, dense, sparse = tpu_runs
-    a = plots.save_figure(plots.plot_traffic(dense, sparse), tmp_path / "a")
-    b = plots.save_figure(plots.plot_traffic(dense, sparse), tmp_path / "b")
+    a = write_all(plots.figure_files(plots.plot_traffic(dense, sparse), tmp_path / "a"))
+    b = write_all(plots.figure_files(plots.plot_traffic(dense, sparse), tmp_path / "b"))
     for x, y in zip(a, b, strict=True):
         assert x.read_bytes() == y.read_bytes()
     assert not list(tmp_path.glob(".*.tmp"))
@@ -89,9 +93,28 @@ def test_save_figure_is_deterministic(tmp_path, tpu_runs):
 
 @pytest.mark.parametrize("kind", plots.PLOT_KINDS)
 def test_plot_command(tmp_path, kind):
-    paths = plots.plot_command(kind, HW / "tpu-like.yaml", WL / "gemm-microbench.yaml", tmp_path / "out",
+    paths = plot_command(kind, HW / "tpu-like.yaml", WL / "gemm-microbench.yaml", tmp_path / "out",
                                sparsity="2:4", layer="g1024" if kind == "timeline" else None)
     assert [p.name for p in paths] == [f"{kind}.png", f"{kind}.svg"]
     _check_png(paths[0], kind)
     with pytest.raises(ValueError, match="unknown plot"):
-        plots.plot_command("pie", HW / "tpu-like.yaml", WL / "gemm-microbench.yaml", tmp_path)
+        plot_command("pie", HW / "tpu-like.yaml", WL / "gemm-microbench.yaml", tmp_path)
+
+
+def test_power_analysis_is_a_frozen_result_the_plot_renders(tmp_path, a100_runs):
+    hw, dense, sparse = a100_runs
+    power = compare_power(dense, sparse, hw, repeats=2)
+    assert [p.label for p in power.profiles] == ["dense", "2:4"] and power.repeats == 2
+    assert power.tdp_w == hw.energy.power_cap.tdp_w
+    for prof in power.profiles:
+        assert prof.capped.capped and prof.capped.latency_s >= prof.uncapped.latency_s
+        assert len(prof.capped.clock_fraction) == len(prof.trace.power_w)
+        with pytest.raises(ValueError):
+            prof.trace.power_w[0] = 0.0  # read-only arrays
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        power.repeats = 1  # type: ignore[misc]
+    data = power.to_dict()
+    assert data["profiles"][0]["capped"]["tdp_w"] == power.tdp_w
+    assert isinstance(data["profiles"][1]["trace"]["power_w"], list)
+    title = _render(plots.plot_power(power), tmp_path, "power")
+    assert title == f"Power over time: {sparse.workload['name']} on {hw.name}, dense vs 2:4 (x2)"

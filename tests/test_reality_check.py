@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 
 import matplotlib
@@ -11,14 +13,15 @@ from conftest import HW, WL
 from matplotlib.image import imread
 
 from accelsim import load_hardware, load_workload, run
-from accelsim.analysis.reality import RUNGS, reality_check
+from accelsim.analysis.reality import RUNGS, RealityCheck, reality_check
+from accelsim.fileio import write_all
 from accelsim.report.reality_chart import (
     BAR_CHAR,
     DPI,
     FIGSIZE,
     bar_lengths,
+    chart_files,
     render_reality_check,
-    save_chart,
     text_bars,
 )
 from accelsim.workloads.model import workload_from_dict
@@ -55,73 +58,84 @@ def _case(name: str) -> tuple:
 @pytest.mark.parametrize("case", list(CASES))
 def test_ladder_telescopes_from_nominal_to_real(case: str) -> None:
     model, hw, data = _case(case)
-    rungs, losses = data["rungs"], data["losses"]
-    assert [r["rung"] for r in rungs] == [key for key, _ in RUNGS]
-    assert [x["rung"] for x in losses] == [key for key, _ in RUNGS[1:]]
-    nominal, real = rungs[0]["speedup"], rungs[-1]["speedup"]
+    rungs, losses = data.rungs, data.losses
+    assert [r.rung for r in rungs] == [key for key, _ in RUNGS]
+    assert [x.rung for x in losses] == [key for key, _ in RUNGS[1:]]
+    nominal, real = rungs[0].speedup, rungs[-1].speedup
     # the first rung is the datasheet M/N, exactly
     assert nominal == 2.0
-    assert data["bars"]["nominal_speedup"] == nominal and data["bars"]["real_speedup"] == real
+    assert data.bars.nominal_speedup == nominal and data.bars.real_speedup == real
     # the losses telescope: their sum is the gap nominal - real
-    assert data["gap"] == pytest.approx(nominal - real, rel=1e-12, abs=1e-15)
-    assert math.isclose(sum(x["loss"] for x in losses), nominal - real, rel_tol=1e-9, abs_tol=1e-9 * nominal)
+    assert data.gap == pytest.approx(nominal - real, rel=1e-12, abs=1e-15)
+    assert math.isclose(sum(x.loss for x in losses), nominal - real, rel_tol=1e-9, abs_tol=1e-9 * nominal)
     for prev, rung, loss in zip(rungs[:-1], rungs[1:], losses, strict=True):
-        assert rung["change"] == pytest.approx(rung["speedup"] - prev["speedup"], rel=1e-12, abs=1e-15)
-        assert loss["loss"] == pytest.approx(-rung["change"], rel=1e-12, abs=1e-15)
-        assert loss["kind"] == ("gain" if loss["loss"] < 0 else ("loss" if loss["loss"] > 0 else "none"))
-    if abs(data["gap"]) > 1e-12:
-        assert math.isclose(sum(x["share_of_gap"] for x in losses), 1.0, rel_tol=1e-9)
+        assert rung.change == pytest.approx(rung.speedup - prev.speedup, rel=1e-12, abs=1e-15)
+        assert loss.loss == pytest.approx(-rung.change, rel=1e-12, abs=1e-15)
+        assert loss.kind == ("gain" if loss.loss < 0 else ("loss" if loss.loss > 0 else "none"))
+    if abs(data.gap) > 1e-12:
+        assert math.isclose(sum(x.share_of_gap for x in losses), 1.0, rel_tol=1e-9)
     # each rung's speedup is dense_total / that rung's sparse cycles (sparse_cycles is rounded to 3 decimals)
     for rung in rungs:
-        assert data["dense_total_cycles"] / rung["speedup"] == pytest.approx(rung["sparse_cycles"], abs=5e-4 + 1e-9)
-        assert rung["speedup"] == pytest.approx(data["dense_total_cycles"] / rung["sparse_cycles"],
-                                                rel=1e-3 / rung["sparse_cycles"])
+        assert data.dense_total_cycles / rung.speedup == pytest.approx(rung.sparse_cycles, abs=5e-4 + 1e-9)
+        assert rung.speedup == pytest.approx(data.dense_total_cycles / rung.sparse_cycles,
+                                                rel=1e-3 / rung.sparse_cycles)
     # the last rung is the real run
     res = run(model, hw, "2:4")
-    assert res.totals["dense_total_cycles"] == data["dense_total_cycles"]
-    assert res.total_cycles == data["sparse_total_cycles"] == rungs[-1]["sparse_cycles"]
+    assert res.totals["dense_total_cycles"] == data.dense_total_cycles
+    assert res.total_cycles == data.sparse_total_cycles == rungs[-1].sparse_cycles
     assert math.isclose(real, res.totals["dense_total_cycles"] / res.total_cycles, rel_tol=1e-12)
     # the fallback bar is the fallback layers' share of the sparse run's time
     fb = [lay for lay in res.layers if lay.pattern_requested and lay.path != "sparse"]
-    assert data["fallback"]["layers"] == len(fb)
-    assert data["bars"]["fallback_overhead"] == pytest.approx(
+    assert data.fallback.layers == len(fb)
+    assert data.bars.fallback_overhead == pytest.approx(
         sum(lay.cycles["total"] for lay in fb) / res.total_cycles, rel=1e-12, abs=0.0)
-    assert sum(r["cycles"] for r in data["fallback"]["by_reason"].values()) == data["fallback"]["cycles"]
+    assert sum(r.cycles for r in data.fallback.by_reason.values()) == data.fallback.cycles
 
 
 def test_systolic_resnet18_gets_most_of_the_nominal_speedup() -> None:
     """tpu-like runs every ResNet-18 conv / fc sparse: no fallback, and no rung gains."""
     _, _, data = _case("resnet18/tpu")
-    assert data["fallback"]["layers"] == 0 and data["bars"]["fallback_overhead"] == 0.0
-    assert 1.0 < data["bars"]["real_speedup"] < 2.0
-    assert all(x["loss"] >= -1e-12 for x in data["losses"])
-    assert data["explanation"] == []
+    assert data.fallback.layers == 0 and data.bars.fallback_overhead == 0.0
+    assert 1.0 < data.bars.real_speedup < 2.0
+    assert all(x.loss >= -1e-12 for x in data.losses)
+    assert data.explanation == ()
 
 
 @pytest.mark.parametrize("case", ["decode-gemm/a100", "gemm256/a100"])
 def test_single_small_gemm_is_slower_sparse_and_says_why(case: str) -> None:
     """One GEMM that runs sparse (no fallback) but loses to dense: the explanation names the largest loss."""
     _, _, data = _case(case)
-    assert data["sparse_layers"] == data["layers"] == 1
-    assert data["fallback"]["layers"] == 0
-    real = data["bars"]["real_speedup"]
+    assert data.sparse_layers == data.layers == 1
+    assert data.fallback.layers == 0
+    real = data.bars.real_speedup
     assert real < 1.0
-    worst = max(data["losses"], key=lambda x: x["loss"])
-    assert worst["loss"] > 0
-    assert data["explanation"], "a slower-than-dense result must say why"
-    why = data["explanation"][0]
+    worst = max(data.losses, key=lambda x: x.loss)
+    assert worst.loss > 0
+    assert data.explanation, "a slower-than-dense result must say why"
+    why = data.explanation[0]
     assert "slower than dense" in why
     assert f"{real:.3f}x" in why
-    assert worst["label"] in why and f"{worst['loss']:.3f}x" in why
-    assert any("g" in line and "slower than their dense kernel" in line for line in data["explanation"][1:])
+    assert worst.label in why and f"{worst.loss:.3f}x" in why
+    assert any("g" in line and "slower than their dense kernel" in line for line in data.explanation[1:])
 
 
 def test_decode_gemm_loses_most_to_padding_and_tile_shape() -> None:
     """A 1-token decode GEMM (n = 1): the sparse kernels' large CTA tiles and no split-k are the big loss."""
     _, _, data = _case("decode-gemm/a100")
-    worst = max(data["losses"], key=lambda x: x["loss"])
-    assert worst["rung"] == "padding"
-    assert "padding" in data["explanation"][0]
+    worst = max(data.losses, key=lambda x: x.loss)
+    assert worst.rung == "padding"
+    assert "padding" in data.explanation[0]
+
+
+def test_result_is_frozen_and_reads_back_from_its_json() -> None:
+    _, _, data = _case("bert-base-b4/a100")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        data.gap = 0.0  # type: ignore[misc]
+    text = json.dumps(data.to_dict())
+    assert list(data.to_dict())[:2] == ["schema_version", "hardware"]
+    assert "change" not in data.to_dict()["rungs"][0] and "change" in data.to_dict()["rungs"][1]
+    back = RealityCheck.from_dict(json.loads(text))
+    assert back == data and json.dumps(back.to_dict()) == text
 
 
 # ---------------------------------------------------------------------------------------------- the chart
@@ -135,8 +149,8 @@ def test_chart_bars_match_the_json_and_the_png_is_real(tmp_path) -> None:
     _, _, data = _case("bert-base-b4/a100")
     fig, artists = render_reality_check(data)
     bars, axes = artists["bars"], artists["axes"]
-    nominal, real = data["bars"]["nominal_speedup"], data["bars"]["real_speedup"]
-    fallback_pct = 100.0 * data["bars"]["fallback_overhead"]
+    nominal, real = data.bars.nominal_speedup, data.bars.real_speedup
+    fallback_pct = 100.0 * data.bars.fallback_overhead
 
     # read the artists BEFORE saving: data units
     b_nom, b_real, b_fb = bars["nominal"], bars["real"], bars["fallback"]
@@ -165,21 +179,21 @@ def test_chart_bars_match_the_json_and_the_png_is_real(tmp_path) -> None:
 
     # the waterfall: nominal, one floating bar per rung, real; floats span each rung's change
     ladder = artists["ladder_bars"]
-    rungs = data["rungs"]
+    rungs = data.rungs
     assert len(ladder) == len(rungs) + 1
     assert ladder[0].get_height() == nominal and ladder[-1].get_height() == real
     hairline = 0.005 * axes["ladder"].get_ylim()[1]
     for prev, rung, bar in zip(rungs[:-1], rungs[1:], ladder[1:-1], strict=True):
-        assert bar.get_y() == pytest.approx(min(prev["speedup"], rung["speedup"]), rel=1e-12)
-        if abs(rung["change"]) > hairline:
-            assert bar.get_height() == pytest.approx(abs(rung["change"]), rel=1e-9)
+        assert bar.get_y() == pytest.approx(min(prev.speedup, rung.speedup), rel=1e-12)
+        if abs(rung.change) > hairline:
+            assert bar.get_height() == pytest.approx(abs(rung.change), rel=1e-9)
     labels = [t.get_text().replace("\n", " ") for t in axes["ladder"].get_xticklabels()]
     assert labels == ["nominal", "executed pattern", "non-sparse ops", "non-MAC time", "padding / shape",
                       "data movement", "metadata", "kernel efficiency", "fixed cost", "real"]
     title = fig._suptitle.get_text()
     assert title == "Sparse reality check: bert-base (batch 4, seq 128) on a100-like, 2:4"
 
-    paths = save_chart(fig, tmp_path / "out")
+    paths = write_all(chart_files(fig, tmp_path / "out"))
     assert [p.name for p in paths] == ["reality_check.png", "reality_check.svg"]
     assert all(p.is_file() for p in paths)
     assert not [p.name for p in paths[0].parent.iterdir() if p.name.endswith(".tmp")]
@@ -207,8 +221,8 @@ def test_chart_bars_match_the_json_and_the_png_is_real(tmp_path) -> None:
 def test_chart_files_are_deterministic_and_leave_rcparams_alone(tmp_path) -> None:
     _, _, data = _case("resnet18/tpu")
     salt = matplotlib.rcParams["svg.hashsalt"]
-    first = save_chart(render_reality_check(data)[0], tmp_path / "a")
-    second = save_chart(render_reality_check(data)[0], tmp_path / "b")
+    first = write_all(chart_files(render_reality_check(data)[0], tmp_path / "a"))
+    second = write_all(chart_files(render_reality_check(data)[0], tmp_path / "b"))
     for a, b in zip(first, second, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
     assert matplotlib.rcParams["svg.hashsalt"] == salt
@@ -218,7 +232,7 @@ def test_chart_files_are_deterministic_and_leave_rcparams_alone(tmp_path) -> Non
 def test_chart_slower_than_dense_case_renders(tmp_path) -> None:
     _, _, data = _case("decode-gemm/a100")
     fig, artists = render_reality_check(data)
-    assert artists["bars"]["real"].get_height() == data["bars"]["real_speedup"] < 1.0
+    assert artists["bars"]["real"].get_height() == data.bars.real_speedup < 1.0
     # real < 1 is drawn red, like the losses
     assert matplotlib.colors.to_hex(artists["bars"]["real"].get_facecolor()) == "#d64541"
     assert fig._suptitle.get_text() == "Sparse reality check: decode-gemm on a100-like, 2:4"
@@ -226,7 +240,7 @@ def test_chart_slower_than_dense_case_renders(tmp_path) -> None:
 
 # ---------------------------------------------------------------------------------------------- text view
 
-def _synthetic(nominal: float = 2.0, real: float = 1.19, fallback: float = 0.42) -> dict:
+def _synthetic(nominal: float = 2.0, real: float = 1.19, fallback: float = 0.42) -> RealityCheck:
     labels = dict(RUNGS)
     speedups = [nominal, nominal, 1.60, 1.50, 1.24, 1.30, 1.30, 1.22, real]
     rungs, losses = [], []
@@ -238,10 +252,14 @@ def _synthetic(nominal: float = 2.0, real: float = 1.19, fallback: float = 0.42)
             losses.append({"rung": key, "label": labels[key], "loss": -rung["change"],
                            "share_of_gap": -rung["change"] / gap, "kind": "gain" if rung["change"] > 0 else "loss"})
         rungs.append(rung)
-    return {"hardware": "a100-like", "workload": "bert-base", "params": {"batch": 16, "seq": 128},
-            "sparsity": "2:4", "policy": "sparse-if-supported", "rungs": rungs, "losses": losses, "gap": gap,
-            "bars": {"nominal_speedup": nominal, "real_speedup": real, "fallback_overhead": fallback},
-            "explanation": []}
+    return RealityCheck.from_dict({
+        "schema_version": 1, "hardware": "a100-like", "workload": "bert-base", "params": {"batch": 16, "seq": 128},
+        "sparsity": "2:4", "policy": "sparse-if-supported", "patterns_executed": ["2:4"],
+        "inputs": {"hardware_hash": "-", "workload_hash": "-"}, "dense_total_cycles": 1000,
+        "sparse_total_cycles": round(1000 / real), "clock_ghz": 1.0, "rungs": rungs, "losses": losses, "gap": gap,
+        "bars": {"nominal_speedup": nominal, "real_speedup": real, "fallback_overhead": fallback},
+        "fallback": {"layers": 0, "cycles": 0, "by_reason": {}, "reason_codes": []}, "energy": None,
+        "sparse_layers": 1, "layers": 1, "slower_sparse_layers": [], "explanation": []})
 
 
 def test_text_bars_layout() -> None:
@@ -266,8 +284,8 @@ def test_text_bars_layout() -> None:
 def test_text_bars_are_proportional(case: str, width: int) -> None:
     _, _, data = _case(case)
     lines = text_bars(data, width=width).splitlines()
-    nominal, real = data["bars"]["nominal_speedup"], data["bars"]["real_speedup"]
-    fallback = data["bars"]["fallback_overhead"]
+    nominal, real = data.bars.nominal_speedup, data.bars.real_speedup
+    fallback = data.bars.fallback_overhead
     counts = [line.count(BAR_CHAR) for line in lines[1:4]]
     assert counts == list(bar_lengths(data, width))
     top = max(nominal, real)
@@ -284,18 +302,18 @@ def test_text_bars_are_proportional(case: str, width: int) -> None:
     value_col = len("fallback overhead  ") + width + 2
     assert all(line[value_col - 2:value_col] == "  " and line[value_col] != " " for line in lines[1:4])
     # the ladder: one line per rung, in order, with its speedup
-    for rung in data["rungs"]:
-        match = [line for line in lines if line.startswith(f"  {rung['label']} ")]
-        assert len(match) == 1 and f"{rung['speedup']:.2f}x" in match[0]
+    for rung in data.rungs:
+        match = [line for line in lines if line.startswith(f"  {rung.label} ")]
+        assert len(match) == 1 and f"{rung.speedup:.2f}x" in match[0]
     # and the explanation, when there is one
-    assert [line[len("why: "):] for line in lines if line.startswith("why: ")] == data["explanation"]
+    assert [line[len("why: "):] for line in lines if line.startswith("why: ")] == list(data.explanation)
 
 
 def test_a_denser_executed_pattern_is_noted() -> None:
     """tpu-like runs a requested 1:4 as 2:4: the nominal bar stays 4x and both views say what ran."""
     data = reality_check(load_workload(WL / "resnet18.yaml"), TPU, "1:4")
-    assert data["patterns_executed"] == ["2:4"] and data["bars"]["nominal_speedup"] == 4.0
-    assert math.isclose(sum(x["loss"] for x in data["losses"]), data["gap"], rel_tol=1e-9)
+    assert data.patterns_executed == ("2:4",) and data.bars.nominal_speedup == 4.0
+    assert math.isclose(sum(x.loss for x in data.losses), data.gap, rel_tol=1e-9)
     assert "note: 1:4 requested, executed as 2:4" in text_bars(data).splitlines()
     fig, _ = render_reality_check(data)
     assert any("1:4 requested, executed as 2:4" in t.get_text() for t in fig.texts)
@@ -314,7 +332,7 @@ def test_chart_carries_the_why_lines_of_the_terminal() -> None:
         shown = line if len(line) <= WHY_LINE_CHARS else line[: WHY_LINE_CHARS - 3] + "..."
         assert shown in texts
     # the footer band is added below: the plots keep the size they have without an explanation
-    quiet, _ = render_reality_check({**data, "explanation": []})
+    quiet, _ = render_reality_check(dataclasses.replace(data, explanation=()))
     h_why = artists["axes"]["speedup"].get_window_extent().height
     h_quiet = quiet.axes[0].get_window_extent().height
     assert abs(h_why - h_quiet) < 1.0 and fig.get_figheight() > quiet.get_figheight()

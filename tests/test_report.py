@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -12,18 +13,12 @@ import pytest
 from conftest import HW, ROOT, WL
 
 from accelsim import AccelsimError, load_hardware, load_workload, run
+from accelsim.analysis.deployment import build_report
+from accelsim.analysis.deployment_fallback import FallbackImpact, ReasonImpact, fallback_impact
+from accelsim.analysis.deployment_quality import SYNTHETIC_LABEL as ANALYSIS_SYNTHETIC_LABEL
+from accelsim.cli.analysis import report_command, write_report
 from accelsim.hardware.model import hardware_from_dict
-from accelsim.report.deploy import (
-    HEADER_BEGIN,
-    HEADER_END,
-    SYNTHETIC_LABEL,
-    build_report,
-    fallback_impact,
-    group_name,
-    report_command,
-    strip_header,
-    write_report,
-)
+from accelsim.report.deploy import HEADER_BEGIN, HEADER_END, SYNTHETIC_LABEL, group_name, strip_header
 from accelsim.workloads.model import workload_from_dict
 
 A100 = load_hardware(HW / "a100-like.yaml")
@@ -90,7 +85,7 @@ def test_html_defuses_urls_in_user_text(tmp_path: Path) -> None:
     write_report(rep, tmp_path)
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "http://" not in html and "https://" not in html and "example.org/run" in html
-    assert rep["guardrail"]["status"] == "ok"
+    assert rep.guardrail.status == "ok"
 
 
 def test_files_written_and_listed(written: dict[str, Path]) -> None:
@@ -108,33 +103,33 @@ def test_files_written_and_listed(written: dict[str, Path]) -> None:
 @pytest.mark.parametrize("name", ["bert", "bert-fastest", "mobilenet"])
 def test_schedule_ends_at_run_speedup(name: str) -> None:
     model, hw, rep = _report(name)
-    res = run(model, hw, "2:4", policy=rep["subject"]["policy"])
+    res = run(model, hw, "2:4", policy=rep.subject.policy)
     expected = res.dense_total_cycles / res.total_cycles
-    sched = rep["pruning_schedule"]
-    assert sched["curve"][0] == 1.0
-    assert abs(sched["curve"][-1] - expected) <= 1e-12 * expected
-    assert abs(rep["summary"]["speedup"] - expected) <= 1e-12 * expected
-    saved = [r["saved_cycles"] for r in sched["rows"]]
+    sched = rep.pruning_schedule
+    assert sched.curve[0] == 1.0
+    assert abs(sched.curve[-1] - expected) <= 1e-12 * expected
+    assert abs(rep.summary.speedup - expected) <= 1e-12 * expected
+    saved = [r.saved_cycles for r in sched.rows]
     assert saved == sorted(saved, reverse=True)
     assert len(saved) == sum(1 for lay in res.layers if lay.path == "sparse")
 
 
 def test_schedule_flattening_point() -> None:
     rep = _report("bert")[2]
-    sched = rep["pruning_schedule"]
-    if sched["final_speedup"] > 1.0:
-        j = sched["layers_to_flatten"]
-        gain = sched["final_speedup"] - 1.0
-        assert sched["curve"][j] - 1.0 >= 0.9 * gain - 1e-12
-        assert all(s - 1.0 < 0.9 * gain for s in sched["curve"][:j])
+    sched = rep.pruning_schedule
+    if sched.final_speedup > 1.0:
+        j = sched.layers_to_flatten
+        gain = sched.final_speedup - 1.0
+        assert sched.curve[j] - 1.0 >= 0.9 * gain - 1e-12
+        assert all(s - 1.0 < 0.9 * gain for s in sched.curve[:j])
     else:
-        assert sched["layers_to_flatten"] is None
+        assert sched.layers_to_flatten is None
 
 
 # ------------------------------------------------------------------------------------------- counterfactuals
 
-def _reasons(impact: dict) -> dict[str, dict]:
-    return {r["reason"]: r for r in impact["reasons"]}
+def _reasons(impact: FallbackImpact) -> dict[str, ReasonImpact]:
+    return {r.reason: r for r in impact.reasons}
 
 
 def test_counterfactual_bert_attention_is_reported_and_explained() -> None:
@@ -143,11 +138,11 @@ def test_counterfactual_bert_attention_is_reported_and_explained() -> None:
     model = load_workload(WL / "bert-base.yaml", {"batch": 16, "seq": 512})
     res = run(model, A100, "2:4")
     r = _reasons(fallback_impact(model, A100, res, "sparse-if-supported"))["activation_operands"]
-    assert r["count"] == 24
-    moved = r["speedup_if_removed"] - r["speedup_now"]
-    assert r["direction"] == ("up" if moved > 0 else "down")
-    if r["direction"] == "down":
-        assert not r["as_expected"]
+    assert r.count == 24
+    moved = r.speedup_if_removed - r.speedup_now
+    assert r.direction == ("up" if moved > 0 else "down")
+    if r.direction == "down":
+        assert not r.as_expected
 
 
 def test_counterfactual_every_real_reason_up_on_large_ops() -> None:
@@ -167,7 +162,7 @@ def test_counterfactual_every_real_reason_up_on_large_ops() -> None:
                             (model(), no_sparse, "2:4")]:
         res = run(wl, hw, pattern)
         for reason, r in _reasons(fallback_impact(wl, hw, res, "sparse-if-supported")).items():
-            assert r["expected"] == "up" and r["direction"] == "up", (pattern, reason, r["change"])
+            assert r.expected == "up" and r.direction == "up", (pattern, reason, r.change)
             seen.add(reason)
     assert seen == {"activation_operands", "op_no_sparse_kernel", "shape_below_minimum", "pattern_unsupported",
                     "dtype_unsupported", "no_sparse_support"}
@@ -175,30 +170,30 @@ def test_counterfactual_every_real_reason_up_on_large_ops() -> None:
 
 def test_counterfactual_slower_than_dense_goes_down() -> None:
     rep = _report("bert-fastest")[2]
-    r = _reasons(rep["fallback_impact"])["slower_than_dense"]
-    assert r["expected"] == "down" and r["direction"] == "down" and r["as_expected"]
-    assert r["speedup_if_removed"] < r["speedup_now"]
-    assert r["mode"] == "forced sparse"
+    r = _reasons(rep.fallback_impact)["slower_than_dense"]
+    assert r.expected == "down" and r.direction == "down" and r.as_expected
+    assert r.speedup_if_removed < r.speedup_now
+    assert r.mode == "forced sparse"
     # under 'fastest' the real reasons keep the faster kernel: never below the run's speedup
-    for x in rep["fallback_impact"]["reasons"]:
-        if x["reason"] != "slower_than_dense":
-            assert x["speedup_if_removed"] >= x["speedup_now"]
+    for x in rep.fallback_impact.reasons:
+        if x.reason != "slower_than_dense":
+            assert x.speedup_if_removed >= x.speedup_now
 
 
 def test_counterfactual_mobilenet_reported_with_affected_layers() -> None:
     # On a100-like these small ops are slower sparse than dense (the sparse kernel's larger fixed cost and
     # 64-row minimum CTA tile): removing the reason would lower the speedup, and the report must say so.
     _, _, rep = _report("mobilenet")
-    reasons = _reasons(rep["fallback_impact"])
+    reasons = _reasons(rep.fallback_impact)
     assert set(reasons) == {"op_no_sparse_kernel", "shape_below_minimum"}
-    assert len(reasons["op_no_sparse_kernel"]["layers"]) == 17
-    assert "classifier" in reasons["shape_below_minimum"]["layers"]
-    flagged = {c["reason"] for c in rep["contradictions"] if c["kind"] == "fallback_fix_would_not_help"}
+    assert len(reasons["op_no_sparse_kernel"].layers) == 17
+    assert "classifier" in reasons["shape_below_minimum"].layers
+    flagged = {c.reason for c in rep.contradictions if c.kind == "fallback_fix_would_not_help"}
     for name, r in reasons.items():
-        assert r["speedup_if_removed_best"] >= r["speedup_now"]
-        if r["direction"] != "up":
+        assert r.speedup_if_removed_best >= r.speedup_now
+        if r.direction != "up":
             assert name in flagged
-            assert all(not p["sparse_faster"] for p in r["per_layer"]) or r["direction"] == "none"
+            assert all(not p.sparse_faster for p in r.per_layer) or r.direction == "none"
 
 
 # ------------------------------------------------------------------------------------------- guardrail
@@ -209,9 +204,9 @@ def _first_lines(text: str, n: int) -> str:
 
 def test_guardrail_breach_flagged_at_the_top(written: dict[str, Path]) -> None:
     rep = _report("strict")[2]
-    g = rep["guardrail"]
-    assert g["status"] == "breach" and g["threshold"] == 0.1 and g["drop"] == pytest.approx(0.3)
-    assert g["threshold_source"] == "workload quality.max_drop"
+    g = rep.guardrail
+    assert g.status == "breach" and g.threshold == 0.1 and g.drop == pytest.approx(0.3)
+    assert g.threshold_source == "workload quality.max_drop"
     md = (written["strict"] / "report.md").read_text(encoding="utf-8")
     html = (written["strict"] / "report.html").read_text(encoding="utf-8")
     assert "GUARDRAIL: BREACH" in _first_lines(md, 3)
@@ -226,13 +221,13 @@ def test_guardrail_threshold_argument_wins_and_missing_states() -> None:
     model = load_workload(STRICT, SMALL_BERT)
     tiny = workload_from_dict({"name": "t", "dtype": "fp16", "quality": model.quality.model_dump(),
                                "layers": [{"name": "g", "op": "gemm", "m": 512, "n": 512, "k": 512}]})
-    assert build_report(tiny, A100, "2:4", quality_threshold=0.5)["guardrail"]["status"] == "ok"
-    assert build_report(tiny, A100, "2:4", quality_threshold=0.25)["guardrail"]["status"] == "breach"
-    g = build_report(tiny, A100, "1:4")["guardrail"]  # no figure for 1:4
-    assert g["status"] == "missing"
+    assert build_report(tiny, A100, "2:4", quality_threshold=0.5).guardrail.status == "ok"
+    assert build_report(tiny, A100, "2:4", quality_threshold=0.25).guardrail.status == "breach"
+    g = build_report(tiny, A100, "1:4").guardrail  # no figure for 1:4
+    assert g.status == "missing"
     rep = _report("bert")[2]  # no quality block at all
-    assert rep["guardrail"]["status"] == "missing"
-    assert any(c["kind"] == "quality_figures_missing" for c in rep["contradictions"])
+    assert rep.guardrail.status == "missing"
+    assert any(c.kind == "quality_figures_missing" for c in rep.contradictions)
 
 
 def test_quality_example_is_ok() -> None:
@@ -247,9 +242,9 @@ def test_everything_but_the_header_is_deterministic(tmp_path: Path) -> None:
     model = load_workload(WL / "mobilenetv2.yaml")
     a = build_report(model, A100, "2:4", command=["first"])
     b = build_report(model, A100, "2:4", command=["second", "run"])
-    assert a["header"]["command"] != b["header"]["command"]
-    body = {k: v for k, v in a.items() if k != "header"}
-    assert json.dumps(body) == json.dumps({k: v for k, v in b.items() if k != "header"})
+    assert a.header.command != b.header.command
+    body = {k: v for k, v in a.to_dict().items() if k != "header"}
+    assert json.dumps(body) == json.dumps({k: v for k, v in b.to_dict().items() if k != "header"})
     write_report(a, tmp_path / "a")
     write_report(b, tmp_path / "b")
     for name in ("report.md", "report.html"):
@@ -297,25 +292,25 @@ def test_user_weights_and_grouped_conv_shapes(tmp_path: Path) -> None:
     a[:, 1::2] *= 1e-3  # already nearly 2:4: pruning removes almost nothing
     np.savez(tmp_path / "w.npz", fc1=a, extra=np.zeros(3))
     rep = build_report(model, A100, "2:4", weights=tmp_path / "w.npz")
-    proxy = rep["quality"]["proxy"]
-    by = {x["name"]: x for x in proxy["layers"]}
-    assert by["fc1"]["weights"] == "user weights" and by["fc1"]["relative_error"] < 0.01
-    assert by["fc2"]["weights"] == SYNTHETIC_LABEL and by["fc2"]["relative_error"] > 0.2
-    assert proxy["unused_arrays"] == ["extra"] and "user weights" in proxy["label"]
+    proxy = rep.quality.proxy
+    by = {x.name: x for x in proxy.layers}
+    assert by["fc1"].weights == "user weights" and by["fc1"].relative_error < 0.01
+    assert by["fc2"].weights == SYNTHETIC_LABEL and by["fc2"].relative_error > 0.2
+    assert proxy.unused_arrays == ("extra",) and "user weights" in proxy.label
     # a single-layer workload takes a .npy; grouped convs: filters x (k / groups), or PyTorch's 4-D layout
     conv = _gemm_model([{"name": "c", "op": "conv2d", "ifmap": [16, 16], "kernel": [3, 3], "channels": 64,
                          "filters": 128, "padding": 1, "batch": 64}])
     np.save(tmp_path / "c.npy", rng.standard_normal((128, 64, 3, 3)))
     rep = build_report(conv, A100, "2:4", weights=tmp_path / "c.npy")
-    assert rep["quality"]["proxy"]["layers"][0]["weights"] == "user weights"
+    assert rep.quality.proxy.layers[0].weights == "user weights"
 
 
 def test_synthetic_weights_labelled_everywhere(written: dict[str, Path]) -> None:
     rep = _report("bert")[2]
-    proxy = rep["quality"]["proxy"]
-    assert proxy["label"] == SYNTHETIC_LABEL and proxy["layers"]
-    assert all(x["weights"] == SYNTHETIC_LABEL for x in proxy["layers"])
-    assert proxy["layers"][0]["rows_sampled"] <= 256 and proxy["layers"][0]["b_columns"] <= 64
+    proxy = rep.quality.proxy
+    assert proxy.label == SYNTHETIC_LABEL and proxy.layers
+    assert all(x.weights == SYNTHETIC_LABEL for x in proxy.layers)
+    assert proxy.layers[0].rows_sampled <= 256 and proxy.layers[0].b_columns <= 64
     for name in ("report.md", "report.html"):
         text = (written["bert"] / name).read_text(encoding="utf-8")
         section = text[text.index("Numeric proxy"):]
@@ -326,36 +321,36 @@ def test_synthetic_weights_labelled_everywhere(written: dict[str, Path]) -> None
 
 def test_matrix_across_patterns() -> None:
     rep = _report("mobilenet")[2]
-    pats = {p["pattern"]: p for p in rep["matrix"]["patterns"]}
+    pats = {p.pattern: p for p in rep.matrix.patterns}
     assert set(pats) == {"2:4", "1:4", "4:8"}
-    assert pats["1:4"]["executed_as"] == ["2:4"]
-    assert pats["4:8"]["sparse_ops"] == 0
-    rows = [r for r in rep["matrix"]["rows"] if r["pattern"] == "4:8" and r["op_type"] == "conv2d"]
-    assert rows and rows[0]["fallback"] == {"pattern_unsupported": rows[0]["layers"]}
-    dw = [r for r in rep["matrix"]["rows"] if r["pattern"] == "2:4" and r["op_type"] == "conv2d depthwise"][0]
-    assert dw["fallback"] == {"op_no_sparse_kernel": 17}
+    assert pats["1:4"].executed_as == ("2:4",)
+    assert pats["4:8"].sparse_ops == 0
+    rows = [r for r in rep.matrix.rows if r.pattern == "4:8" and r.op_type == "conv2d"]
+    assert rows and rows[0].fallback == {"pattern_unsupported": rows[0].layers}
+    dw = [r for r in rep.matrix.rows if r.pattern == "2:4" and r.op_type == "conv2d depthwise"][0]
+    assert dw.fallback == {"op_no_sparse_kernel": 17}
     for p in pats:
-        cells = [r for r in rep["matrix"]["rows"] if r["pattern"] == p]
-        assert all(c["sparse"] + c["padded"] + sum(c["fallback"].values()) == c["layers"] for c in cells)
+        cells = [r for r in rep.matrix.rows if r.pattern == p]
+        assert all(c.sparse + c.padded + sum(c.fallback.values()) == c.layers for c in cells)
 
 
 def test_summary_and_contradictions() -> None:
     rep = _report("bert")[2]
-    s = rep["summary"]
-    assert s["dense"]["cycles"] > 0 and s["sparse"]["cycles"] > 0
-    assert s["metadata"]["dram_bytes"] > 0
-    rungs = {r["rung"]: r["sparse_cycles"] for r in rep["reality_check"]["rungs"]}
-    assert s["metadata"]["cycles"] == rungs["metadata"] - rungs["data_movement"]
-    assert s["energy"] is not None and s["energy"]["perf_per_watt_vs_dense"] > 0
-    assert 0 < s["fallback"]["share_of_time"] < 1
-    kinds = {c["kind"] for c in rep["contradictions"]}
-    slower = [r for r in rep["layers"] if r["path"] == "sparse" and r["cycles"] > r["dense_cycles"]]
+    s = rep.summary
+    assert s.dense.cycles > 0 and s.sparse.cycles > 0
+    assert s.metadata.dram_bytes > 0
+    rungs = {r.rung: r.sparse_cycles for r in rep.reality_check.rungs}
+    assert s.metadata.cycles == rungs["metadata"] - rungs["data_movement"]
+    assert s.energy is not None and s.energy.perf_per_watt_vs_dense > 0
+    assert 0 < s.fallback.share_of_time < 1
+    kinds = {c.kind for c in rep.contradictions}
+    slower = [r for r in rep.layers if r.path == "sparse" and r.cycles > r.dense_cycles]
     assert ("sparse_slower_than_dense" in kinds) == bool(slower)
-    assert ("model_slower_than_dense" in kinds) == (s["speedup"] < 1.0)
-    sens = rep["sensitivity"]
-    assert len(sens["runs"]) == 10  # 5 calibrated fields x (-10 %, +10 %)
-    assert sens["range"][0] <= sens["speedup"] <= sens["range"][1]
-    if sens["crosses_one"] or sens["wider_than_gain"]:
+    assert ("model_slower_than_dense" in kinds) == (s.speedup < 1.0)
+    sens = rep.sensitivity
+    assert len(sens.runs) == 10  # 5 calibrated fields x (-10 %, +10 %)
+    assert sens.range[0] <= sens.speedup <= sens.range[1]
+    if sens.crosses_one or sens.wider_than_gain:
         assert "speedup_within_calibration_sensitivity" in kinds
 
 
@@ -374,3 +369,30 @@ def test_group_names() -> None:
     assert group_name(["encoder.0.q", "encoder.1.q", "encoder.2.q"]) == "encoder.{0..2}.q"
     assert group_name(["a.0.q", "a.1.k"]) == "a.{0..1}.{q,k}"
     assert group_name(["x"]) == "x"
+
+
+def test_the_analysis_is_frozen_and_its_dict_is_the_json(written: dict[str, Path]) -> None:
+    rep = _report("bert")[2]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.summary.speedup = 2.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        rep.hardware["name"] = "x"  # type: ignore[index]
+    data = json.loads((written["bert"] / "report.json").read_text())
+    body = rep.to_dict()
+    assert list(body) == list(data)
+    body.pop("header"), data.pop("header")
+    assert body == data
+    assert SYNTHETIC_LABEL == ANALYSIS_SYNTHETIC_LABEL  # the renderer's label is the analysis's
+
+    def mutable(value: object, where: str) -> list[str]:  # no dict or list anywhere in the record tree
+        if isinstance(value, dict | list | set):
+            return [where]
+        if dataclasses.is_dataclass(value):
+            return [w for f in dataclasses.fields(value) for w in mutable(getattr(value, f.name), f"{where}.{f.name}")]
+        if isinstance(value, tuple):
+            return [w for i, v in enumerate(value) for w in mutable(v, f"{where}[{i}]")]
+        if hasattr(value, "items"):
+            return [w for k, v in value.items() for w in mutable(v, f"{where}[{k!r}]")]
+        return []
+
+    assert mutable(rep, "report") == []

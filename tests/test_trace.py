@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from accelsim.cli.analysis import trace_command, write_trace
 from accelsim.hardware.model import hardware_from_dict, load_hardware
 from accelsim.report import trace as tr
 from accelsim.simulation import run
@@ -29,7 +30,7 @@ def _hw_dict(name: str) -> dict:
 
 def _trace(tmp: Path, hw, workload, sparsity="2:4", name="t.json", **kw):
     result = run(workload, hw, sparsity, keep_tiles=True)
-    stats = tr.write_trace(result, hw, tmp / name, **kw)
+    stats = write_trace(result, hw, tmp / name, **kw)
     data = json.loads((tmp / name).read_text())
     return result, stats, data
 
@@ -298,12 +299,12 @@ def test_wave_classes_laid_out_back_to_back(a100_big):
 def test_max_events_reduction_is_deterministic_and_reported(tmp_path):
     hw = load_hardware(HW / "a100-like.yaml")
     result = run(load_workload(WL / "bert-base.yaml", {"seq": 128}), hw, "2:4", keep_tiles=True)
-    full = tr.write_trace(result, hw, tmp_path / "full.json")
+    full = write_trace(result, hw, tmp_path / "full.json")
     assert full["reduction"]["level"] == "none" and full["reduction"]["bound_met"]
     levels = {}
     for bound in (full["events"] * 4 // 5, 3000):
-        a = tr.write_trace(result, hw, tmp_path / "a.json", max_events=bound)
-        b = tr.write_trace(result, hw, tmp_path / "b.json", max_events=bound)
+        a = write_trace(result, hw, tmp_path / "a.json", max_events=bound)
+        b = write_trace(result, hw, tmp_path / "b.json", max_events=bound)
         assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
         data = json.loads((tmp_path / "a.json").read_text())
         red = data["otherData"]["reduction"]
@@ -326,13 +327,13 @@ def test_max_events_reduction_is_deterministic_and_reported(tmp_path):
             assert merged == n_full
     assert levels[full["events"] * 4 // 5] == "merge"
     assert "collapse" in levels[3000]
-    tiny = tr.write_trace(result, hw, tmp_path / "tiny.json", max_events=10)
+    tiny = write_trace(result, hw, tmp_path / "tiny.json", max_events=10)
     assert not tiny["reduction"]["bound_met"] and "cannot be met" in tiny["reduction"]["description"]
 
 
 def test_layer_selection_and_errors(tmp_path, tpu_resnet):
     hw, result, _, full = tpu_resnet
-    stats = tr.write_trace(result, hw, tmp_path / "one.json", layers=["layer1.0.conv1"])
+    stats = write_trace(result, hw, tmp_path / "one.json", layers=["layer1.0.conv1"])
     data = json.loads((tmp_path / "one.json").read_text())
     layers = [e for e in data["traceEvents"] if e["ph"] == "X" and e["pid"] == tr.LAYERS_PID]
     assert [e["name"] for e in layers] == ["layer1.0.conv1"] and stats["layers"] == 1
@@ -340,16 +341,16 @@ def test_layer_selection_and_errors(tmp_path, tpu_resnet):
     assert sorted(_ns(e) for e in same) == sorted(_ns(e) for e in data["traceEvents"]
                                                   if e["ph"] == "X" and "layer" in e["args"])
     with pytest.raises(ValueError, match="did you mean"):
-        tr.write_trace(result, hw, tmp_path / "bad.json", layers=["layer1.0.conv"])
+        write_trace(result, hw, tmp_path / "bad.json", layers=["layer1.0.conv"])
     bare = run(load_workload(WL / "resnet18.yaml"), hw, "2:4")
     with pytest.raises(ValueError, match="keep_tiles"):
-        tr.write_trace(bare, hw, tmp_path / "bad.json")
+        write_trace(bare, hw, tmp_path / "bad.json")
     assert not list(tmp_path.glob("bad.json*")) and not list(tmp_path.glob(".bad.json*"))
 
 
 def test_trace_command(tmp_path):
     out = tmp_path / "sub" / "trace.json"
-    stats = tr.trace_command(HW / "tpu-like.yaml", WL / "bert-base.yaml", out, sparsity="2:4",
+    stats = trace_command(HW / "tpu-like.yaml", WL / "bert-base.yaml", out, sparsity="2:4",
                              layers=["encoder.0.ffn1", "encoder.0.softmax"], set_params=["seq=32"],
                              hw_set=["dram.bandwidth_gb_s=100"])
     data = json.loads(out.read_text())

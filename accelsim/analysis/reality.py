@@ -22,13 +22,21 @@ one real effect at a time, so the speedups telescope exactly from nominal to rea
 from __future__ import annotations
 
 import copy
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from accelsim.analysis.records import OMIT_IF_NONE, Record, freeze
+from accelsim.errors import AccelsimError
 from accelsim.formats.nm import parse_pattern
 from accelsim.hardware.model import Hardware, hardware_from_dict
-from accelsim.lowering import FALLBACK_REASONS, Kernel
+from accelsim.lowering import FALLBACK_REASONS, Kernel, lower
+from accelsim.results import RunResult
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload
+
+__all__ = ["RUNGS", "Bars", "Loss", "RealityCheck", "RealityEnergy", "RealityFallback", "RealityInputs",
+           "ReasonCount", "Rung", "reality_check"]
 
 RUNGS = [
     ("nominal", "nominal (datasheet M/N)"),
@@ -43,6 +51,122 @@ RUNGS = [
 ]
 
 _HUGE = 1e18
+
+
+# ----------------------------------------------------------------------------------------------- records
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Rung(Record):
+    """One rung of the ladder: the sparse run's cycles with the effects up to this one, and its speedup."""
+
+    rung: str
+    label: str
+    sparse_cycles: float
+    speedup: float
+    change: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # vs the rung before
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Loss(Record):
+    """The speedup one rung costs (negative: a gain) and its share of the gap nominal - real."""
+
+    rung: str
+    label: str
+    loss: float
+    share_of_gap: float
+    kind: str  # "loss", "gain" or "none"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Bars(Record):
+    """The three bars: nominal and real speedup, fallback ops' share of the sparse run's time."""
+
+    nominal_speedup: float
+    real_speedup: float
+    fallback_overhead: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReasonCount(Record):
+    layers: int
+    cycles: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RealityFallback(Record):
+    """Ops that asked for a pattern and did not run sparse, by reason code."""
+
+    layers: int
+    cycles: int
+    by_reason: Mapping[str, ReasonCount]
+    reason_codes: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RealityEnergy(Record):
+    """Dense vs sparse energy of the two real runs."""
+
+    dense_j: float
+    sparse_j: float
+    perf_per_watt_vs_dense: float
+    sparse_by_component_j: Mapping[str, float]
+    sparse_metadata_j: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RealityInputs(Record):
+    hardware_hash: str
+    workload_hash: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RealityCheck(Record):
+    """The reality check of one workload on one config; ``to_dict()`` is ``reality_check.json``."""
+
+    schema_version: int = 1
+    hardware: str
+    workload: str
+    params: Mapping[str, Any]
+    sparsity: str | None
+    policy: str
+    patterns_executed: tuple[str, ...]
+    inputs: RealityInputs
+    dense_total_cycles: int
+    sparse_total_cycles: int
+    clock_ghz: float
+    rungs: tuple[Rung, ...]
+    losses: tuple[Loss, ...]
+    gap: float
+    bars: Bars
+    fallback: RealityFallback
+    energy: RealityEnergy | None
+    sparse_layers: int
+    layers: int
+    slower_sparse_layers: tuple[str, ...]
+    explanation: tuple[str, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RealityCheck:
+        """Read back :meth:`to_dict`'s data (a ``reality_check.json``)."""
+        try:
+            fb = data["fallback"]
+            energy = data["energy"]
+            return cls(
+                schema_version=int(data["schema_version"]), hardware=data["hardware"], workload=data["workload"],
+                params=freeze(data["params"]), sparsity=data["sparsity"], policy=data["policy"],
+                patterns_executed=tuple(data["patterns_executed"]), inputs=RealityInputs(**data["inputs"]),
+                dense_total_cycles=data["dense_total_cycles"], sparse_total_cycles=data["sparse_total_cycles"],
+                clock_ghz=data["clock_ghz"], rungs=tuple(Rung(**r) for r in data["rungs"]),
+                losses=tuple(Loss(**x) for x in data["losses"]), gap=data["gap"], bars=Bars(**data["bars"]),
+                fallback=RealityFallback(
+                    layers=fb["layers"], cycles=fb["cycles"], reason_codes=tuple(fb["reason_codes"]),
+                    by_reason=freeze({k: ReasonCount(**v) for k, v in fb["by_reason"].items()})),
+                energy=None if energy is None else RealityEnergy(
+                    **{**energy, "sparse_by_component_j": freeze(energy["sparse_by_component_j"])}),
+                sparse_layers=data["sparse_layers"], layers=data["layers"],
+                slower_sparse_layers=tuple(data["slower_sparse_layers"]), explanation=tuple(data["explanation"]))
+        except (KeyError, TypeError) as exc:
+            raise AccelsimError(f"reality-check data: missing or unexpected field ({exc})") from None
 
 
 def _variant(hw: Hardware, *, ideal_memory: bool = False, free_metadata: bool = False,
@@ -72,30 +196,29 @@ def _variant(hw: Hardware, *, ideal_memory: bool = False, free_metadata: bool = 
     return hardware_from_dict(d, f"<{hw.name} counterfactual>")
 
 
-def _energy_summary(real: Any, dense: Any) -> dict[str, Any] | None:
+def _energy_summary(real: RunResult, dense: RunResult) -> RealityEnergy | None:
     """Dense vs sparse energy of the two real runs (None when the config has no energy model)."""
     t_real, t_dense = real.totals, dense.totals
     if "energy" not in t_real or "energy" not in t_dense:
         return None
     e_s, e_d = t_real["energy"], t_dense["energy"]
-    return {"dense_j": e_d["total_j"], "sparse_j": e_s["total_j"],
-            "perf_per_watt_vs_dense": e_d["total_j"] / e_s["total_j"] if e_s["total_j"] else 1.0,
-            "sparse_by_component_j": e_s["by_component_j"], "sparse_metadata_j": e_s["by_tensor_j"]["a_metadata"]}
+    return RealityEnergy(dense_j=e_d["total_j"], sparse_j=e_s["total_j"],
+                         perf_per_watt_vs_dense=e_d["total_j"] / e_s["total_j"] if e_s["total_j"] else 1.0,
+                         sparse_by_component_j=freeze(e_s["by_component_j"]),
+                         sparse_metadata_j=e_s["by_tensor_j"]["a_metadata"])
 
 
 def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *,
-                  policy: str = "sparse-if-supported", hw_source: str = "<hardware>") -> dict[str, Any]:
-    """Simulate the ladder; return rungs, losses, the three bars and the reasons, as plain data."""
+                  policy: str = "sparse-if-supported", hw_source: str = "<hardware>") -> RealityCheck:
+    """Simulate the ladder; return rungs, losses, the three bars and the reasons."""
     real = run(model, hw, sparsity, policy=policy, hw_source=hw_source)
     dense = run(model, hw, "dense", hw_source=hw_source)
     dense_t = [lay.cycles["total"] for lay in dense.layers]
     dense_total = sum(dense_t)
     sparse_total = real.total_cycles
-    from accelsim.lowering import lower
-
     kernels: list[Kernel] = lower(model, hw, sparsity)
     on_sparse = [lay.path == "sparse" for lay in real.layers]
-    patterns = sorted({lay.pattern_executed for lay in real.layers if lay.path == "sparse"})
+    patterns = sorted({lay.pattern_executed for lay in real.layers if lay.path == "sparse" and lay.pattern_executed})
     requested = sorted({lay.pattern_requested for lay in real.layers if lay.pattern_requested})
     nominal_pat = parse_pattern(sparsity) if sparsity not in (None, "dense") else (
         parse_pattern(requested[0]) if requested else None)
@@ -116,7 +239,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         return [float(sim(kern).cycles["total"]) if on_sparse[i] else float(dense_t[i])
                 for i, kern in enumerate(kernels)]
 
-    def per_op(sparse_time) -> float:
+    def per_op(sparse_time: Callable[[int], float]) -> float:
         return sum(sparse_time(i) if on_sparse[i] else float(dense_t[i]) for i in range(len(kernels)))
 
     real_compute = [lay.cycles["compute"] for lay in real.layers]
@@ -136,63 +259,64 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         "efficiency": sum(sparse_times(_variant(hw, dense_launch=True))),
         "fixed_cost": float(sparse_total),
     }
-    rungs = []
+    rungs: list[Rung] = []
     prev = None
     for key, label in RUNGS:
         speedup = dense_total / totals[key] if totals[key] else 1.0
-        rung = {"rung": key, "label": label, "sparse_cycles": round(totals[key], 3), "speedup": speedup}
-        if prev is not None:
-            rung["change"] = speedup - prev
-        rungs.append(rung)
+        rungs.append(Rung(rung=key, label=label, sparse_cycles=round(totals[key], 3), speedup=speedup,
+                          change=None if prev is None else speedup - prev))
         prev = speedup
-    gap = nominal - rungs[-1]["speedup"]
+    gap = nominal - rungs[-1].speedup
     losses = []
     for rung in rungs[1:]:
-        loss = -rung["change"]
+        assert rung.change is not None
+        loss = -rung.change
         if abs(loss) < 1e-12:
             loss = 0.0
-        losses.append({"rung": rung["rung"], "label": rung["label"], "loss": loss,
-                       "share_of_gap": loss / gap if abs(gap) > 1e-12 else 0.0,
-                       "kind": "gain" if loss < 0 else ("loss" if loss > 0 else "none")})
+        losses.append(Loss(rung=rung.rung, label=rung.label, loss=loss,
+                           share_of_gap=loss / gap if abs(gap) > 1e-12 else 0.0,
+                           kind="gain" if loss < 0 else ("loss" if loss > 0 else "none")))
     fallback = [lay for lay in real.layers if lay.pattern_requested and lay.path != "sparse"]
     fallback_cycles = sum(lay.cycles["total"] for lay in fallback)
-    reasons: dict[str, dict[str, Any]] = {}
+    reasons: dict[str, list[int]] = {}
     for lay in fallback:
-        r = reasons.setdefault(lay.reason or "none", {"layers": 0, "cycles": 0})
-        r["layers"] += 1
-        r["cycles"] += lay.cycles["total"]
+        r = reasons.setdefault(lay.reason or "none", [0, 0])
+        r[0] += 1
+        r[1] += lay.cycles["total"]
     slower = [lay.name for lay in real.layers if lay.path == "sparse" and lay.speedup_vs_dense < 1.0]
     explanation = []
-    real_speedup = rungs[-1]["speedup"]
+    real_speedup = rungs[-1].speedup
     if real_speedup < 1.0:
-        worst = max(losses, key=lambda x: x["loss"])
+        worst = max(losses, key=lambda x: x.loss)
         explanation.append(f"sparse is slower than dense ({real_speedup:.3f}x); the largest loss is "
-                           f"'{worst['label']}' ({worst['loss']:.3f}x)")
+                           f"'{worst.label}' ({worst.loss:.3f}x)")
         if slower:
             explanation.append(f"{len(slower)} sparse layer(s) run slower than their dense kernel: "
                                + ", ".join(slower[:5]) + (" ..." if len(slower) > 5 else ""))
-    return {
-        "schema_version": 1,
-        "hardware": hw.name,
-        "workload": model.name,
-        "params": dict(model.params),
-        "sparsity": sparsity,
-        "policy": policy,
-        "patterns_executed": patterns,
-        "inputs": {"hardware_hash": hw.config_hash(), "workload_hash": model.config_hash()},
-        "dense_total_cycles": dense_total,
-        "sparse_total_cycles": sparse_total,
-        "clock_ghz": hw.clock_ghz,
-        "rungs": rungs,
-        "losses": losses,
-        "gap": gap,
-        "bars": {"nominal_speedup": nominal, "real_speedup": real_speedup,
-                 "fallback_overhead": fallback_cycles / sparse_total if sparse_total else 0.0},
-        "fallback": {"layers": len(fallback), "cycles": fallback_cycles,
-                     "by_reason": dict(sorted(reasons.items())), "reason_codes": list(FALLBACK_REASONS)},
-        "energy": _energy_summary(real, dense),
-        "sparse_layers": sum(on_sparse),
-        "layers": len(kernels),
-        "slower_sparse_layers": slower,
-        "explanation": explanation,
-    }
+    return RealityCheck(
+        schema_version=1,
+        hardware=hw.name,
+        workload=model.name,
+        params=freeze(model.params),
+        sparsity=sparsity,
+        policy=policy,
+        patterns_executed=tuple(patterns),
+        inputs=RealityInputs(hardware_hash=hw.config_hash(), workload_hash=model.config_hash()),
+        dense_total_cycles=dense_total,
+        sparse_total_cycles=sparse_total,
+        clock_ghz=hw.clock_ghz,
+        rungs=tuple(rungs),
+        losses=tuple(losses),
+        gap=gap,
+        bars=Bars(nominal_speedup=nominal, real_speedup=real_speedup,
+                  fallback_overhead=fallback_cycles / sparse_total if sparse_total else 0.0),
+        fallback=RealityFallback(layers=len(fallback), cycles=fallback_cycles,
+                                 by_reason=freeze({k: ReasonCount(layers=n, cycles=c)
+                                                   for k, (n, c) in sorted(reasons.items())}),
+                                 reason_codes=tuple(FALLBACK_REASONS)),
+        energy=_energy_summary(real, dense),
+        sparse_layers=sum(on_sparse),
+        layers=len(kernels),
+        slower_sparse_layers=tuple(slower),
+        explanation=tuple(explanation),
+    )

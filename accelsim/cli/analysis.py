@@ -1,27 +1,40 @@
-"""accelsim reality-check, report, trace, plot and validate-hw: analyses of one workload on one config."""
+"""accelsim reality-check, report, trace, plot and validate-hw: analyses of one workload on one config.
+
+The handlers load the configs, call the analysis (or run the simulation), hand the result to a
+renderer under :mod:`accelsim.report` and write what it renders through :mod:`accelsim.fileio`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from accelsim.analysis.deployment import DeploymentReport, build_report
+from accelsim.analysis.power import power_limited
 from accelsim.analysis.reality import reality_check
 from accelsim.cli import options
 from accelsim.cli.common import command_line, load_pair, progress_bar, wrote
 from accelsim.cli.validate_hw import validate_hw_command
+from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError, OutputError
-from accelsim.fileio import write_all
-from accelsim.report.deploy import report_command
-from accelsim.report.trace import trace_command
-from accelsim.results import dumps_finite
+from accelsim.fileio import atomic_open, resolve_target, write_all
+from accelsim.formats.nm import normalize_pattern
+from accelsim.hardware.model import Hardware, load_hardware
+from accelsim.report import plots
+from accelsim.report.deploy import report_files, summary_lines
+from accelsim.report.reality_chart import chart_files, render_reality_check, text_bars
+from accelsim.report.trace import DEFAULT_MAX_EVENTS, stream_trace
+from accelsim.results import RunResult, dumps_finite
+from accelsim.simulation import run
+from accelsim.workloads.model import load_workload
 
 
 def cmd_reality_check(args: argparse.Namespace) -> int:
     """Nominal vs real sparse speedup as text bars; with -o, the chart and its data."""
-    from accelsim.report.reality_chart import chart_files, render_reality_check, text_bars  # matplotlib: deferred
-
     hw, model, sparsity = load_pair(args)
     if sparsity == "dense" or (sparsity is None and not model.planned_patterns()):
         plan = "runs dense" if sparsity == "dense" else "has no sparsity plan"
@@ -35,9 +48,72 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
         out = Path(args.out)
         fig, _ = render_reality_check(data)
         files: dict[str | os.PathLike[str], bytes | str] = {p: b for p, b in chart_files(fig, out).items()}
-        files[out / "reality_check.json"] = dumps_finite(data, "reality-check", indent=2) + "\n"
+        files[out / "reality_check.json"] = dumps_finite(data.to_dict(), "reality-check", indent=2) + "\n"
         wrote(write_all(files))  # all three or none
     return 0
+
+
+def write_report(report: DeploymentReport, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write report.md, report.html, report.json and the chart files; return the paths written.
+
+    Everything is rendered in memory first (:func:`accelsim.report.deploy.report_files`), then
+    written all or nothing (:func:`accelsim.fileio.write_all`): a failure leaves the previous files
+    or none, never a mix.
+    """
+    out = Path(out_dir)
+    return write_all({out / name: payload for name, payload in report_files(report).items()})
+
+
+def _report_command_line(hw_path: str, workload_path: str, out_dir: str, sparsity: str | None, sets: list[str],
+                         hw_set: list[str], policy: str, patterns: list[str] | None, quality_threshold: float | None,
+                         weights: str | None) -> list[str]:
+    cmd = ["accelsim", "report", "--hw", str(hw_path), "--workload", str(workload_path)]
+    for s in sets:
+        cmd += ["--set", s]
+    for s in hw_set:
+        cmd += ["--hw-set", s]
+    if sparsity:
+        cmd += ["--sparsity", sparsity]
+    if policy != "sparse-if-supported":
+        cmd += ["--policy", policy]
+    if patterns:
+        cmd += ["--patterns", ",".join(patterns)]
+    if quality_threshold is not None:
+        cmd += ["--quality-threshold", f"{quality_threshold:g}"]
+    if weights:
+        cmd += ["--weights", str(weights)]
+    return cmd + ["-o", str(out_dir)]
+
+
+def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str | None = "2:4",
+                   set_params: list[str] | dict[str, Any] | None = None, hw_set: list[str] | None = None,
+                   policy: str = "sparse-if-supported", patterns: list[str] | str | None = None,
+                   quality_threshold: float | None = None, weights: str | None = None,
+                   command: list[str] | str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
+    """The ``accelsim report`` handler: load, analyse, write. Returns (paths written, summary lines to print).
+
+    ``set_params``: workload parameters as ``KEY=VALUE`` strings (``--set``) or a dict.
+    ``hw_set``: hardware overrides ``PATH=VALUE`` (``--hw-set``). ``patterns``: list or "2:4,1:4".
+    """
+    if isinstance(set_params, dict):
+        params: dict[str, Any] = dict(set_params)
+        sets = [f"{k}={v}" for k, v in set_params.items()]
+    else:
+        sets = list(set_params or [])
+        params = parse_sets(sets, str(workload_path))
+    if isinstance(patterns, str):
+        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
+    hw = load_hardware(hw_path, list(hw_set or []))
+    model = load_workload(workload_path, params)
+    if command is None:
+        command = _report_command_line(hw_path, workload_path, out_dir, sparsity, sets, list(hw_set or []), policy,
+                                       patterns, quality_threshold, weights)
+    report = build_report(model, hw, sparsity, policy=policy, patterns=patterns, quality_threshold=quality_threshold,
+                          weights=weights, command=command, hw_source=str(hw_path),
+                          workload_source=str(workload_path), progress=progress)
+    paths = write_report(report, out_dir)
+    return paths, summary_lines(report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -53,6 +129,91 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(line)
     wrote(paths)
     return 3 if args.fail_on_breach and lines and "BREACH" in lines[0] else 0
+
+
+def _params(set_params: Any) -> dict[str, Any] | None:
+    if set_params is None:
+        return None
+    if isinstance(set_params, dict):
+        return dict(set_params)
+    return parse_sets(list(set_params))
+
+
+def write_trace(result: RunResult, hw: Hardware, out_path: str | os.PathLike[str], layers: list[str] | None = None,
+                max_events: int | None = None) -> dict[str, Any]:
+    """Write ``result`` (run with ``keep_tiles=True``) as a Chrome/Perfetto trace file.
+
+    The trace is streamed (:func:`accelsim.report.trace.stream_trace`) into a temporary file that is
+    renamed into place; a failure leaves no file. Returns the stream's stats with ``path`` and ``bytes``.
+    """
+    out = Path(out_path)
+    with atomic_open(out) as fh:
+        stats = stream_trace(result, hw, fh, layers=layers, max_events=max_events)
+    return {"path": str(out), "events": stats["events"], "bytes": out.stat().st_size,
+            **{k: v for k, v in stats.items() if k != "events"}}
+
+
+def trace_command(hw_path: str | Path, workload_path: str | Path,
+                  out: str | os.PathLike[str], sparsity: str | None = None, layers: list[str] | None = None,
+                  max_events: int | None = None, set_params: Any = None,
+                  hw_set: list[str] | None = None) -> dict[str, Any]:
+    """``accelsim trace``: load the configs, run with per-tile records, write the trace.
+
+    ``set_params``: workload parameters, a dict or ``KEY=VALUE`` strings (``--set``); ``hw_set``:
+    ``dotted.path=VALUE`` hardware overrides (``--hw-set``); ``max_events``: None gives
+    ``DEFAULT_MAX_EVENTS``, 0 or less no bound. Returns :func:`write_trace`'s stats plus
+    ``total_cycles`` and ``latency_us``.
+    """
+    resolve_target(out)  # a folder or device as the output fails before the run, not after it
+    hw = load_hardware(hw_path, list(hw_set or []))
+    model = load_workload(workload_path, _params(set_params))
+    pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    result = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=True)
+    bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events <= 0 else int(max_events))
+    stats = write_trace(result, hw, out, layers=layers, max_events=bound)
+    totals = result.totals
+    stats["total_cycles"] = totals["cycles"]["total"]
+    stats["latency_us"] = totals["latency_us"]
+    return stats
+
+
+def plot_command(kind: str, hw_path: str | Path, workload_path: str | Path,
+                 out_dir: str | os.PathLike[str], sparsity: str | None = None, layer: str | None = None,
+                 set_params: Any = None, hw_set: list[str] | None = None) -> list[Path]:
+    """``accelsim plot KIND``: load, run (dense and/or sparse), draw, write ``<out_dir>/<KIND>.{png,svg}``.
+
+    ``timeline`` draws the ``sparsity`` run (None: the workload's own plan, as ``run`` and ``trace``;
+    ``layer`` optional); the other kinds compare a dense run with it, and need a pattern (from
+    ``sparsity`` or the plan); ``power`` draws :func:`accelsim.analysis.power.power_limited`.
+    ``set_params``: workload parameters as a dict or ``KEY=VALUE`` strings.
+    """
+    if kind not in plots.PLOT_KINDS:
+        raise ValueError(f"unknown plot {kind!r}; expected one of {', '.join(plots.PLOT_KINDS)}")
+    hw = load_hardware(hw_path, list(hw_set or []))
+    model = load_workload(workload_path, _params(set_params))
+    pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    if kind != "timeline" and (pattern == "dense" or (pattern is None and not model.planned_patterns())):
+        raise ValueError(f"plot {kind} compares dense with a sparse run: {workload_path} "
+                         f"{'runs dense' if pattern == 'dense' else 'has no sparsity plan'}; pass --sparsity N:M "
+                         f"(e.g. 2:4)")
+    if kind == "power":
+        if hw.energy is None:
+            raise ValueError(f"{hw.name} has no energy block: power cannot be plotted")
+        fig = plots.plot_power(power_limited(model, hw, pattern, hw_source=str(hw_path)))
+    else:
+        tiles = kind in ("timeline", "occupancy")
+        sparse = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=tiles)
+        if kind == "timeline":
+            fig = plots.plot_timeline(sparse, hw, layer=layer)
+        else:
+            dense = run(model, hw, "dense", hw_source=str(hw_path), keep_tiles=tiles)
+            if kind == "occupancy":
+                fig = plots.plot_occupancy(dense, sparse, hw)
+            elif kind == "roofline":
+                fig = plots.plot_roofline(dense, sparse, hw)
+            else:
+                fig = plots.plot_traffic(dense, sparse)
+    return write_all({p: b for p, b in plots.figure_files(fig, Path(out_dir) / kind).items()})
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -71,8 +232,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """Write one plot as PNG and SVG."""
-    from accelsim.report.plots import plot_command  # matplotlib: deferred
-
     try:
         paths = plot_command(args.kind, args.hw, args.workload, args.out, args.sparsity, args.layer, args.set,
                              args.hw_set)

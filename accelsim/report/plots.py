@@ -1,8 +1,11 @@
 """Timeline, occupancy, roofline and data-movement plots of simulated runs (matplotlib).
 
-Every function returns a :class:`~matplotlib.figure.Figure` drawn on the Agg canvas directly:
-no pyplot, no global state (rcParams are only touched inside ``rc_context`` when saving).
-Stage colours are the trace's (:mod:`accelsim.report.timeline`). Library code: nothing prints.
+Every function takes simulated runs (and the hardware they ran on), or for ``power`` the
+:class:`~accelsim.analysis.power.PowerComparison` analysis, and returns a
+:class:`~matplotlib.figure.Figure` drawn on the Agg canvas directly: no pyplot, no global state
+(rcParams are only touched inside ``rc_context`` when rendering bytes). Stage colours are the
+trace's (:mod:`accelsim.report.timeline`). Library code: nothing prints, simulates or writes files;
+:func:`figure_files` gives the bytes to write. matplotlib is imported when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -10,18 +13,22 @@ from __future__ import annotations
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 
+from accelsim.fileio import figure_files as _figure_files
+from accelsim.formats.nm import parse_pattern
 from accelsim.hardware.model import Hardware
 from accelsim.report import timeline as tl
 from accelsim.results import RunResult
 
-__all__ = ["plot_timeline", "plot_occupancy", "plot_roofline", "plot_traffic", "save_figure", "plot_command",
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from accelsim.analysis.power import PowerComparison
+
+__all__ = ["plot_timeline", "plot_occupancy", "plot_roofline", "plot_traffic", "plot_power", "figure_files",
            "PLOT_KINDS", "FIGSIZE", "DPI"]
 
 DPI = 100
@@ -37,6 +44,9 @@ GRID = "#d9d9d9"
 
 
 def _figure(kind: str) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # deferred: the CLI starts without matplotlib
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=FIGSIZE[kind], dpi=DPI)
     FigureCanvasAgg(fig)
     return fig
@@ -66,6 +76,8 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
     ``layer``: only that layer; ``window``: (start, end) in microseconds of the run's time axis
     (the trace's). Idle array time is shaded by cause (waiting on memory / on metadata decode).
     """
+    from matplotlib.patches import Patch
+
     clock = float(hw.clock_ghz)
     scheds = tl.schedule(result, hw)
     if layer is not None:
@@ -235,8 +247,6 @@ def plot_occupancy(dense_result: RunResult, sparse_result: RunResult, hw: Hardwa
 # -- roofline ----------------------------------------------------------------------------------
 
 def _sparse_rate(result: RunResult, hw: Hardware) -> tuple[float, str | None]:
-    from accelsim.formats.nm import parse_pattern
-
     pats = Counter(k.pattern_executed for k in result.layers if k.path == "sparse" and k.pattern_executed)
     if not pats or hw.core.sparse is None:
         return 1.0, None
@@ -326,6 +336,8 @@ def plot_roofline(dense_result: RunResult, sparse_result: RunResult, hw: Hardwar
 
 def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
     """Bytes moved per memory level, stacked by tensor (A values, A metadata, B, C), dense vs sparse."""
+    from matplotlib.patches import Patch
+
     hw_name, wl, pat = _names(sparse_result)
     fig = _figure("traffic")
     ax = fig.add_axes((0.11, 0.1, 0.62, 0.77))
@@ -360,96 +372,47 @@ def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
     return fig
 
 
-# -- files -------------------------------------------------------------------------------------
+# -- power -----------------------------------------------------------------------------------
 
-def save_figure(fig: Figure, out_base: str | os.PathLike[str]) -> list[Path]:
-    """Write ``<out_base>.png`` and ``<out_base>.svg`` (deterministic, atomic); return their paths."""
-    from accelsim.fileio import save_figure as save
-
-    return save(fig, out_base, ("png", "svg"), DPI)
-
-
-
-
-def plot_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: int = 1) -> Figure:
+def plot_power(power: PowerComparison) -> Figure:
     """Power over time, dense vs sparse, with the power cap's clock when the config has one."""
-    from accelsim.energy import power_profile
-
-    profiles = {"dense": power_profile(dense, hw, repeats), sparse.sparsity or "sparse": power_profile(sparse, hw,
-                                                                                                        repeats)}
-    fig = Figure(figsize=FIGSIZE["power"], dpi=100)
-    FigureCanvasAgg(fig)
+    fig = _figure("power")
     ax = fig.add_axes((0.07, 0.36, 0.9, 0.52))
     axc = fig.add_axes((0.07, 0.09, 0.9, 0.17), sharex=ax)
     colours = {"dense": "#6b8cae"}
-    cap = hw.energy.power_cap if hw.energy is not None else None
-    for i, (label, prof) in enumerate(profiles.items()):
+    cap_w = power.tdp_w
+    for i, prof in enumerate(power.profiles):
+        label = prof.label
         colour = colours.get(label, "#2ca25f" if i else "#6b8cae")
-        tr = prof["trace"]
-        t_ms = np.concatenate([tr["t_s"], [tr["t_s"][-1] + tr["width_s"][-1]]]) * 1e3
-        unc = prof["uncapped"]
-        ax.stairs(tr["power_w"], t_ms, color=colour, lw=1.4,
-                  label=f"{label}: avg {unc['avg_power_w']:.0f} W, peak {unc['peak_power_w']:.0f} W")
-        capped = prof["capped"]
-        if capped.get("capped"):
-            widths = tr["width_s"] / capped["clock_fraction"]
+        tr = prof.trace
+        t_ms = np.concatenate([tr.t_s, [tr.t_s[-1] + tr.width_s[-1]]]) * 1e3
+        unc = prof.uncapped
+        ax.stairs(tr.power_w, t_ms, color=colour, lw=1.4,
+                  label=f"{label}: avg {unc.avg_power_w:.0f} W, peak {unc.peak_power_w:.0f} W")
+        capped = prof.capped
+        if capped.capped:
+            widths = tr.width_s / capped.clock_fraction
             edges = np.concatenate([[0.0], np.cumsum(widths)]) * 1e3
-            axc.stairs(capped["clock_fraction"], edges, color=colour, lw=1.2,
-                       label=f"{label}: {capped['latency_s'] * 1e3:.2f} ms capped vs "
-                             f"{prof['uncapped']['latency_s'] * 1e3:.2f} ms")
-    if cap is not None:
-        ax.axhline(cap.tdp_w, color="#d62728", ls="--", lw=1, label=f"cap {cap.tdp_w:g} W")
+            axc.stairs(capped.clock_fraction, edges, color=colour, lw=1.2,
+                       label=f"{label}: {capped.latency_s * 1e3:.2f} ms capped vs "
+                             f"{unc.latency_s * 1e3:.2f} ms")
+    if cap_w is not None:
+        ax.axhline(cap_w, color="#d62728", ls="--", lw=1, label=f"cap {cap_w:g} W")
     ax.set_ylabel("power (W)")
     ax.legend(loc="upper right", fontsize=8, frameon=False)
     ax.grid(True, color="#e0e0e0", lw=0.6)
     axc.set_ylabel("clock")
     axc.set_xlabel("time (ms)")
     axc.set_ylim(0, 1.05)
-    if cap is not None:
+    if cap_w is not None:
         axc.legend(loc="lower right", fontsize=8, frameon=False)
-    fig.suptitle(f"Power over time: {dense.workload.get('name', '')} on {hw.name}, dense vs "
-                 f"{sparse.sparsity or 'plan'}" + (f" (x{repeats})" if repeats > 1 else ""), fontsize=12)
+    fig.suptitle(f"Power over time: {power.workload} on {power.hardware}, dense vs "
+                 f"{power.sparsity or 'plan'}" + (f" (x{power.repeats})" if power.repeats > 1 else ""), fontsize=12)
     return fig
 
 
-def plot_command(kind: str, hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
-                 out_dir: str | os.PathLike[str], sparsity: str | None = None, layer: str | None = None,
-                 set_params: Any = None, hw_set: list[str] | None = None) -> list[Path]:
-    """``accelsim plot KIND``: load, run (dense and/or sparse), draw, write ``<out_dir>/<KIND>.{png,svg}``.
+# -- bytes -------------------------------------------------------------------------------------
 
-    ``timeline`` draws the ``sparsity`` run (None: the workload's own plan, as ``run`` and ``trace``;
-    ``layer`` optional); the other kinds compare a dense run with it, and need a pattern (from
-    ``sparsity`` or the plan). ``set_params``: workload parameters as a dict or ``KEY=VALUE`` strings.
-    """
-    from accelsim.formats.nm import normalize_pattern
-    from accelsim.hardware.model import load_hardware
-    from accelsim.report.trace import _params
-    from accelsim.simulation import run
-    from accelsim.workloads.model import load_workload
-
-    if kind not in PLOT_KINDS:
-        raise ValueError(f"unknown plot {kind!r}; expected one of {', '.join(PLOT_KINDS)}")
-    hw = load_hardware(hw_path, list(hw_set or []))
-    model = load_workload(workload_path, _params(set_params))
-    pattern = normalize_pattern(sparsity) if sparsity is not None else None
-    if kind != "timeline" and (pattern == "dense" or (pattern is None and not model.planned_patterns())):
-        raise ValueError(f"plot {kind} compares dense with a sparse run: {workload_path} "
-                         f"{'runs dense' if pattern == 'dense' else 'has no sparsity plan'}; pass --sparsity N:M "
-                         f"(e.g. 2:4)")
-    tiles = kind in ("timeline", "occupancy", "power")
-    sparse = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=tiles)
-    if kind == "timeline":
-        fig = plot_timeline(sparse, hw, layer=layer)
-    else:
-        dense = run(model, hw, "dense", hw_source=str(hw_path), keep_tiles=tiles)
-        if kind == "occupancy":
-            fig = plot_occupancy(dense, sparse, hw)
-        elif kind == "roofline":
-            fig = plot_roofline(dense, sparse, hw)
-        elif kind == "power":
-            if hw.energy is None:
-                raise ValueError(f"{hw.name} has no energy block: power cannot be plotted")
-            fig = plot_power(dense, sparse, hw)
-        else:
-            fig = plot_traffic(dense, sparse)
-    return save_figure(fig, Path(out_dir) / kind)
+def figure_files(fig: Figure, out_base: str | os.PathLike[str]) -> dict[Path, bytes]:
+    """``{<out_base>.png: bytes, <out_base>.svg: bytes}`` (deterministic) for :func:`accelsim.fileio.write_all`."""
+    return _figure_files(fig, out_base, ("png", "svg"), DPI)

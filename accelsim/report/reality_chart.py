@@ -1,22 +1,27 @@
 """The sparse reality check as a chart and as terminal bars.
 
-Input is the plain dict of :func:`accelsim.analysis.reality.reality_check`. Library code: nothing here
-prints or exits, and matplotlib is used through :class:`~matplotlib.figure.Figure` with the Agg
-canvas directly (no pyplot, no global state; rcParams are only touched inside ``rc_context``).
+Input is the :class:`~accelsim.analysis.reality.RealityCheck` of
+:func:`accelsim.analysis.reality.reality_check` (``RealityCheck.from_dict`` reads a saved
+``reality_check.json`` back). Library code: nothing here prints, exits or writes files, and matplotlib
+is used through :class:`~matplotlib.figure.Figure` with the Agg canvas directly (no pyplot, no global
+state; rcParams are only touched inside ``rc_context``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch, Rectangle
-
+from accelsim.fileio import figure_files
 from accelsim.textsafe import printable
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    from accelsim.analysis.reality import RealityCheck, Rung
 
 FIGSIZE = (13.0, 5.5)
 DPI = 100
@@ -55,28 +60,28 @@ TEXT_LABELS = ("nominal sparsity", "real speedup", "fallback overhead")
 
 # ----------------------------------------------------------------------------------------------- helpers
 
-def format_params(params: dict[str, Any] | None) -> str:
+def format_params(params: Mapping[str, Any] | None) -> str:
     """``{'batch': 16, 'seq': 128}`` -> ``'batch 16, seq 128'`` (empty string for no params)."""
     return ", ".join(f"{k} {v}" for k, v in (params or {}).items())
 
 
-def _subject(data: dict[str, Any]) -> str:
+def _subject(data: RealityCheck) -> str:
     """``bert-base (batch 16, seq 128) on a100-like, 2:4``."""
-    params = format_params(data.get("params"))
-    workload = f"{data.get('workload', '?')} ({params})" if params else str(data.get("workload", "?"))
-    return printable(f"{workload} on {data.get('hardware', '?')}, {data.get('sparsity')}")
+    params = format_params(data.params)
+    workload = f"{data.workload} ({params})" if params else str(data.workload)
+    return printable(f"{workload} on {data.hardware}, {data.sparsity}")
 
 
-def _executed_note(data: dict[str, Any]) -> str:
+def _executed_note(data: RealityCheck) -> str:
     """'1:4 requested, executed as 2:4' when the hardware ran another pattern than asked for; else ''."""
-    executed = list(data.get("patterns_executed") or [])
-    if executed and executed != [data.get("sparsity")]:
-        return f"{data.get('sparsity')} requested, executed as {', '.join(executed)}"
+    executed = list(data.patterns_executed)
+    if executed and executed != [data.sparsity]:
+        return f"{data.sparsity} requested, executed as {', '.join(executed)}"
     return ""
 
 
-def _short_name(rung: dict[str, Any]) -> str:
-    return SHORT_NAMES.get(rung.get("rung", ""), str(rung.get("label", rung.get("rung", "?"))).lstrip("+ "))
+def _short_name(rung: Rung) -> str:
+    return SHORT_NAMES.get(rung.rung, str(rung.label).lstrip("+ "))
 
 
 def _wrap(name: str) -> str:
@@ -110,7 +115,7 @@ def _signed(x: float) -> str:
 
 # ----------------------------------------------------------------------------------------------- chart
 
-def render_reality_check(data: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
+def render_reality_check(data: RealityCheck) -> tuple[Figure, dict[str, Any]]:
     """Draw the reality check: three bars (left) and the ladder as a waterfall (right).
 
     Returns ``(fig, artists)`` with ``artists = {"bars": {"nominal", "real", "fallback"}: Rectangle,
@@ -121,11 +126,14 @@ def render_reality_check(data: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
     = |change|, a zero change drawn as a hairline), real. The layout is fixed (no layout engine),
     so data-to-pixel transforms read before saving hold for the saved PNG.
     """
-    bars = data["bars"]
-    nominal = float(bars["nominal_speedup"])
-    real = float(bars["real_speedup"])
-    fallback_pct = 100.0 * float(bars["fallback_overhead"])
-    rungs = list(data.get("rungs", []))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # deferred: the CLI starts without matplotlib
+    from matplotlib.figure import Figure
+
+    bars = data.bars
+    nominal = float(bars.nominal_speedup)
+    real = float(bars.real_speedup)
+    fallback_pct = 100.0 * float(bars.fallback_overhead)
+    rungs = list(data.rungs)
 
     why = why_lines(data)
     footer = (0.12 + WHY_LINE_IN * len(why)) if why else 0.0
@@ -194,13 +202,13 @@ def render_reality_check(data: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
     return fig, artists
 
 
-def why_lines(data: dict[str, Any]) -> list[str]:
+def why_lines(data: RealityCheck) -> list[str]:
     """The chart's footer: the executed-pattern note and the explanation, as the terminal prints them.
 
     At most MAX_WHY_LINES lines of at most WHY_LINE_CHARS characters; what is cut says where the rest is.
     """
     lines = ([f"note: {_executed_note(data)}"] if _executed_note(data) else [])
-    lines += [f"why: {printable(e)}" for e in data.get("explanation") or []]
+    lines += [f"why: {printable(e)}" for e in data.explanation]
     cut = [line if len(line) <= WHY_LINE_CHARS else line[: WHY_LINE_CHARS - 3] + "..." for line in lines]
     if len(cut) > MAX_WHY_LINES:
         rest = len(cut) - (MAX_WHY_LINES - 1)
@@ -208,28 +216,30 @@ def why_lines(data: dict[str, Any]) -> list[str]:
     return cut
 
 
-def _subtitle(data: dict[str, Any]) -> str:
-    parts = [f"policy: {data.get('policy', '?')}"]
+def _subtitle(data: RealityCheck) -> str:
+    parts = [f"policy: {data.policy}"]
     if _executed_note(data):
         parts.append(_executed_note(data))
-    if "sparse_layers" in data and "layers" in data:
-        parts.append(f"{data['sparse_layers']} of {data['layers']} ops run sparse")
-    fb = data.get("fallback") or {}
-    if fb.get("layers"):
-        by = sorted((fb.get("by_reason") or {}).items(), key=lambda kv: (-kv[1].get("cycles", 0), kv[0]))
-        reasons = ", ".join(f"{k} {v['layers']}" for k, v in by[:3]) + (f", +{len(by) - 3} more" if len(by) > 3 else "")
-        parts.append(f"{fb['layers']} fell back to dense" + (f" ({reasons})" if reasons else ""))
+    parts.append(f"{data.sparse_layers} of {data.layers} ops run sparse")
+    fb = data.fallback
+    if fb.layers:
+        by = sorted(fb.by_reason.items(), key=lambda kv: (-kv[1].cycles, kv[0]))
+        reasons = ", ".join(f"{k} {v.layers}" for k, v in by[:3]) + (f", +{len(by) - 3} more" if len(by) > 3 else "")
+        parts.append(f"{fb.layers} fell back to dense" + (f" ({reasons})" if reasons else ""))
     text = "   \u00b7   ".join(parts)
     if len(text) > 150 and len(parts) > 2:  # many fallback reasons: they get a line of their own
         text = "   \u00b7   ".join(parts[:-1]) + "\n" + parts[-1]
     return text
 
 
-def _waterfall(ax3: Any, rungs: list[dict[str, Any]], nominal: float, real: float) -> list[Rectangle]:
+def _waterfall(ax3: Any, rungs: list[Rung], nominal: float, real: float) -> list[Rectangle]:
     """Nominal bar, one floating bar per rung's change, the real bar; returns the bars in that order."""
-    steps = [r for r in rungs if r.get("rung") != "nominal"]
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    steps = [r for r in rungs if r.rung != "nominal"]
     names = ["nominal"] + [_short_name(r) for r in steps] + ["real"]
-    values = [float(r["speedup"]) for r in rungs] if rungs else [nominal, real]
+    values = [float(r.speedup) for r in rungs] if rungs else [nominal, real]
     top = max([nominal, real, 1.0, *values])
     ymax = top * 1.22
     off = ymax * 0.015
@@ -249,7 +259,7 @@ def _waterfall(ax3: Any, rungs: list[dict[str, Any]], nominal: float, real: floa
              color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
     prev = nominal
     for i, rung in enumerate(steps, start=1):
-        cur = float(rung["speedup"])
+        cur = float(rung.speedup)
         change = cur - prev
         lo, hi = min(prev, cur), max(prev, cur)
         color = COLOR_LOSS if change < 0 else COLOR_GAIN
@@ -279,24 +289,12 @@ def _waterfall(ax3: Any, rungs: list[dict[str, Any]], nominal: float, real: floa
 
 # ----------------------------------------------------------------------------------------------- files
 
-def save_chart(fig: Figure, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write ``reality_check.png`` and ``reality_check.svg`` into ``out_dir``; return their paths.
-
-    Both files are deterministic for identical figures: no date or software metadata, and a fixed
-    SVG hash salt. Each file is written to a temporary name and renamed into place.
-    """
-    from accelsim.fileio import save_figure
-
-    return save_figure(fig, Path(out_dir) / BASENAME, ("png", "svg"), DPI)
-
-
 def chart_files(fig: Figure, out_dir: str | os.PathLike[str]) -> dict[Path, bytes]:
-    """``{out_dir/reality_check.png: bytes, .../reality_check.svg: bytes}`` for ``fileio.write_all``."""
-    from accelsim.fileio import figure_files
+    """``{out_dir/reality_check.png: bytes, .../reality_check.svg: bytes}`` for ``fileio.write_all``.
 
+    Both are deterministic for identical figures: no date or software metadata, a fixed SVG hash salt.
+    """
     return figure_files(fig, Path(out_dir) / BASENAME, ("png", "svg"), DPI)
-
-
 
 
 # ----------------------------------------------------------------------------------------------- text
@@ -305,29 +303,29 @@ def _bar(chars: int, width: int) -> str:
     return (BAR_CHAR * chars).ljust(width)
 
 
-def bar_lengths(data: dict[str, Any], width: int = 40) -> tuple[int, int, int]:
+def bar_lengths(data: RealityCheck, width: int = 40) -> tuple[int, int, int]:
     """Characters of the nominal, real and fallback bars of :func:`text_bars`.
 
     The two speedup bars share one scale (the larger speedup = ``width``); the fallback bar is its
     fraction of the sparse run's time times ``width``.
     """
-    bars = data["bars"]
-    nominal, real = float(bars["nominal_speedup"]), float(bars["real_speedup"])
+    bars = data.bars
+    nominal, real = float(bars.nominal_speedup), float(bars.real_speedup)
     scale = max(nominal, real)
     n_nom = round(width * nominal / scale) if scale > 0 else 0
     n_real = round(width * real / scale) if scale > 0 else 0
-    n_fb = min(width, max(0, round(width * float(bars["fallback_overhead"]))))
+    n_fb = min(width, max(0, round(width * float(bars.fallback_overhead))))
     return n_nom, n_real, n_fb
 
 
-def text_bars(data: dict[str, Any], width: int = 40) -> str:
+def text_bars(data: RealityCheck, width: int = 40) -> str:
     """The terminal view: a header, three bars, the ladder rung by rung and the explanation.
 
     Lines joined by newlines, no trailing newline (``print(text_bars(data))``).
     """
-    bars = data["bars"]
-    nominal, real = float(bars["nominal_speedup"]), float(bars["real_speedup"])
-    fallback = float(bars["fallback_overhead"])
+    bars = data.bars
+    nominal, real = float(bars.nominal_speedup), float(bars.real_speedup)
+    fallback = float(bars.fallback_overhead)
     n_nom, n_real, n_fb = bar_lengths(data, width)
     lab = max(len(t) for t in TEXT_LABELS) + 2
     lines = [
@@ -336,19 +334,19 @@ def text_bars(data: dict[str, Any], width: int = 40) -> str:
         f"{TEXT_LABELS[1]:<{lab}}{_bar(n_real, width)}  {real:.2f}x",
         f"{TEXT_LABELS[2]:<{lab}}{_bar(n_fb, width)}  {100.0 * fallback:.0f}% of sparse-run time",
     ]
-    rungs = data.get("rungs") or []
+    rungs = data.rungs
     if rungs:
-        shares = {loss["rung"]: loss for loss in data.get("losses") or []}
-        rw = max(len(r["label"]) for r in rungs)
+        shares = {loss.rung: loss.share_of_gap for loss in data.losses}
+        rw = max(len(r.label) for r in rungs)
         lines.append("")
         lines.append("ladder (one real effect added per rung; speedup over the real dense run):")
         for rung in rungs:
-            line = f"  {rung['label']:<{rw}}  {float(rung['speedup']):.2f}x"
-            if "change" in rung:
-                share = shares.get(rung["rung"], {}).get("share_of_gap", 0.0)
-                line += f"  ({_signed(float(rung['change']))}, {_percent(share)} of the gap)"
+            line = f"  {rung.label:<{rw}}  {float(rung.speedup):.2f}x"
+            if rung.change is not None:
+                share = shares.get(rung.rung, 0.0)
+                line += f"  ({_signed(float(rung.change))}, {_percent(share)} of the gap)"
             lines.append(line)
-    explanation = data.get("explanation") or []
+    explanation = data.explanation
     if _executed_note(data) or explanation:
         lines.append("")
     if _executed_note(data):

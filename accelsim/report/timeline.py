@@ -16,7 +16,9 @@ Library code: nothing here prints.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -149,8 +151,6 @@ def select(scheds: list[LayerSchedule], names: list[str] | None) -> list[LayerSc
     by = {s.name: s for s in scheds}
     missing = [n for n in names if n not in by]
     if missing:
-        import difflib
-
         hints = []
         for n in missing:
             close = difflib.get_close_matches(n, list(by), n=3)
@@ -304,7 +304,7 @@ def layer_counters(ls: LayerSchedule, hw: Hardware, windows: int) -> tuple[np.nd
         busy = ce - cs
         key = "vector_occupancy_pct" if ls.vector else "array_occupancy_pct"
         add(key, expand(cs), expand(ce), rep(busy))
-        dram_in = sum(r[k] for k in _LOAD_DRAM)
+        dram_in = cast(np.ndarray, sum(r[k] for k in _LOAD_DRAM))
         add("dram_bytes_per_cycle", expand(ls_), expand(le_), rep(dram_in))
         add("dram_bytes_per_cycle", expand(r["wb_start"]), expand(r["wb_end"]), rep(r["dram_c_write"]))
         ds, de = r["decode_start"], r["decode_end"]

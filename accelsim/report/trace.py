@@ -1,6 +1,7 @@
 """Per-tile traces in the Chrome Trace Event Format (opens in ui.perfetto.dev and chrome://tracing).
 
-Layout of a trace written by :func:`write_trace`:
+Layout of a trace streamed by :func:`stream_trace` (``accelsim.cli.analysis.write_trace`` writes
+one to a file):
 
 - pid 1, "<workload> on <hardware>": thread "layers" (one slice per layer: path, patterns, reason,
   cycles) and thread "kernel launch" (the fixed cost before a kernel's first tile, when non-zero);
@@ -36,20 +37,17 @@ Counter samples, layer slices and metadata events count towards the bound.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, SupportsInt
 
 import numpy as np
 
-from accelsim.fileio import atomic_open
 from accelsim.hardware.model import Hardware
 from accelsim.report import timeline as tl
 from accelsim.results import RunResult
 
-__all__ = ["write_trace", "trace_command", "DEFAULT_MAX_EVENTS", "COUNTER_WINDOWS"]
+__all__ = ["stream_trace", "DEFAULT_MAX_EVENTS", "COUNTER_WINDOWS"]
 
 DEFAULT_MAX_EVENTS = 500_000
 COUNTER_WINDOWS = 32
@@ -72,7 +70,7 @@ def _ns(cycles: np.ndarray | float, clock_ghz: float) -> np.ndarray:
     return np.rint(np.asarray(cycles, dtype=np.float64) / clock_ghz).astype(np.int64)
 
 
-def _us(ns: int) -> float:
+def _us(ns: SupportsInt) -> float:
     return int(ns) / 1000.0
 
 
@@ -274,7 +272,7 @@ def _stage_slices(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, merge: int
 # -- writer ------------------------------------------------------------------------------------
 
 class _Writer:
-    def __init__(self, fh: TextIO) -> None:
+    def __init__(self, fh: IO[str]) -> None:
         self.fh = fh
         self.enc = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
         self.count = 0
@@ -293,16 +291,15 @@ def _pattern_text(result: RunResult) -> str:
     return str(plan) if plan else "dense"
 
 
-def write_trace(result: RunResult, hw: Hardware, out_path: str | os.PathLike[str],
-                layers: list[str] | None = None, max_events: int | None = None,
-                counter_windows: int = COUNTER_WINDOWS) -> dict[str, Any]:
-    """Write ``result`` (run with ``keep_tiles=True``) as a Chrome/Perfetto JSON trace.
+def stream_trace(result: RunResult, hw: Hardware, fh: IO[str], layers: list[str] | None = None,
+                 max_events: int | None = None, counter_windows: int = COUNTER_WINDOWS) -> dict[str, Any]:
+    """Stream ``result`` (run with ``keep_tiles=True``) into ``fh`` as a Chrome/Perfetto JSON trace.
 
     ``layers``: only these layers (at their times in the full run); ``max_events``: bound on the
     number of events (None: no bound), reached by the reduction described in the module doc.
-    The file is streamed event by event to a temporary file and renamed into place. Returns
-    stats: ``path``, ``events``, ``bytes``, ``reduction``, ``cores`` (core processes), ``layers``,
-    ``span_us``.
+    Bad arguments (unknown layers, a run without tile records) raise ValueError before anything
+    is written. The trace is written event by event. Returns stats: ``events``, ``reduction``,
+    ``cores`` (core processes), ``layers``, ``span_us``.
     """
     if max_events is not None and max_events < 1:
         raise ValueError(f"max_events must be at least 1, got {max_events}")
@@ -317,7 +314,7 @@ def write_trace(result: RunResult, hw: Hardware, out_path: str | os.PathLike[str
         level = "merge+collapse" if plan.merge > 1 else "collapse"
     else:
         level = "merge" if plan.merge > 1 else "none"
-    reduction = {
+    reduction: dict[str, Any] = {
         "level": level, "merge_factor": plan.merge, "cores_collapsed": plan.collapse,
         "counter_windows_per_layer": plan.windows, "max_events": max_events,
         "events_unreduced": plan.unreduced, "bound_met": plan.bound_met,
@@ -333,28 +330,25 @@ def write_trace(result: RunResult, hw: Hardware, out_path: str | os.PathLike[str
         "reduction": reduction,
         "accelsim_version": result.meta.get("accelsim_version"),
     }
-    out = Path(out_path)
-    with atomic_open(out) as fh:  # streamed to a temporary file, renamed into place
-        fh.write('{"displayTimeUnit":"ns","traceEvents":[\n')
-        emit = _Writer(fh)
-        _emit_metadata(emit, plan, hw, wl_name, pattern, reduction["description"])
-        for ls in scheds:
-            _emit_layer(emit, ls, clock, hw_tc)
-        for g in plan.groups:
-            _emit_group(emit, g, plan, hw, clock, hw_tc, slots_total)
-        for i, ls in enumerate(scheds):
-            nxt = scheds[i + 1] if i + 1 < len(scheds) else None
-            _emit_counters(emit, ls, hw, clock, tl.default_windows(ls, plan.windows),
-                           reset=nxt is None or nxt.start != ls.end)
-        fh.write('\n],"otherData":')
-        fh.write(json.dumps(other, separators=(",", ":"), ensure_ascii=False))
-        fh.write("}\n")
-        events = emit.count
+    fh.write('{"displayTimeUnit":"ns","traceEvents":[\n')
+    emit = _Writer(fh)
+    _emit_metadata(emit, plan, hw, wl_name, pattern, reduction["description"])
+    for ls in scheds:
+        _emit_layer(emit, ls, clock, hw_tc)
+    for g in plan.groups:
+        _emit_group(emit, g, plan, hw, clock, hw_tc, slots_total)
+    for i, ls in enumerate(scheds):
+        nxt = scheds[i + 1] if i + 1 < len(scheds) else None
+        _emit_counters(emit, ls, hw, clock, tl.default_windows(ls, plan.windows),
+                       reset=nxt is None or nxt.start != ls.end)
+    fh.write('\n],"otherData":')
+    fh.write(json.dumps(other, separators=(",", ":"), ensure_ascii=False))
+    fh.write("}\n")
+    events = emit.count
     if events != plan.total:  # the plan and the writer must agree: the bound is a promise
         raise RuntimeError(f"trace wrote {events} events, planned {plan.total}")
     span = (scheds[-1].end - scheds[0].start) if scheds else 0.0
-    return {"path": str(out), "events": events, "bytes": out.stat().st_size, "reduction": reduction,
-            "cores": len(plan.tracks), "layers": len(scheds),
+    return {"events": events, "reduction": reduction, "cores": len(plan.tracks), "layers": len(scheds),
             "span_us": round(float(tl.cycles_to_us(span, clock)), 6)}
 
 
@@ -481,45 +475,3 @@ def _emit_counters(emit: _Writer, ls: tl.LayerSchedule, hw: Hardware, clock: flo
                           ("SRAM occupancy", "bytes"), ("metadata decode utilisation", "%")):
             args = {"bytes/cycle": 0, "GB/s": 0} if key is None else {key: 0}
             emit({"name": name, "ph": "C", "pid": MEMORY_PID, "ts": t, "args": args})
-
-
-# -- command handler ---------------------------------------------------------------------------
-
-def _params(set_params: Any) -> dict[str, Any] | None:
-    if set_params is None:
-        return None
-    if isinstance(set_params, dict):
-        return dict(set_params)
-    from accelsim.config.templating import parse_sets
-
-    return parse_sets(list(set_params))
-
-
-def trace_command(hw_path: str | os.PathLike[str], workload_path: str | os.PathLike[str],
-                  out: str | os.PathLike[str], sparsity: str | None = None, layers: list[str] | None = None,
-                  max_events: int | None = None, set_params: Any = None,
-                  hw_set: list[str] | None = None) -> dict[str, Any]:
-    """``accelsim trace``: load the configs, run with per-tile records, write the trace.
-
-    ``set_params``: workload parameters, a dict or ``KEY=VALUE`` strings (``--set``); ``hw_set``:
-    ``dotted.path=VALUE`` hardware overrides (``--hw-set``); ``max_events``: None gives
-    ``DEFAULT_MAX_EVENTS``, 0 or less no bound. Returns :func:`write_trace`'s stats plus
-    ``total_cycles`` and ``latency_us``.
-    """
-    from accelsim.fileio import resolve_target
-    from accelsim.formats.nm import normalize_pattern
-    from accelsim.hardware.model import load_hardware
-    from accelsim.simulation import run
-    from accelsim.workloads.model import load_workload
-
-    resolve_target(out)  # a folder or device as the output fails before the run, not after it
-    hw = load_hardware(hw_path, list(hw_set or []))
-    model = load_workload(workload_path, _params(set_params))
-    pattern = normalize_pattern(sparsity) if sparsity is not None else None
-    result = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=True)
-    bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events <= 0 else int(max_events))
-    stats = write_trace(result, hw, out, layers=layers, max_events=bound)
-    totals = result.totals
-    stats["total_cycles"] = totals["cycles"]["total"]
-    stats["latency_us"] = totals["latency_us"]
-    return stats

@@ -2,7 +2,7 @@
 
 Run from anywhere: ``.venv/bin/python examples/reports/generate.py``. Each report is what
 ``accelsim report`` writes for the command shown in README.md; this script calls that
-subcommand's handler, :func:`accelsim.report.deploy.report_command`, for each example.
+subcommand's handler, :func:`accelsim.cli.analysis.report_command`, for each example.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from accelsim.report.deploy import report_command
+from accelsim.cli.analysis import report_command
 
 ROOT = Path(__file__).resolve().parents[2]
 

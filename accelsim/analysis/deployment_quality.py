@@ -1,0 +1,294 @@
+"""The deployment report's quality section: the guardrail on the workload's quality figures and a numeric proxy.
+
+Guardrail: the drop of the workload's quality metric for the run's pattern (``quality:`` block) against
+a threshold (an argument, else ``quality.max_drop``): ``ok``, ``breach`` or ``missing``.
+
+Numeric proxy: per sparse weight op, ``||(A - prune(A)) B||_F / ||A B||_F`` with magnitude N:M pruning
+along k, at most :data:`PROXY_MAX_ROWS` rows of A (a seeded sample) and :data:`PROXY_COLS` seeded
+Gaussian columns of B; A from the user's ``.npz``/``.npy`` or seeded Gaussian "synthetic weights"
+(labelled so everywhere).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accelsim.analysis.functional_check import prune_magnitude
+from accelsim.analysis.records import Record, freeze
+from accelsim.errors import AccelsimError
+from accelsim.formats.nm import parse_pattern
+from accelsim.results import RunResult
+from accelsim.workloads.model import WEIGHT_OPS, Workload
+
+__all__ = ["PROXY_COLS", "PROXY_MAX_ROWS", "SYNTHETIC_LABEL", "Guardrail", "LoadedWeights", "NumericProxy",
+           "ProxyLayer", "QualityGuard", "QualityReport", "load_weights", "numeric_proxy", "quality_guard"]
+
+SYNTHETIC_LABEL = "synthetic weights"
+PROXY_MAX_ROWS = 256   # rows of A sampled per layer for the numeric proxy
+PROXY_COLS = 64        # random columns of B per layer
+PROXY_SEED = 2024      # base seed of the proxy (combined with a CRC of the layer name)
+
+LoadedWeights = tuple[dict[str, np.ndarray], list[str]]  # arrays by layer name, names of unused arrays
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Guardrail(Record):
+    """The headline of the quality check (the top of report.json)."""
+
+    status: str  # "ok", "breach" or "missing"
+    message: str
+    metric: str | None
+    pattern: str | None
+    delta: float | None
+    drop: float | None
+    threshold: float | None
+    threshold_source: str | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QualityGuard(Record):
+    """The workload's quality figures for the run's pattern against the threshold."""
+
+    pattern: str | None
+    metric: str | None
+    higher_is_better: bool | None
+    dense: float | None
+    value: float | None
+    delta: float | None
+    drop: float | None
+    threshold: float | None
+    threshold_source: str | None
+    source: str | None
+    patterns: Mapping[str, float]
+    missing: tuple[str, ...]
+    status: str
+    message: str
+
+    def guardrail(self) -> Guardrail:
+        return Guardrail(status=self.status, message=self.message, metric=self.metric, pattern=self.pattern,
+                         delta=self.delta, drop=self.drop, threshold=self.threshold,
+                         threshold_source=self.threshold_source)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ProxyLayer(Record):
+    name: str
+    op: str
+    pattern: str
+    weight_shape: tuple[int, int]
+    rows_sampled: int
+    b_columns: int
+    relative_error: float
+    kept_energy: float
+    weights: str  # "user weights" or SYNTHETIC_LABEL
+    macs: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NumericProxy(Record):
+    label: str | None
+    weights_source: str | None
+    layers: tuple[ProxyLayer, ...]
+    user_layers: int
+    synthetic_layers: int
+    unused_arrays: tuple[str, ...]
+    mac_weighted_error: float | None
+    max_error: float | None
+    max_error_layer: str | None
+    method: str
+    caveat: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QualityReport(QualityGuard):
+    """The report's quality section: the guard and the numeric proxy."""
+
+    proxy: NumericProxy
+
+
+# ---------------------------------------------------------------------------------------------- guardrail
+
+def _num(v: float) -> str:
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.1f}"
+
+
+def quality_guard(model: Workload, pattern: str | None, threshold: float | None) -> QualityGuard:
+    """Check the workload's quality figure for ``pattern`` against ``threshold`` (else ``quality.max_drop``)."""
+    q = model.quality
+    value = delta = drop = None
+    thr: float | None = None
+    thr_source: str | None = None
+    missing: list[str] = []
+    if threshold is not None:
+        thr, thr_source = float(threshold), "argument"
+    elif q is not None and q.max_drop is not None:
+        thr, thr_source = float(q.max_drop), "workload quality.max_drop"
+    if q is None:
+        missing.append("the workload has no quality: block (metric, dense value, value per pattern)")
+    elif pattern is None or q.delta(pattern) is None:
+        missing.append(f"no quality figure for {pattern} (the workload lists: {', '.join(q.patterns) or 'none'})")
+    else:
+        delta = q.delta(pattern)
+        assert delta is not None
+        value, drop = q.patterns[pattern], -delta
+    if thr is None:
+        missing.append("no threshold (quality.max_drop in the workload, or --quality-threshold)")
+    if missing:
+        status = "missing"
+    else:
+        assert drop is not None and thr is not None
+        status = "breach" if drop > thr else "ok"
+    metric = q.metric if q else None
+    dense = q.dense if q else None
+    if status == "missing":
+        if drop is not None:
+            assert value is not None and dense is not None and delta is not None
+            message = (f"{metric}: {pattern} {_num(value)} vs dense {_num(dense)} "
+                       f"(change {delta:+.4g}); cannot check: " + "; ".join(missing))
+        else:
+            message = "cannot check quality: " + "; ".join(missing)
+    else:
+        assert value is not None and dense is not None and drop is not None and thr is not None
+        verb = "exceeds" if status == "breach" else "within"
+        message = (f"{metric}: {pattern} {_num(value)} vs dense {_num(dense)}, a drop of "
+                   f"{drop:.4g} ({verb} the threshold {thr:.4g}, from {thr_source})")
+    return QualityGuard(pattern=pattern, metric=metric, higher_is_better=q.higher_is_better if q else None,
+                        dense=dense, value=value, delta=delta, drop=drop, threshold=thr, threshold_source=thr_source,
+                        source=q.source if q else None, patterns=freeze(dict(q.patterns) if q else {}),
+                        missing=tuple(missing), status=status, message=message)
+
+
+# ---------------------------------------------------------------------------------------------- numeric proxy
+
+def _expected_weight_shape(layer: Any) -> tuple[int, int]:
+    """Rows x columns of the weight as the proxy expects it: (m, k) per group, groups stacked along rows."""
+    m, _, k = layer.gemm_shape()
+    return m * getattr(layer, "groups", 1), k
+
+
+def load_weights(weights: str | os.PathLike[str], model: Workload) -> LoadedWeights:
+    """Arrays by layer name from a .npz (names = layer names) or a .npy (single weight layer); shapes checked."""
+    path = Path(weights)
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise AccelsimError(f"weights {path}: file not found") from None
+    except (OSError, ValueError) as exc:
+        raise AccelsimError(f"weights {path}: cannot read ({exc}); expected a .npz (arrays named by layer) "
+                            "or a .npy (single-layer workload)") from None
+    weight_layers = [layer for layer in model.layers if layer.op in WEIGHT_OPS]
+    if isinstance(loaded, np.ndarray):
+        if len(weight_layers) != 1:
+            raise AccelsimError(f"weights {path}: a .npy holds one array but workload '{model.name}' has "
+                                f"{len(weight_layers)} weight layers; use a .npz with one array per layer name")
+        arrays = {weight_layers[0].name: loaded}
+    else:
+        try:
+            with loaded:
+                arrays = {name: loaded[name] for name in loaded.files}
+        except (OSError, ValueError) as exc:
+            raise AccelsimError(f"weights {path}: cannot read an array ({exc})") from None
+    by_name = {layer.name: layer for layer in weight_layers}
+    unused = sorted(name for name in arrays if name not in by_name)
+    if not set(arrays) & set(by_name):
+        raise AccelsimError(f"weights {path}: no array is named after a weight layer of '{model.name}' "
+                            f"(arrays: {', '.join(sorted(arrays)[:5])}{' ...' if len(arrays) > 5 else ''}; "
+                            f"layers: {', '.join(list(by_name)[:5])}{' ...' if len(by_name) > 5 else ''})")
+    out = {}
+    for name, arr in arrays.items():
+        layer = by_name.get(name)
+        if layer is None:
+            continue
+        rows, cols = _expected_weight_shape(layer)
+        a = np.asarray(arr)
+        if a.ndim == 4 and a.shape[0] == rows and int(np.prod(a.shape[1:])) == cols:
+            a = a.reshape(rows, cols)  # (filters, channels/groups, kh, kw) convolution weights
+        if a.shape != (rows, cols):
+            groups = getattr(layer, "groups", 1)
+            per_group = f" (per group: {rows // groups} x {cols}, {groups} groups stacked along rows)" \
+                if groups > 1 else ""
+            raise AccelsimError(f"weights {path}: layer '{name}': array shape {tuple(a.shape)} does not match the "
+                                f"layer's weight m x k = {rows} x {cols}{per_group}")
+        if not np.issubdtype(a.dtype, np.number):
+            raise AccelsimError(f"weights {path}: layer '{name}': array dtype {a.dtype} is not numeric")
+        bad = ~np.isfinite(a)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise AccelsimError(f"weights {path}: layer '{name}': {int(bad.sum()):,} NaN or Inf values (first at "
+                                f"index {idx}: {a[idx]}); the pruning proxy needs finite weights")
+        out[name] = a
+    return out, unused
+
+
+def _proxy_error(a: np.ndarray, b: np.ndarray, n: int, m: int) -> tuple[float, float]:
+    """Relative output error of magnitude N:M pruning of ``a`` against ``b``, and the kept weight energy."""
+    pruned = prune_magnitude(a, n, m).pruned
+    denom = float(np.linalg.norm(a @ b))
+    err = float(np.linalg.norm((a - pruned) @ b)) / denom if denom > 0 else 0.0
+    total = float(np.sum(a * a))
+    kept = float(np.sum(pruned * pruned)) / total if total > 0 else 1.0
+    return round(err, 9), round(kept, 9)
+
+
+def numeric_proxy(model: Workload, real: RunResult, weights: str | os.PathLike[str] | None,
+                  loaded: LoadedWeights | None = None) -> NumericProxy:
+    """The pruning-error proxy of every weight op of ``real`` that runs sparse (``loaded``: weights read already)."""
+    layers = {layer.name: layer for layer in model.layers}
+    eligible = [r for r in real.layers if r.path == "sparse" and layers[r.name].op in WEIGHT_OPS]
+    user: dict[str, np.ndarray] = {}
+    unused: list[str] = []
+    if loaded is not None:
+        user, unused = loaded
+    elif weights is not None:
+        user, unused = load_weights(weights, model)
+    rows_out = []
+    synthetic_cache: dict[tuple[int, int, int, int], tuple[float, float]] = {}
+    for r in eligible:
+        layer = layers[r.name]
+        pat = parse_pattern(r.pattern_requested)
+        rows, cols = _expected_weight_shape(layer)
+        take = min(rows, PROXY_MAX_ROWS)
+        if r.name in user:
+            rng = np.random.default_rng([PROXY_SEED, zlib.crc32(r.name.encode())])
+            idx = np.sort(rng.choice(rows, size=take, replace=False)) if rows > take else np.arange(rows)
+            a = np.asarray(user[r.name][idx], dtype=np.float64)
+            err, kept = _proxy_error(a, rng.standard_normal((cols, PROXY_COLS)), pat.n, pat.m)
+            label = "user weights"
+        else:  # seeded by shape and pattern: same-shape ops share one draw (synthetic weights carry no identity)
+            key = (take, cols, pat.n, pat.m)
+            if key not in synthetic_cache:
+                rng = np.random.default_rng([PROXY_SEED, *key])
+                a = rng.standard_normal((take, cols))
+                synthetic_cache[key] = _proxy_error(a, rng.standard_normal((cols, PROXY_COLS)), pat.n, pat.m)
+            err, kept = synthetic_cache[key]
+            label = SYNTHETIC_LABEL
+        rows_out.append(ProxyLayer(name=r.name, op=r.op, pattern=str(pat), weight_shape=(rows, cols),
+                                   rows_sampled=take, b_columns=PROXY_COLS, relative_error=err, kept_energy=kept,
+                                   weights=label, macs=r.macs))
+    macs = sum(x.macs for x in rows_out)
+    n_user = sum(1 for x in rows_out if x.weights == "user weights")
+    n_syn = len(rows_out) - n_user
+    label = ("user weights" if n_syn == 0 else SYNTHETIC_LABEL if n_user == 0
+             else f"user weights ({n_user} layers) and {SYNTHETIC_LABEL} ({n_syn} layers)")
+    worst = max(rows_out, key=lambda x: x.relative_error) if rows_out else None  # first in model order
+    return NumericProxy(
+        label=label if rows_out else None, weights_source=str(weights) if weights else None,
+        layers=tuple(rows_out), user_layers=n_user, synthetic_layers=n_syn, unused_arrays=tuple(unused),
+        mac_weighted_error=sum(x.relative_error * x.macs for x in rows_out) / macs if macs else None,
+        max_error=worst.relative_error if worst else None, max_error_layer=worst.name if worst else None,
+        method=(f"relative output error ||(A - prune(A)) B||_F / ||A B||_F of magnitude N:M pruning along k, per "
+                f"op that runs sparse; at most {PROXY_MAX_ROWS} rows of A (seeded sample) and {PROXY_COLS} seeded "
+                "Gaussian columns of B; grouped convs: the groups' filters stacked as rows; synthetic weights are "
+                "seeded by shape and pattern, so same-shape ops share one draw"),
+        caveat="a per-layer numeric proxy, not a task metric: it ignores fine-tuning, which usually recovers "
+               "most of the loss, and error propagation through the network",
+    )

@@ -1,0 +1,189 @@
+"""The deployment report as one self-contained HTML file (``report.html``).
+
+Inline CSS, charts as base64 PNG data URIs, no scripts, no external CSS / JS / fonts, and no
+``http(s)://`` anywhere (a URL scheme in user text is defused). The header sits between
+HEADER_BEGIN and HEADER_END.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from accelsim.report.deploy_tables import serving_cells, tables
+from accelsim.report.deploy_text import (
+    HEADER_BEGIN,
+    HEADER_END,
+    SCHEDULE_ROWS,
+    SYNTHETIC_LABEL,
+    TOP_LAYERS,
+    findings,
+    fmt_int,
+    fmt_pct,
+    fmt_x,
+    group_name,
+    grouped_schedule,
+    guardrail_line,
+    header_rows,
+    headline,
+    schedule_findings,
+)
+
+if TYPE_CHECKING:
+    from accelsim.analysis.deployment import DeploymentReport
+
+__all__ = ["render_html"]
+
+_CSS = ("body{font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;margin:24px auto;"
+        "max-width:1280px;padding:0 16px;color:#222;line-height:1.4}h1{font-size:22px;margin:0 0 10px}"
+        "h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:3px;margin-top:28px}h3{font-size:15px}"
+        ".banner{padding:10px 14px;border-radius:6px;margin:8px 0;font-weight:600}"
+        ".breach{background:#fde2e1;border:2px solid #d64541;color:#8b1a17}"
+        ".ok{background:#e3f4e8;border:1px solid #2e9e4f;color:#1d5e31}"
+        ".missing{background:#fff3da;border:1px solid #f2a52b;color:#7a4d00}"
+        ".headline{font-size:16px;margin:6px 0}.cons{background:#fff6e9;border-left:4px solid #f28e2b;"
+        "padding:6px 12px}table{border-collapse:collapse;font-size:12.5px;margin:6px 0 12px}"
+        "th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}"
+        "th{background:#f3f5f7}tr:nth-child(even) td{background:#fafbfc}td.n{text-align:right;"
+        "font-variant-numeric:tabular-nums}img{max-width:100%;border:1px solid #eee}.small{color:#666;font-size:12px}"
+        "details{margin:8px 0}summary{cursor:pointer;color:#1f4e79}.hdr td:first-child{color:#555;width:220px}"
+        "code{background:#f3f5f7;padding:0 3px}.bad{color:#b3261e;font-weight:600}")
+_NUMERIC = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _html_table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
+    if not rows:
+        return "<p>(none)</p>"
+    parts = [f"<table{f' class={cls!r}' if cls else ''}>"
+             + ("<tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr>" if head else "")]
+    for r in rows:
+        cells = []
+        for c in r:
+            klass = " class='n'" if _NUMERIC.match(c or "") else ""
+            text = _esc(c)
+            if c == "NO":
+                text = "<span class='bad'>NO</span>"
+            cells.append(f"<td{klass}>{text}</td>")
+        parts.append("<tr>" + "".join(cells) + "</tr>")
+    return "\n".join(parts) + "\n</table>"
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f"<img alt='{_esc(alt)}' src='data:image/png;base64,{base64.b64encode(png).decode('ascii')}'>"
+
+
+def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
+    """One self-contained HTML file: inline CSS, charts (``reality_check``, ``pruning_schedule`` PNG bytes)
+    as base64 data URIs, no external references."""
+    t = tables(report)
+    sub = report.subject
+    g = report.guardrail
+    cons = report.contradictions
+    status = g.status
+    title = f"[{status.upper()}] Sparsity deployment report: {sub.title}"
+    out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+           f"<title>{_esc(title)}</title>",
+           f"<!-- {_esc(guardrail_line(report))} -->",
+           f"<style>{_CSS}</style></head><body>",
+           f"<h1>Sparsity deployment report: {_esc(sub.title)}</h1>",
+           f"<div class='banner {status}'>{_esc(guardrail_line(report))}</div>",
+           f"<p class='headline'><b>{_esc(headline(report))}</b></p>",
+           f"<p class='cons'><b>{len(cons)} contradiction(s)</b>: "
+           + (_esc("; ".join(c.kind for c in cons)) if cons else "none")
+           + " (see <a href='#contradictions'>Contradictions</a>)</p>",
+           HEADER_BEGIN, "<h2>Build and inputs</h2>", _html_table([], header_rows(report.header), "hdr"),
+           HEADER_END]
+    out += ["<h2>Summary</h2>",
+            f"<p>Policy <code>{_esc(sub.policy)}</code>, dtype {_esc(sub.dtype)}, {sub.layers} ops, "
+            f"{_esc(sub.clock_ghz)} GHz.</p>", _html_table(*t["summary"])]
+    out += ["<ul>"] + [f"<li>{_esc(f)}</li>" for f in findings(report)]
+    out += [f"<li>warning: {_esc(w)}</li>" for w in report.summary.warnings] + ["</ul>"]
+    out += ["<h3>Reality check</h3>", _img(charts["reality_check"], "reality check: nominal vs real speedup and "
+                                           "the ladder"), _html_table(*t["ladder"])]
+    m = report.matrix
+    out += ["<h2>Supported-layer matrix</h2>",
+            f"<p>Ops whose plan asks for a pattern, by op type and pattern: <b>sparse</b>, <b>padded</b> (sparse "
+            f"with n/k padding) or <b>fallback</b> with its reason code. {m.ops_without_pattern} other ops "
+            "(vector ops) never take a pattern.</p>", _html_table(*t["patterns"]), _html_table(*t["matrix"])]
+    n_layers = len(report.layers)
+    out += ["<h2>Per-layer table</h2>",
+            f"<p>The {min(TOP_LAYERS, n_layers)} ops with the most time in the sparse run, of {n_layers}.</p>",
+            _html_table(*t["layers_top"])]
+    if n_layers > TOP_LAYERS:
+        out += [f"<details><summary>all {n_layers} ops in model order</summary>", _html_table(*t["layers_all"]),
+                "</details>"]
+    sched = report.pruning_schedule
+    out += ["<h2>Pruning schedule</h2>",
+            f"<p>Which ops to make sparse first: ranked by simulated time saved (<code>{_esc(sched.definition)}"
+            f"</code>). The curve ends at the run's speedup {fmt_x(sched.run_speedup)}.</p>",
+            _img(charts["pruning_schedule"], "pruning schedule: cumulative speedup vs ops made sparse"),
+            "<ul>"] + [f"<li>{_esc(f)}</li>" for f in schedule_findings(report)]
+    out += ["</ul>", _html_table(*t["schedule"])]
+    if len(grouped_schedule(sched.rows)) > SCHEDULE_ROWS:
+        out.append(f"<p class='small'>first {SCHEDULE_ROWS} rows of the {sched.layers}-op schedule; all are in "
+                   "report.json</p>")
+    fi = report.fallback_impact
+    out += ["<h2>Dense-fallback impact</h2>",
+            f"<p>{fi.layers} fallback ops take {fmt_int(fi.cycles)} cycles, {fmt_pct(fi.share_of_time)} of the "
+            f"sparse run. Per reason, the model speedup if the reason were removed ({_esc(fi.method)}; policy "
+            f"<code>{_esc(fi.policy)}</code>; best case: each op keeps the faster kernel):</p>",
+            _html_table(*t["fallback"]), "<ul>"]
+    for r in fi.reasons:
+        out.append(f"<li><code>{_esc(r.reason)}</code> ({_esc(r.description)}): {_esc(r.mode)}; "
+                   f"{r.sparse_faster_layers} of {r.count} ops are faster sparse on their own; hardware "
+                   f"changes: {_esc(', '.join(r.hardware_changes) or 'none')}; ops: "
+                   + _esc(group_name(r.layers)) + "</li>")
+    if fi.all_real_reasons_removed:
+        a = fi.all_real_reasons_removed
+        out.append(f"<li>all of {_esc(', '.join(a.reasons))} removed: {fmt_x(a.speedup_if_removed)} "
+                   f"(best case {fmt_x(a.speedup_if_removed_best)})</li>")
+    out.append("</ul>")
+    q = report.quality
+    proxy = q.proxy
+    out += ["<h2>Quality guardrail</h2>", f"<div class='banner {status}'>{_esc(g.status.upper())}: "
+            f"{_esc(g.message)}</div>", _html_table(*t["quality"])]
+    if q.source:
+        out.append(f"<p class='small'>Source of the figures: {_esc(q.source)}</p>")
+    plabel = proxy.label or "no op runs sparse"
+    out.append(f"<h3>Numeric proxy ({_esc(plabel)})</h3>")
+    if proxy.layers:
+        if proxy.synthetic_layers:
+            out.append(f"<p><b>On {SYNTHETIC_LABEL}</b> (seeded Gaussian, not the model's weights) for "
+                       f"{proxy.synthetic_layers} of {len(proxy.layers)} ops: the figures show what magnitude "
+                       "pruning does to a generic matrix, not to this model.</p>")
+        out += [f"<p>MAC-weighted relative output error {proxy.mac_weighted_error:.4f}, worst "
+                f"{proxy.max_error:.4f} ({_esc(proxy.max_error_layer)}), {_esc(plabel)}. "
+                f"{_esc(proxy.method)}. Caveat: {_esc(proxy.caveat)}.</p>", "<p>By weight shape:</p>",
+                _html_table(*t["proxy"])]
+        if proxy.unused_arrays:
+            out.append("<p class='small'>Arrays in the weights file that match no weight layer: "
+                       + _esc(", ".join(proxy.unused_arrays)) + "</p>")
+    sens = report.sensitivity
+    out.append("<h2>Sensitivity to calibrated fields</h2>")
+    if sens.runs:
+        out += [f"<p>Each CALIBRATED field perturbed by &plusmn;{sens.perturbation:.0%}: the speedup ranges over "
+                f"{fmt_x(sens.range[0])} - {fmt_x(sens.range[1])} (nominal {fmt_x(sens.speedup)}).</p>",
+                _html_table(*t["sensitivity"])]
+    else:
+        out.append(f"<p>{_esc(sens.note or 'none')}</p>")
+    out.append("<h2>Serving latency (p50 / p95 / p99)</h2>")
+    sv = report.serving
+    if sv.status == "ok":
+        out += [f"<p>{_esc(sv.note)}</p>", _html_table(*serving_cells(sv))]
+    else:
+        out.append(f"<p>{_esc(sv.note)}</p>")
+    out += ["<h2 id='contradictions'>Contradictions</h2>", "<p>Evidence that points the other way:</p>", "<ul>"]
+    out += [f"<li><b>{_esc(c.kind)}</b>: {_esc(c.message)}</li>" for c in cons] or ["<li>none found</li>"]
+    out += ["</ul>", "<hr><p class='small'>Generated by <code>accelsim report</code>; the full data is in "
+            "report.json (everything outside <code>header</code> is byte-identical for identical inputs).</p>",
+            "</body></html>", ""]
+    text = "\n".join(out)
+    # no URL scheme may appear anywhere (a user-supplied source text could hold one): defuse it
+    return re.sub(r"(?i)\b(https?):(?=//)", r"\1&#58;", text)

@@ -1,0 +1,188 @@
+"""The deployment report as Markdown (``report.md``); it links the chart files written beside it.
+
+Every user string (op names, the quality metric and its source, file names) is escaped so that it
+renders as text, never as HTML or a code fence. The header sits between HEADER_BEGIN and HEADER_END.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from accelsim.report.deploy_tables import serving_cells, tables
+from accelsim.report.deploy_text import (
+    HEADER_BEGIN,
+    HEADER_END,
+    SCHEDULE_ROWS,
+    SYNTHETIC_LABEL,
+    TOP_LAYERS,
+    findings,
+    fmt_int,
+    fmt_pct,
+    fmt_x,
+    group_name,
+    grouped_schedule,
+    guardrail_line,
+    header_rows,
+    headline,
+    schedule_findings,
+)
+from accelsim.report.reality_chart import text_bars
+
+if TYPE_CHECKING:
+    from accelsim.analysis.deployment import DeploymentReport
+    from accelsim.analysis.deployment_serving import ServingSection
+
+__all__ = ["md_table", "render_markdown"]
+
+_FENCE = "\x00fence\x00"  # placeholder of our code fences until the document's fence length is known
+_NUMERIC = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")
+
+
+def _md_escape(text: str) -> str:
+    """A table cell: '|' and backticks escaped (& < > are escaped for every line by :func:`_md_safe`)."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("\n", " ")
+
+
+def _md_fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text`` (user text cannot close it)."""
+    runs = re.findall(r"`+", text)
+    return "`" * max(3, 1 + max((len(r) for r in runs), default=0))
+
+
+def _md_safe(text: str) -> str:
+    """Escape &, < and > outside our code blocks, so no user string (names, quality metric and source, file
+    names) renders as HTML; our own header comments and blockquote markers are kept. Our code blocks'
+    fences are longer than any run of backticks in the document, so user text can neither open nor close one."""
+    fence = _md_fence(text)
+    out = []
+    inside = False
+    for line in text.split("\n"):
+        if line.startswith(_FENCE):
+            inside = not inside
+            out.append(fence + line[len(_FENCE):])
+            continue
+        if inside:
+            out.append(line)
+            continue
+        if line in (HEADER_BEGIN, HEADER_END):
+            out.append(line)
+            continue
+        quote = re.match(r"^>\s?", line)
+        head = quote.group(0) if quote else ""
+        body = line[len(head):].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        out.append(head + body)
+    return "\n".join(out)
+
+
+def md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table (numeric columns right-aligned); ``(none)`` without rows."""
+    if not rows:
+        return ["(none)"]
+    right = {i for i in range(len(head))
+             if any(_NUMERIC.match(r[i]) for r in rows)
+             and all(_NUMERIC.match(r[i]) for r in rows if r[i] not in ("", "-"))}
+    lines = ["| " + " | ".join(_md_escape(h) for h in head) + " |",
+             "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
+    lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in rows]
+    return lines
+
+
+def _serving_md(sv: ServingSection) -> list[str]:
+    if sv.status != "ok":
+        return [sv.note]
+    return [sv.note, "", *md_table(*serving_cells(sv))]
+
+
+def render_markdown(report: DeploymentReport) -> str:
+    """The report as Markdown; links the chart files written beside it. The header sits between markers."""
+    t = tables(report)
+    sub = report.subject
+    g = report.guardrail
+    cons = report.contradictions
+    mark = {"breach": "\u274c", "ok": "\u2705", "missing": "\u26a0\ufe0f"}[g.status]
+    out = [f"# Sparsity deployment report: {sub.title}", "",
+           f"> {mark} **{guardrail_line(report)}**", ">",
+           f"> **{headline(report)}**", ">",
+           f"> **{len(cons)} contradiction(s)**: " + ("; ".join(c.kind for c in cons) if cons else "none")
+           + " (see [Contradictions](#contradictions))", "",
+           HEADER_BEGIN, "## Build and inputs", ""]
+    out += md_table(["field", "value"], header_rows(report.header))
+    out += [HEADER_END, ""]
+    out += ["## Summary", "", f"Policy `{sub.policy}`, dtype {sub.dtype}, {sub.layers} ops, "
+            f"{sub.clock_ghz} GHz.", ""]
+    out += md_table(*t["summary"])
+    out += [""] + [f"- {f}" for f in findings(report)] + [""]
+    for w in report.summary.warnings:
+        out.append(f"- warning: {w}")
+    out += ["### Reality check", "", "![reality check](reality_check.png)", ""]
+    out += md_table(*t["ladder"])
+    out += ["", f"{_FENCE}text", text_bars(report.reality_check), _FENCE, ""]
+    m = report.matrix
+    out += ["## Supported-layer matrix", "",
+            f"Ops whose plan asks for a pattern, by op type and pattern: **sparse**, **padded** (sparse with "
+            f"n/k padding) or **fallback** with its reason code. {m.ops_without_pattern} other ops (vector "
+            "ops: norms, softmax, activations, pooling, embeddings) never take a pattern.", ""]
+    out += md_table(*t["patterns"]) + [""]
+    out += md_table(*t["matrix"]) + [""]
+    n_layers = len(report.layers)
+    out += ["## Per-layer table", "",
+            f"The {min(TOP_LAYERS, n_layers)} ops with the most time in the sparse run, of {n_layers}"
+            + (" (all ops are in report.json and in the HTML report)." if n_layers > TOP_LAYERS else "."), ""]
+    out += md_table(*t["layers_top"]) + [""]
+    sched = report.pruning_schedule
+    out += ["## Pruning schedule", "", "Which ops to make sparse first: ranked by simulated time saved "
+            f"(`{sched.definition}`). The curve ends at the run's speedup {fmt_x(sched.run_speedup)}.", "",
+            "![pruning schedule](pruning_schedule.png)", ""]
+    out += [f"- {f}" for f in schedule_findings(report)] + [""]
+    out += md_table(*t["schedule"])
+    if len(grouped_schedule(sched.rows)) > SCHEDULE_ROWS:
+        out.append(f"\n(first {SCHEDULE_ROWS} rows of the {sched.layers}-op schedule; all are in report.json)")
+    fi = report.fallback_impact
+    out += ["", "## Dense-fallback impact", "",
+            f"{fi.layers} fallback ops take {fmt_int(fi.cycles)} cycles, {fmt_pct(fi.share_of_time)} of the "
+            f"sparse run. Per reason, the model speedup if the reason were removed ({fi.method}; "
+            f"policy `{fi.policy}`; best case: each op keeps the faster kernel):", ""]
+    out += md_table(*t["fallback"]) + [""]
+    for r in fi.reasons:
+        out.append(f"- `{r.reason}` ({r.description}): {r.mode}; "
+                   f"{r.sparse_faster_layers} of {r.count} ops are faster sparse on their own; hardware changes: "
+                   f"{', '.join(r.hardware_changes) or 'none'}; ops: {group_name(r.layers)}")
+    if fi.all_real_reasons_removed:
+        a = fi.all_real_reasons_removed
+        out.append(f"- all of {', '.join(a.reasons)} removed: {fmt_x(a.speedup_if_removed)} "
+                   f"(best case {fmt_x(a.speedup_if_removed_best)})")
+    q = report.quality
+    proxy = q.proxy
+    out += ["", "## Quality guardrail", "", f"**{g.status.upper()}**: {g.message}", ""]
+    out += md_table(*t["quality"])
+    if q.source:
+        out += ["", f"Source of the figures: {q.source}"]
+    plabel = proxy.label or "no op runs sparse"
+    out += ["", f"### Numeric proxy ({plabel})", ""]
+    if proxy.layers:
+        if proxy.synthetic_layers:
+            out.append(f"**On {SYNTHETIC_LABEL}** (seeded Gaussian, not the model's weights) for "
+                       f"{proxy.synthetic_layers} of {len(proxy.layers)} ops: the figures show what magnitude "
+                       "pruning does to a generic matrix, not to this model.")
+        out += ["", f"MAC-weighted relative output error {proxy.mac_weighted_error:.4f}, worst "
+                f"{proxy.max_error:.4f} ({proxy.max_error_layer}), {plabel}. {proxy.method}. "
+                f"Caveat: {proxy.caveat}.", "", "By weight shape:", ""]
+        out += md_table(*t["proxy"])
+        if proxy.unused_arrays:
+            out += ["", "Arrays in the weights file that match no weight layer: " + ", ".join(proxy.unused_arrays)]
+    sens = report.sensitivity
+    out += ["", "## Sensitivity to calibrated fields", ""]
+    if sens.runs:
+        out += [f"Each CALIBRATED field perturbed by +/-{sens.perturbation:.0%}: the speedup ranges over "
+                f"{fmt_x(sens.range[0])} - {fmt_x(sens.range[1])} (nominal {fmt_x(sens.speedup)}).", ""]
+        out += md_table(*t["sensitivity"])
+    else:
+        out.append(sens.note or "none")
+    out += ["", "## Serving latency (p50 / p95 / p99)", ""]
+    out += _serving_md(report.serving)
+    out += ["", "## Contradictions", "", "Evidence that points the other way:", ""]
+    out += [f"- **{c.kind}**: {c.message}" for c in cons] or ["- none found"]
+    out += ["", "---", "Generated by `accelsim report`; the full data is in report.json (everything outside "
+            "`header` is byte-identical for identical inputs).", ""]
+    return _md_safe("\n".join(out))
