@@ -96,6 +96,7 @@ def test_the_spec_model_validates_and_is_the_schema() -> None:
                                                                   "sparse-if-supported")
     assert list(m.grid) == ["dram.bandwidth_gb_s"]
     assert m.random is not None and m.random.as_dict() == {"n": 2, "seed": 0, "core.compute.rows": {"choice": [32, 64]}}
+    assert SweepSpecModel.model_validate(m.model_dump()) == m  # dumps as written: it validates again
     assert SweepSpecModel.model_validate({"name": "d", "hardware": {}, "workloads": ["w"]}).sparsity == [None]
     with pytest.raises(Exception, match="frozen"):
         m.name = "x"  # type: ignore[misc]

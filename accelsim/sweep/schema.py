@@ -18,7 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from accelsim.errors import ConfigError
 from accelsim.formats.nm import normalize_pattern
@@ -332,6 +341,10 @@ class SweepSpecModel(BaseModel):
     def _random(cls, value: Any, handler: Any, info: ValidationInfo) -> RandomSpec | None:
         context = info.context if isinstance(info.context, dict) else {}
         return check_random(value, context.get("field_kind"))
+
+    @field_serializer("random")
+    def _random_as_written(self, value: RandomSpec | None) -> dict[str, Any] | None:
+        return value.as_dict() if value is not None else None  # model_dump() gives a spec that validates again
 
     @field_validator("chunk_size", mode="wrap")
     @classmethod

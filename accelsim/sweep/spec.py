@@ -116,6 +116,7 @@ def spec_from_dict(data: dict[str, Any], source: str = "<sweep>", base_dir: str 
     hardware = _Hardware(data.get("hardware"), base, source)
     shape = SpecShape(data, source, hardware.kind_of)
     shape.raise_through("workloads-missing")
+    name: str = shape.value("name")
     n_points = _check_size(source, data, max_points)
     shape.raise_through("hardware")
     hw_source, hw_data = hardware.resolved()
@@ -143,11 +144,11 @@ def spec_from_dict(data: dict[str, Any], source: str = "<sweep>", base_dir: str 
     if cost is not None:
         _check_cost(data["cost"], table_columns(swept, set_keys), source)  # as written: errors quote it
     spec_hash = canonical_hash({
-        "format": FORMAT_VERSION, "name": shape.value("name"), "hardware": hw_data,
+        "format": FORMAT_VERSION, "name": name, "hardware": hw_data,
         "workloads": [[w.label, w.data, list(w.combos)] for w in workloads], "set_keys": set_keys,
         "sparsity": sparsity, "policy": policy, "swept": swept,
         "points": [[p.origin, p.overrides] for p in points]})
-    return SweepSpec(name=shape.value("name"), source=source, text=text if text is not None else _dump_yaml(data),
+    return SweepSpec(name=name, source=source, text=text if text is not None else _dump_yaml(data),
                      hardware_source=hw_source, hardware_data=hw_data, workloads=tuple(workloads),
                      set_keys=tuple(set_keys), sparsity=tuple(sparsity), policy=policy, grid=grid, random=random,
                      swept=tuple(swept), points=tuple(points), chunk_size=chunk_size, cost=cost,
