@@ -1,7 +1,7 @@
 """The kinds of YAML file accelsim reads: recognise one, validate it with its own loader, print its schema.
 
 ``accelsim validate`` and ``accelsim schema`` use this. Each kind keeps its loader where it lives
-(hardware/, workloads/, sweep/, serving/); this module only dispatches.
+(hardware.py, workload.py, sweep.py, runtime.py); this module only dispatches.
 
 The sweep spec's schema is the model that validates it (``sweep.schema.SweepSpecModel``).
 """
