@@ -50,7 +50,7 @@ def main() -> None:
                     help="instead: cProfile N configs in this process, lean path and run() path")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from accelsim.sweep.execute import run_sweep, spec_from_dict
+    from accelsim.sweep import run_sweep, spec_from_dict
 
     if args.profile:
         profile(args.profile)
@@ -64,26 +64,27 @@ def main() -> None:
         wall = time.perf_counter() - t0
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    print(f"configs: {res['points']:,} ({res['rows']:,} rows: BERT-base seq 128 batch 16, dense and 2:4; "
-          f"{res['infeasible_rows']} infeasible), {args.workers} workers, chunks of {res['chunk_size']}")
-    print(f"spec validation {t_spec:.2f} s | sweep {res['run_s']:.2f} s | results written, total wall "
+    print(f"configs: {res.points:,} ({res.rows:,} rows: BERT-base seq 128 batch 16, dense and 2:4; "
+          f"{res.infeasible_rows} infeasible), {args.workers} workers, chunks of {res.chunk_size}")
+    print(f"spec validation {t_spec:.2f} s | sweep {res.run_s:.2f} s | results written, total wall "
           f"{wall:.2f} s")
-    print(f"{res['points'] / wall:,.0f} configs/s overall ({res['configs_per_s']:,.0f} configs/s in the sweep)")
+    print(f"{res.points / wall:,.0f} configs/s overall ({res.configs_per_s:,.0f} configs/s in the sweep)")
 
 
 def profile(n: int) -> None:
     """Where one process spends its time: the lean path, then (for comparison) run() per row."""
-    from accelsim.sweep.execute import _context, _run_points, spec_from_dict
+    from accelsim.sweep import spec_from_dict, work_context
+    from accelsim.sweep.rows import run_points
 
     spec = spec_from_dict(bench_spec(n), source="sweep_bench")
     pts = [(p.index, p.overrides) for p in spec.points]
     for lean in (True, False):
-        ctx = _context(spec, lean)
-        _run_points(ctx, pts[:2])  # warm: workload expansion, numba dispatch
+        ctx = work_context(spec, lean)
+        run_points(ctx, pts[:2])  # warm: workload expansion, numba dispatch
         prof = cProfile.Profile()
         t0 = time.perf_counter()
         prof.enable()
-        _run_points(ctx, pts)
+        run_points(ctx, pts)
         prof.disable()
         dt = time.perf_counter() - t0
         buf = io.StringIO()

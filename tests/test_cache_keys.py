@@ -8,11 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from accelsim import sweep
 from accelsim.engine import ENGINE_IGNORES, hardware_key, simulate, simulate_totals
 from accelsim.hardware.model import Hardware, hardware_from_dict, load_hardware
 from accelsim.lowering import LABELS, Kernel, lower, lowering_target
 from accelsim.simulation import run
-from accelsim.sweep import execute as sweep
+from accelsim.sweep import rows as sweep_rows
 from accelsim.workloads.model import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,15 +21,15 @@ TPU = str(ROOT / "hwconfigs/tpu-like.yaml")
 BERT = str(ROOT / "workloads/bert-base.yaml")
 
 
-def _sweep_state(grid: dict[str, list[Any]]) -> tuple[sweep._WorkerState, list[list[tuple]], Any]:
+def _sweep_state(grid: dict[str, list[Any]]) -> tuple[sweep_rows._WorkerState, list[list[tuple]], Any]:
     """Run a BERT (seq 128, 2:4) sweep over ``grid`` in this process; its caches, rows and spec."""
     spec = sweep.spec_from_dict({"name": "keys", "hardware": TPU, "workloads": [BERT],
                                  "set": {"batch": [1], "seq": [128]}, "sparsity": ["2:4"], "grid": grid})
-    ctx = sweep._context(spec, True)
-    sweep._STATE = None
-    rows = sweep._run_points(ctx, [(p.index, p.overrides) for p in spec.points])
-    assert sweep._STATE is not None
-    return sweep._STATE, rows, spec
+    ctx = sweep.work_context(spec, True)
+    sweep_rows._STATE = None
+    rows = sweep_rows.run_points(ctx, [(p.index, p.overrides) for p in spec.points])
+    assert sweep_rows._STATE is not None
+    return sweep_rows._STATE, rows, spec
 
 
 def test_a_field_lowering_reads_misses_the_lowering_cache() -> None:

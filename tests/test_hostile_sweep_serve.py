@@ -18,9 +18,9 @@ import simpy
 from accelsim import fileio
 from accelsim.cli import main
 from accelsim.errors import AccelsimError, ConfigError, InfeasibleError
-from accelsim.report.sweep_plots import choose_slice, heatmap_figure, load_table
+from accelsim.report.sweep_plots import choose_slice, heatmap_figure
 from accelsim.serving import RuntimeConfig, ServingModel, find_max_rate
-from accelsim.sweep.execute import spec_from_dict
+from accelsim.sweep import load_results, spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -71,7 +71,7 @@ def test_sweep_plot_says_which_values_are_held(small_sweep: Path, tmp_path: Path
     assert code == 0
     assert ("heatmaps: core.sram.filter_bytes (y) by dram.bandwidth_gb_s (x); held: core.compute.rows=64 "
             "(first value)") in out
-    table = load_table(small_sweep)
+    table = load_results(small_sweep)
     fig = heatmap_figure(table, table.settings()[0], choose_slice(table))
     assert "held: core.compute.rows=64 (first value)" in fig._suptitle.get_text()
 
@@ -267,7 +267,7 @@ def test_runtime_config_file_is_bounded(tmp_path: Path, capsys: pytest.CaptureFi
 # -- D4: progress of the capacity search and sweep-plot ------------------------------------------------------
 
 def test_progress_callbacks(small_sweep: Path, tmp_path: Path) -> None:
-    from accelsim.sweep.execute import sweep_plot_command
+    from accelsim.cli.sweep import sweep_plot_command
 
     calls: list[tuple[int, int]] = []
     model = ServingModel(lambda b, s: 1e-3 + 2e-4 * b, RuntimeConfig(max_batch=8))

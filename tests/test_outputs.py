@@ -396,7 +396,7 @@ def test_validate_unknown_kind(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_schema_sweep_and_runtime(capsys: pytest.CaptureFixture[str]) -> None:
     from accelsim.serving.config import RuntimeConfig
-    from accelsim.sweep.execute import SPEC_KEYS
+    from accelsim.sweep import SPEC_KEYS
 
     rc, out, _ = cli(capsys, "schema", "sweep")
     assert rc == 0 and sorted(json.loads(out)["properties"]) == sorted(SPEC_KEYS)

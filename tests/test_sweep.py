@@ -13,18 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from accelsim.cli.sweep import sweep_command, sweep_plot_command
 from accelsim.errors import AccelsimError, ConfigError
-from accelsim.sweep.execute import (
-    METRICS,
-    field_kind,
-    load_results,
-    load_spec,
-    round_to_field,
-    run_sweep,
-    spec_from_dict,
-    sweep_command,
-    sweep_plot_command,
-)
+from accelsim.sweep import METRICS, field_kind, load_results, load_spec, round_to_field, run_sweep, spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 TPU = str(ROOT / "hwconfigs/tpu-like.yaml")
@@ -93,8 +84,8 @@ def test_grid_random_union_and_rounding(tiny: str) -> None:
         assert isinstance(p.overrides["core.sparse.decode_groups_per_cycle"], float)  # float field: kept
         assert 300 <= p.overrides["dram.bandwidth_gb_s"] <= 310
     # swept columns: grid keys, then random-only keys; resolved values (base value where not swept)
-    assert spec.swept == ["dram.bandwidth_gb_s", "core.compute.cols", "core.compute.rows",
-                          "core.sram.filter_bytes", "core.sparse.decode_groups_per_cycle"]
+    assert spec.swept == ("dram.bandwidth_gb_s", "core.compute.cols", "core.compute.rows",
+                          "core.sram.filter_bytes", "core.sparse.decode_groups_per_cycle")
     assert grid[0].values[2] == 128 and grid[0].values[3] == 8388608
     # the rule: round half to even, then clamp to [ceil(low), floor(high)]
     assert round_to_field(2.5, 1, 10) == 2 and round_to_field(3.5, 1, 10) == 4
@@ -117,7 +108,7 @@ def test_union_drops_duplicates_and_field_kinds(tiny: str) -> None:
                            "grid": {"core.compute.rows": [64, 128]},
                            "random": {"n": 10, "seed": 1, "core.compute.rows": {"choice": [64, 128]}}})
     assert len(spec.points) == 2 and spec.duplicates_dropped == 10  # a union: every sample repeats a grid point
-    assert spec.sparsity == [None]  # default: the workload's own plan
+    assert spec.sparsity == (None,)  # default: the workload's own plan
     base = yaml.safe_load(Path(TPU).read_text())
     assert field_kind("core.compute.rows", base) == "int"
     assert field_kind("core.sram.filter_bytes", base) == "int"
@@ -170,9 +161,10 @@ def test_infeasible_point_is_a_row_and_outputs(tiny: str, tmp_path: Path) -> Non
     out = tmp_path / "res"
     seen: list[tuple[int, int]] = []
     res = run_sweep(spec, out, workers=1, progress=lambda d, t: seen.append((d, t)))
-    assert res["points"] == 10 and res["rows"] == 10 * 2 * 2
+    assert res.points == 10 and res.rows == 10 * 2 * 2
     assert seen[0] == (0, 10) and seen[-1] == (10, 10)
-    cols, rows = load_results(out)
+    table = load_results(out)
+    cols, rows = list(table.columns), table.rows
     assert cols[: 3] == ["point", "origin", "hw_hash"] and cols[-len(METRICS):] == list(METRICS)
     assert {"core.sram.filter_bytes", "dram.bandwidth_gb_s", "core.compute.rows",
             "core.sparse.decode_groups_per_cycle", "batch", "sparsity"} <= set(cols)
@@ -183,7 +175,7 @@ def test_infeasible_point_is_a_row_and_outputs(tiny: str, tmp_path: Path) -> Non
     assert all(r[i["reason"]].startswith("core.sram.filter_bytes: SRAM too small") for r in bad)
     assert all(r[i["latency_us"]] is None for r in bad)
     good = [r for r in rows if r[i["feasible"]]]
-    assert len(good) + len(bad) == len(rows) and res["infeasible_rows"] == len(bad)
+    assert len(good) + len(bad) == len(rows) and res.infeasible_rows == len(bad)
     for r in good:
         assert r[i["cycles"]] > 0 and r[i["binding"]] in ("compute", "memory", "decode", "launch")
         assert r[i["layers"]] == 5
@@ -235,16 +227,16 @@ def test_lean_path_equals_run_path(tmp_path: Path) -> None:
         run_sweep(spec, tmp_path / f"{case['name']}-ref", workers=1, lean=False)
         lean = load_results(tmp_path / f"{case['name']}-lean")
         ref = load_results(tmp_path / f"{case['name']}-ref")
-        assert lean[0] == ref[0]
-        assert len(lean[1]) == len(ref[1]) == len(spec.points) * spec.rows_per_point
-        for a, b in zip(lean[1], ref[1], strict=True):
+        assert lean.columns == ref.columns
+        assert len(lean.rows) == len(ref.rows) == len(spec.points) * spec.rows_per_point
+        for a, b in zip(lean.rows, ref.rows, strict=True):
             assert a == b
         if case["name"] == "eq-tpu":
-            feas = lean[0].index("feasible")
-            assert any(r[feas] is False for r in lean[1])  # infeasible rows compared too
+            feas = lean.index("feasible")
+            assert any(r[feas] is False for r in lean.rows)  # infeasible rows compared too
         if case["name"] == "eq-flex":  # policy fastest: slow decode sends layers back to dense
-            fb, dec = lean[0].index("fallback_layers"), lean[0].index("core.sparse.decode_groups_per_cycle")
-            assert any(r[fb] > 24 for r in lean[1] if r[dec] == 0.25)
+            fb, dec = lean.index("fallback_layers"), lean.index("core.sparse.decode_groups_per_cycle")
+            assert any(r[fb] > 24 for r in lean.rows if r[dec] == 0.25)
 
 
 def test_dask_local_cluster_equals_local_pool(tiny: str, tmp_path: Path) -> None:
@@ -253,10 +245,10 @@ def test_dask_local_cluster_equals_local_pool(tiny: str, tmp_path: Path) -> None
     run_sweep(spec, tmp_path / "pool", workers=2, chunk_size=2)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
         res = run_sweep(spec, tmp_path / "dask", executor="dask", dask_address=cl.scheduler_address, chunk_size=3)
-    assert "dask scheduler" in res["executor"]
+    assert "dask scheduler" in res.executor
     pool, dask = load_results(tmp_path / "pool"), load_results(tmp_path / "dask")
-    assert dask[0] == pool[0]
-    assert dask[1] == pool[1]  # row for row, same order
+    assert dask.columns == pool.columns
+    assert dask.rows == pool.rows  # row for row, same order
     assert (tmp_path / "dask/results.csv").read_bytes() == (tmp_path / "pool/results.csv").read_bytes()
 
 
@@ -289,7 +281,7 @@ def test_crash_then_resume_no_lost_no_duplicated_rows(tiny: str, tmp_path: Path)
         run_sweep(spec, out, workers=1, chunk_size=1, progress=crash_after_four)
     assert len(list((out / "chunks").glob("chunk-*.jsonl"))) == 4 and not (out / "results.csv").exists()
     res = run_sweep(spec, out, workers=1, resume=True)
-    assert res["chunks_resumed"] == 4 and res["chunks_run"] == 6
+    assert res.chunks_resumed == 4 and res.chunks_run == 6
     assert load_results(out) == clean
 
 
@@ -307,8 +299,8 @@ def test_corrupt_partial_and_stray_chunks_are_redone(tiny: str, tmp_path: Path) 
     (out / "chunks" / f".{chunks[4].name}.999.1.tmp").write_bytes(b"[1,2")  # a killed writer's temp file
     (out / "results.csv").unlink()
     res = run_sweep(spec, out, workers=1, resume=True)
-    assert res["chunks_run"] == 2 and res["chunks_resumed"] == 3
-    assert sorted(res["removed_files"]) == sorted([chunks[1].name, chunks[3].name, f".{chunks[4].name}.999.1.tmp"])
+    assert res.chunks_run == 2 and res.chunks_resumed == 3
+    assert sorted(res.removed_files) == sorted([chunks[1].name, chunks[3].name, f".{chunks[4].name}.999.1.tmp"])
     assert (out / "results.csv").read_bytes() == clean
     # resuming into a folder of a different sweep is refused
     other = spec_from_dict(small_spec(tiny, sparsity=["dense"]))
@@ -325,7 +317,7 @@ def test_killed_sweep_resumes_with_no_lost_no_duplicated_rows(tmp_path: Path) ->
     spec = load_spec(spec_path)
     out = tmp_path / "killed"
     # the run() path in one process: slow enough (~0.1 s a chunk) to be killed between chunk writes
-    code = ("import sys; from accelsim.sweep.execute import run_sweep; "
+    code = ("import sys; from accelsim.sweep import run_sweep; "
             "run_sweep(sys.argv[1], sys.argv[2], workers=1, chunk_size=1, lean=False)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(spec_path), str(out)], cwd=ROOT,
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -342,13 +334,13 @@ def test_killed_sweep_resumes_with_no_lost_no_duplicated_rows(tmp_path: Path) ->
     assert 3 <= done_at_kill < len(spec.points), proc.stderr.read().decode()[-2000:]
     assert not (out / "results.csv").exists()
     res = run_sweep(spec, out, workers=2, resume=True)
-    assert res["chunks_resumed"] == done_at_kill and res["chunks_run"] == len(spec.points) - done_at_kill
-    cols, rows = load_results(out)
-    keys = list(rows_by_key(cols, rows))
-    assert len(keys) == len(rows) == len(spec.points) * 2  # no duplicated rows
+    assert res.chunks_resumed == done_at_kill and res.chunks_run == len(spec.points) - done_at_kill
+    table = load_results(out)
+    keys = list(rows_by_key(list(table.columns), list(table.rows)))
+    assert len(keys) == len(table.rows) == len(spec.points) * 2  # no duplicated rows
     assert set(keys) == {(p, "bert-base", 1, s) for p in range(len(spec.points)) for s in ("dense", "2:4")}
     run_sweep(spec, tmp_path / "clean", workers=1)
-    assert load_results(tmp_path / "clean") == (cols, rows)  # no lost or changed rows
+    assert load_results(tmp_path / "clean") == table  # no lost or changed rows
 
 
 # -- plots ------------------------------------------------------------------------------------------

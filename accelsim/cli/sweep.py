@@ -3,25 +3,58 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from pathlib import Path
 
 from accelsim.cli import options
 from accelsim.cli.common import command_line, progress_bar, warn, wrote
-from accelsim.sweep.execute import sweep_command, sweep_plot_command
+from accelsim.errors import AccelsimError
+from accelsim.sweep import MAX_POINTS, SweepRun, load_results, load_spec, run_sweep
+
+
+def sweep_command(spec_path: str | Path, out: str | Path, dask: str | None = None, resume: bool = False,
+                  workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+                  command: list[str] | None = None, max_points: int = MAX_POINTS) -> SweepRun:
+    """``accelsim sweep SPEC -o OUT [--dask ADDRESS|local] [--resume] [--workers N] [--max-points N]``."""
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+        raise AccelsimError(f"--max-points {max_points!r}: expected a positive integer")
+    spec = load_spec(spec_path, max_points)
+    return run_sweep(spec, out, executor="dask" if dask else "local", dask_address=dask, workers=workers,
+                     resume=resume, progress=progress, command=command)
+
+
+def sweep_plot_command(results_dir: str | Path, out: str | Path | None = None, *, x: str | None = None,
+                       y: str | None = None, at: list[str] | None = None,
+                       progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
+    """``accelsim sweep-plot RESULTS [-o DIR] [--x KEY] [--y KEY] [--at KEY=VALUE]...``: the PNG files
+    written (default RESULTS/plots) and notes saying which grid slice the heatmaps show."""
+    held: dict[str, str] = {}
+    for item in at or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise AccelsimError(f"sweep-plot --at {item!r}: expected KEY=VALUE, e.g. dram.bandwidth_gb_s=400")
+        if key.strip() in held:
+            raise AccelsimError(f"sweep-plot --at {key.strip()}: given twice")
+        held[key.strip()] = value.strip()
+    from accelsim.report.sweep_plots import sweep_plot  # matplotlib: loaded for sweep-plot only
+
+    table = load_results(results_dir)
+    return sweep_plot(table, out if out is not None else Path(results_dir) / "plots", x=x, y=y, at=held,
+                      progress=progress)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run (or resume) a sweep and summarise it in one line."""
     bar, progress = progress_bar(unit="config", leave=True)
     try:
-        summary = sweep_command(args.spec, args.out, dask=args.dask, resume=args.resume, workers=args.workers,
-                                progress=progress, command=command_line(), max_points=args.max_points)
+        res = sweep_command(args.spec, args.out, dask=args.dask, resume=args.resume, workers=args.workers,
+                            progress=progress, command=command_line(), max_points=args.max_points)
     finally:
         bar.close()
-    warn(summary.get("warnings", []))
-    print(f"sweep: {summary.get('points', '?')} configs, {summary.get('rows', '?')} rows "
-          f"({summary.get('infeasible_rows', 0)} infeasible) in {summary.get('wall_s', 0):.1f} s "
-          f"({summary.get('configs_per_s', 0):,.0f} configs/s)")
-    wrote(summary.get("files", []))
+    warn(list(res.warnings))
+    print(f"sweep: {res.points} configs, {res.rows} rows ({res.infeasible_rows} infeasible) in {res.wall_s:.1f} s "
+          f"({res.configs_per_s:,.0f} configs/s)")
+    wrote(res.files)
     return 0
 
 
@@ -47,7 +80,7 @@ def add_sweep(sub: options.Subparsers) -> None:
                                                        "LocalCluster")
     sw.add_argument("--workers", type=int, help="local processes (default: all cores)")
     sw.add_argument("--resume", action="store_true", help="continue a killed sweep in the same directory")
-    sw.add_argument("--max-points", type=int, default=100_000, metavar="N",
+    sw.add_argument("--max-points", type=int, default=MAX_POINTS, metavar="N",
                     help="refuse specs of more than N hardware points (default 100,000; rows: at most 10 x N)")
     sw.set_defaults(func=cmd_sweep)
 

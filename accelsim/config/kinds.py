@@ -3,55 +3,21 @@
 ``accelsim validate`` and ``accelsim schema`` use this. Each kind keeps its loader where it lives
 (hardware.py, workload.py, sweep.py, runtime.py); this module only dispatches.
 
-The sweep spec is validated in code (``sweep.spec_from_dict``), not by a pydantic model:
-:class:`SweepSpecSchema` describes its top-level keys for ``accelsim schema sweep`` (editor
-completion) only and validates nothing; a test keeps its keys equal to ``sweep.SPEC_KEYS``.
+The sweep spec's schema is the model that validates it (``sweep.schema.SweepSpecModel``).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from accelsim.errors import ConfigError
 
 KINDS = ("hardware", "workload", "sweep", "runtime", "variants")
 _SWEEP_KEYS = frozenset({"workloads", "grid", "random"})
-
-Number = int | float
-Distribution = dict[Literal["choice", "uniform", "log_uniform", "int_uniform"], list[Any]]
-
-
-class SweepSpecSchema(BaseModel):
-    """A sweep spec (sweeps/*.yaml): one base hardware config, workloads, and the points to run.
-
-    Schema only: ``accelsim validate`` and ``accelsim sweep`` check a spec with ``sweep.spec_from_dict``.
-    """
-
-    model_config = ConfigDict(extra="forbid", title="SweepSpec")
-
-    name: str = Field(min_length=1, description="Short name of the sweep (results folder, plots).")
-    description: str | None = Field(None, description="Free text.")
-    hardware: str | dict[str, Any] = Field(description="Base hardware config: a file (relative to the current "
-                                           "directory, the spec's folder or its parent) or an inline config.")
-    workloads: str | list[str] = Field(description="Workload files, each run at every point.")
-    set: dict[str, Number | list[Number]] = Field(default_factory=dict, description="Workload parameters and "
-                                                  "their values (product); each applies to the workloads that "
-                                                  "declare it.")
-    sparsity: str | None | list[str | None] = Field(["plan"], description="Patterns run at every point: dense, "
-                                                    "N:M, or plan (the workload's own plan).")
-    policy: Literal["sparse-if-supported", "fastest"] = "sparse-if-supported"
-    grid: dict[str, list[Any]] = Field(default_factory=dict, description="Dotted hardware paths to lists of "
-                                       "values; the grid is their product.")
-    random: dict[str, int | Distribution] | None = Field(None, description="n (samples), seed, and dotted "
-                                                         "hardware paths to one distribution each: {choice: "
-                                                         "[...]}, {uniform: [a, b]}, {log_uniform: [a, b]} or "
-                                                         "{int_uniform: [a, b]}; unioned with the grid.")
-    chunk_size: int | None = Field(None, ge=1, description="Points per result chunk (default: automatic).")
-    cost: str | None = Field(None, description="Cost expression over result columns for the Pareto plot.")
 
 
 def detect_kind(data: Any, source: str) -> str:
@@ -95,7 +61,7 @@ def validate_file(path: str | Path) -> str:
 
         return f"{src}: ok (hardware '{hardware_from_dict(data, src).name}')"
     if kind == "sweep":
-        from accelsim.sweep.execute import load_spec
+        from accelsim.sweep import load_spec
 
         spec = load_spec(path)
         return (f"{src}: ok (sweep '{spec.name}', {len(spec.points)} hardware points x {spec.rows_per_point} "
@@ -121,8 +87,11 @@ def schema_text(kind: str) -> str:
         from accelsim.workloads.model import workload_schema
 
         return workload_schema()
+    model: type[BaseModel]
     if kind == "sweep":
-        model: type[BaseModel] = SweepSpecSchema
+        from accelsim.sweep.schema import SweepSpecModel
+
+        model = SweepSpecModel
     elif kind == "runtime":
         from accelsim.serving.config import RuntimeConfig
 

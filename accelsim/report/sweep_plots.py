@@ -1,8 +1,9 @@
 """Plots of a sweep's results: Pareto fronts, heatmaps with the binding constraint, where sparsity pays.
 
-Input is a finished sweep folder (``results.csv`` and ``meta.json`` from :func:`accelsim.sweep.execute.run_sweep`).
-Library code: nothing here prints or exits; figures are :class:`~matplotlib.figure.Figure` objects
-drawn on the Agg canvas directly (no pyplot, no global state).
+Input is a sweep's table (:class:`SweepRows`: what :func:`accelsim.sweep.load_results` returns); this
+module renders it and computes nothing of the sweep. Library code: nothing here prints or exits;
+figures are :class:`~matplotlib.figure.Figure` objects drawn on the Agg canvas directly (no pyplot,
+no global state).
 
 - **Pareto** (per workload setting): latency against a cost proxy, every feasible point faint,
   and per sparsity pattern the Pareto front (no other point of that pattern is both cheaper and
@@ -20,17 +21,20 @@ drawn on the Agg canvas directly (no pyplot, no global state).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
+
+from accelsim.errors import AccelsimError
+from accelsim.fileio import figure_bytes, write_atomic
 
 DPI = 110
 MAX_SETTINGS = 6
@@ -42,91 +46,66 @@ DEFAULT_COST = "peak_macs_per_cycle * sram_bytes"
 DEFAULT_COST_LABEL = "PEs x SRAM bytes"
 
 
-class SweepTable:
-    """A sweep's rows with column access, and the spec facts the plots need (from meta.json)."""
-
-    def __init__(self, columns: list[str], rows: list[list[Any]], sweep: dict[str, Any]) -> None:
-        self.columns = columns
-        self.rows = rows
-        self.sweep = sweep
-        self.idx = {c: i for i, c in enumerate(columns)}
-
-    def get(self, row: Sequence[Any], col: str) -> Any:
-        return row[self.idx[col]]
+class SweepRows(Protocol):
+    """What the plots read of a sweep's table (:class:`accelsim.sweep.SweepTable` is one): the columns,
+    the rows, meta.json's ``sweep`` section (grid, set keys, cost), the file it came from, and row queries."""
 
     @property
-    def set_keys(self) -> list[str]:
-        return list(self.sweep.get("set") or [])
+    def columns(self) -> Sequence[str]: ...
 
     @property
-    def grid_keys(self) -> list[str]:
-        return [k for k in (self.sweep.get("grid") or {}) if k in self.idx]
+    def rows(self) -> Sequence[Sequence[Any]]: ...
 
-    def settings(self) -> list[tuple[Any, ...]]:
-        """Distinct (workload, *set params) in row order."""
-        seen: dict[tuple[Any, ...], None] = {}
-        for r in self.rows:
-            seen.setdefault(self.setting(r), None)
-        return list(seen)
+    @property
+    def sweep(self) -> Mapping[str, Any]: ...
 
-    def setting(self, row: Sequence[Any]) -> tuple[Any, ...]:
-        return (self.get(row, "workload"), *(self.get(row, k) for k in self.set_keys))
+    @property
+    def source(self) -> str: ...
 
-    def sparsities(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for r in self.rows:
-            seen.setdefault(self.get(r, "sparsity"), None)
-        return list(seen)
+    @property
+    def set_keys(self) -> list[str]: ...
 
-    def label(self, setting: tuple[Any, ...]) -> str:
-        params = ", ".join(f"{k} {_num(v)}" for k, v in zip(self.set_keys, setting[1:], strict=True) if v is not None)
-        return f"{setting[0]} ({params})" if params else str(setting[0])
+    @property
+    def grid_keys(self) -> list[str]: ...
 
-    def slug(self, setting: tuple[Any, ...]) -> str:
-        parts = [str(setting[0])] + [f"{k}{_num(v)}" for k, v in zip(self.set_keys, setting[1:], strict=True)
-                                     if v is not None]
-        return re.sub(r"[^0-9A-Za-z_.-]+", "-", "_".join(parts))
+    def get(self, row: Sequence[Any], col: str) -> Any: ...
+
+    def settings(self) -> list[tuple[Any, ...]]: ...
+
+    def setting(self, row: Sequence[Any]) -> tuple[Any, ...]: ...
+
+    def sparsities(self) -> list[str]: ...
+
+    def cost_values(self, expr: str | None = None) -> list[float | None]: ...
 
 
-def load_table(results_dir: str | os.PathLike[str]) -> SweepTable:
-    from accelsim.errors import AccelsimError
-    from accelsim.sweep.execute import load_results
-
-    cols, rows = load_results(results_dir)
-    meta_path = Path(results_dir) / "meta.json"
-    sweep: Any = {}
-    if meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise AccelsimError(f"{meta_path}: unreadable sweep metadata ({exc})") from None
-        sweep = meta.get("sweep", {}) if isinstance(meta, dict) else None
-        grid = sweep.get("grid") if isinstance(sweep, dict) else None
-        if not isinstance(sweep, dict) or not isinstance(grid or {}, dict) or \
-                not all(isinstance(v, list) and v for v in (grid or {}).values()):
-            raise AccelsimError(f"{meta_path}: sweep.grid: expected a mapping of parameters to value lists; the "
-                                "file is corrupt (rerun the sweep)")
-    for key in sweep.get("set") or []:
-        if key not in cols:
-            raise AccelsimError(f"{meta_path}: sweep.set names {key!r}, which is not a column of results.csv")
-    _check_cells(Path(results_dir) / "results.csv", cols, rows)
-    return SweepTable(cols, rows, sweep)
+def setting_label(table: SweepRows, setting: tuple[Any, ...]) -> str:
+    """'workload (param value, ...)' of one workload setting."""
+    params = ", ".join(f"{k} {_num(v)}" for k, v in zip(table.set_keys, setting[1:], strict=True) if v is not None)
+    return f"{setting[0]} ({params})" if params else str(setting[0])
 
 
-def _check_cells(path: Path, cols: list[str], rows: list[list[Any]]) -> None:
-    """The cells the plots compute with are numbers (or empty) and feasible is True/False."""
-    from accelsim.errors import AccelsimError
+def setting_slug(table: SweepRows, setting: tuple[Any, ...]) -> str:
+    """One workload setting as a file-name part: workload_param1value1..."""
+    parts = [str(setting[0])] + [f"{k}{_num(v)}" for k, v in zip(table.set_keys, setting[1:], strict=True)
+                                 if v is not None]
+    return re.sub(r"[^0-9A-Za-z_.-]+", "-", "_".join(parts))
 
+
+def check_cells(table: SweepRows) -> None:
+    """The cells the plots compute with are numbers (or empty) and feasible is True/False (else an
+    AccelsimError naming the table's file and line)."""
+    cols = list(table.columns)
     numeric = [c for c in ("latency_us", "speedup_vs_dense", "energy_j", "sram_bytes", "peak_macs_per_cycle")
                if c in cols]
     fi = cols.index("feasible")
-    for n, r in enumerate(rows, start=2):
+    for n, r in enumerate(table.rows, start=2):
         if not isinstance(r[fi], bool):
-            raise AccelsimError(f"{path}: line {n}: feasible: expected True or False, got {r[fi]!r}")
+            raise AccelsimError(f"{table.source}: line {n}: feasible: expected True or False, got {r[fi]!r}")
         for c in numeric:
             v = r[cols.index(c)]
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
-                raise AccelsimError(f"{path}: line {n}: {c}: expected a number, got {v!r}")
+                raise AccelsimError(f"{table.source}: line {n}: {c}: expected a number, got {v!r}")
 
 
 def _num(v: Any) -> str:
@@ -154,30 +133,6 @@ def _value_label(path: str, v: Any) -> str:
 
 # ------------------------------------------------------------------------------------------- pareto
 
-def cost_values(table: SweepTable, expr: str | None) -> list[float | None]:
-    """The cost expression evaluated per row (None where a name is empty or the result is not finite)."""
-    from accelsim.config.templating import evaluate
-    from accelsim.sweep.execute import cost_names
-
-    expr = expr or DEFAULT_COST
-    names = cost_names(table.columns)
-    used = [n for n in names if re.search(rf"\b{re.escape(n)}\b", expr)]
-    out: list[float | None] = []
-    for r in table.rows:
-        env = {}
-        for n in used:
-            v = table.get(r, names[n])
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                env[n] = v
-        try:
-            val = float(evaluate(expr, env))
-        except (ValueError, ZeroDivisionError, OverflowError):
-            out.append(None)
-            continue
-        out.append(val if math.isfinite(val) else None)
-    return out
-
-
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     """Points (cost, value) no other point beats on both (lower cost and lower value), by cost."""
     front: list[tuple[float, float]] = []
@@ -189,7 +144,7 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, flo
     return front
 
 
-def pareto_figure(table: SweepTable, setting: tuple[Any, ...], cost: list[float | None], cost_label: str,
+def pareto_figure(table: SweepRows, setting: tuple[Any, ...], cost: list[float | None], cost_label: str,
                   title: str = "") -> Figure:
     fig = Figure(figsize=(8.5, 5.6), layout="constrained")
     FigureCanvasAgg(fig)
@@ -197,9 +152,11 @@ def pareto_figure(table: SweepTable, setting: tuple[Any, ...], cost: list[float 
     xs_all: list[float] = []
     ys_all: list[float] = []
     for j, sp in enumerate(table.sparsities()):
-        pts = [(cost[i], table.get(r, "latency_us")) for i, r in enumerate(table.rows)
-               if table.setting(r) == setting and table.get(r, "sparsity") == sp and table.get(r, "feasible")
-               and cost[i] is not None and table.get(r, "latency_us")]
+        pts: list[tuple[float, float]] = []
+        for c, r in zip(cost, table.rows, strict=True):
+            if (table.setting(r) == setting and table.get(r, "sparsity") == sp and table.get(r, "feasible")
+                    and c is not None and table.get(r, "latency_us")):
+                pts.append((c, table.get(r, "latency_us")))
         if not pts:
             continue
         color = PATTERN_COLORS[j % len(PATTERN_COLORS)]
@@ -221,7 +178,7 @@ def pareto_figure(table: SweepTable, setting: tuple[Any, ...], cost: list[float 
     ax.set_ylabel("latency (us, lower is better)")
     ax.grid(True, which="both", color="#e0e0e0", linewidth=0.5)
     ax.legend(title="sparsity", fontsize=8, title_fontsize=8, loc="best")
-    ax.set_title(title or f"{table.label(setting)}: latency vs cost, Pareto front per pattern "
+    ax.set_title(title or f"{setting_label(table, setting)}: latency vs cost, Pareto front per pattern "
                  "(lower left is better)", fontsize=10)
     return fig
 
@@ -253,13 +210,11 @@ def _matches(listed: Any, text: str) -> bool:
         return False
 
 
-def choose_slice(table: SweepTable, x: str | None = None, y: str | None = None,
+def choose_slice(table: SweepRows, x: str | None = None, y: str | None = None,
                  at: dict[str, str] | None = None) -> Slice | None:
     """The heatmap axes and held values; None when the grid has fewer than two parameters and none is
     asked for. Axes not given are the first grid parameters not held by ``at``. Unknown keys and values
     not in the grid raise AccelsimError listing the choices."""
-    from accelsim.errors import AccelsimError
-
     grid = table.sweep.get("grid") or {}
     keys = table.grid_keys
     choices = ", ".join(keys) or "none"
@@ -293,7 +248,7 @@ def choose_slice(table: SweepTable, x: str | None = None, y: str | None = None,
     return Slice(ykey, xkey, {k: held.get(k, v) for k, v in order.items()}, set(held))
 
 
-def _grid_cells(table: SweepTable, setting: tuple[Any, ...], sp: str, sl: Slice
+def _grid_cells(table: SweepRows, setting: tuple[Any, ...], sp: str, sl: Slice
                 ) -> tuple[list[Any], list[Any], dict[tuple[Any, Any], Sequence[Any]]]:
     ykey, xkey, fixed = sl.ykey, sl.xkey, sl.held
     cells: dict[tuple[Any, Any], Sequence[Any]] = {}
@@ -308,7 +263,7 @@ def _grid_cells(table: SweepTable, setting: tuple[Any, ...], sp: str, sl: Slice
     return ys, xs, cells
 
 
-def _first_resolved(table: SweepTable, key: str, values: list[Any]) -> Any:
+def _first_resolved(table: SweepRows, key: str, values: list[Any]) -> Any:
     """The table's value for the first listed grid value (the table holds resolved values, e.g. 100 -> 100.0)."""
     first = values[0]
     for r in table.rows:
@@ -335,10 +290,8 @@ def _panel_figure(n: int) -> tuple[Figure, list[Any]]:
     return fig, [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
 
 
-def _heat_panel(ax: Any, table: SweepTable, ys: list[Any], xs: list[Any], cells: dict, value: str, norm: Any,
+def _heat_panel(ax: Any, table: SweepRows, ys: list[Any], xs: list[Any], cells: dict, value: str, norm: Any,
                 cmap: str, text: Any, ykey: str, xkey: str, ylabel: bool = True) -> Any:
-    import numpy as np
-
     data = np.full((len(ys), len(xs)), np.nan)
     for (y, x), r in cells.items():
         v = table.get(r, value)
@@ -362,7 +315,7 @@ def _heat_panel(ax: Any, table: SweepTable, ys: list[Any], xs: list[Any], cells:
     return im
 
 
-def _panels(table: SweepTable, setting: tuple[Any, ...], sps: list[Any], sl: Slice,
+def _panels(table: SweepRows, setting: tuple[Any, ...], sps: list[Any], sl: Slice,
             metric: str) -> tuple[list[tuple], list[float]]:
     """Grid panels (one per sparsity that has cells) and the feasible values of ``metric`` in them."""
     panels = [(sp, *_grid_cells(table, setting, sp, sl)) for sp in sps]
@@ -372,7 +325,7 @@ def _panels(table: SweepTable, setting: tuple[Any, ...], sps: list[Any], sl: Sli
     return panels, vals
 
 
-def _as_slice(table: SweepTable, ykey: str | Slice, xkey: str | None) -> Slice:
+def _as_slice(table: SweepRows, ykey: str | Slice, xkey: str | None) -> Slice:
     if isinstance(ykey, Slice):
         return ykey
     sl = choose_slice(table, x=xkey, y=ykey)
@@ -380,7 +333,7 @@ def _as_slice(table: SweepTable, ykey: str | Slice, xkey: str | None) -> Slice:
     return sl
 
 
-def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str | Slice,
+def heatmap_figure(table: SweepRows, setting: tuple[Any, ...], ykey: str | Slice,
                    xkey: str | None = None) -> Figure | None:
     """Latency over two grid parameters (a :class:`Slice`, or the y and x keys with other grid parameters
     at their first value), a panel per sparsity, the binding constraint in each cell."""
@@ -399,14 +352,15 @@ def heatmap_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str | Slic
                          lambda r: f"{BINDING_MARK.get(table.get(r, 'binding'), '?')}\n"
                                    f"{_num(round(table.get(r, 'latency_us')))}", ykey, xkey, i % cols == 0)
         ax.set_title(f"{sp}", fontsize=9)
+    assert im is not None  # at least one panel: it has values
     fig.colorbar(im, ax=axes, label="latency (us)", shrink=0.85)
     held = f"\n{sl.text()}" if sl.held else ""
-    fig.suptitle(f"{table.label(setting)}: latency; binding C compute, M memory, D decode, L launch{held}",
+    fig.suptitle(f"{setting_label(table, setting)}: latency; binding C compute, M memory, D decode, L launch{held}",
                  fontsize=10)
     return fig
 
 
-def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str | Slice,
+def sparsity_pays_figure(table: SweepRows, setting: tuple[Any, ...], ykey: str | Slice,
                          xkey: str | None = None) -> Figure | None:
     """Speedup of each sparse pattern over dense on the same hardware, over two grid parameters."""
     sl = _as_slice(table, ykey, xkey)
@@ -424,40 +378,40 @@ def sparsity_pays_figure(table: SweepTable, setting: tuple[Any, ...], ykey: str 
         im = _heat_panel(ax, table, ys, xs, cells, "speedup_vs_dense", norm, "RdYlGn",
                          lambda r: f"{table.get(r, 'speedup_vs_dense'):.2f}x", ykey, xkey, i % cols == 0)
         ax.set_title(f"{sp} vs dense", fontsize=9)
+    assert im is not None  # at least one panel: it has values
     fig.colorbar(im, ax=axes, label="speedup vs dense (same hardware)", shrink=0.85)
     held = f"\n{sl.text()}" if sl.held else ""
-    fig.suptitle(f"{table.label(setting)}: where does sparsity pay?{held}", fontsize=10)
+    fig.suptitle(f"{setting_label(table, setting)}: where does sparsity pay?{held}", fontsize=10)
     return fig
 
 
 # ------------------------------------------------------------------------------------------- files
 
 def _save(fig: Figure, path: Path) -> Path:
-    from accelsim.fileio import figure_bytes, write_atomic
-
     return write_atomic(path, figure_bytes(fig, "png", DPI))
 
 
-def sweep_figures(table: SweepTable, cost: str | None = None, sl: Slice | None = None) -> list[tuple[str, Figure]]:
+def sweep_figures(table: SweepRows, cost: str | None = None, sl: Slice | None = None) -> list[tuple[str, Figure]]:
     """(file stem, Figure) for every plot the table supports; heatmaps over ``sl`` (default: the first
     two grid parameters, others at their first value)."""
     return list(_iter_figures(table, cost, sl))
 
 
-def _iter_figures(table: SweepTable, cost: str | None, sl: Slice | None):
+def _iter_figures(table: SweepRows, cost: str | None, sl: Slice | None) -> Iterator[tuple[str, Figure]]:
     expr = cost or table.sweep.get("cost") or DEFAULT_COST
     label = DEFAULT_COST_LABEL if expr == DEFAULT_COST else expr
-    costs = cost_values(table, expr)
+    costs = table.cost_values(expr)
     energies = _energies(table)
     if sl is None:
         sl = choose_slice(table)
     for setting in table.settings()[:MAX_SETTINGS]:
-        slug = table.slug(setting)
+        slug = setting_slug(table, setting)
         yield f"pareto_{slug}", pareto_figure(table, setting, costs, label)
         if energies is not None:
             yield f"pareto_energy_{slug}", pareto_figure(
                 table, setting, energies, "energy per inference (mJ)",
-                title=f"{table.label(setting)}: latency vs energy, Pareto front per pattern (lower left is better)")
+                title=f"{setting_label(table, setting)}: latency vs energy, Pareto front per pattern (lower left is "
+                      "better)")
         if sl is not None:
             heat = heatmap_figure(table, setting, sl)
             if heat is not None:
@@ -467,19 +421,19 @@ def _iter_figures(table: SweepTable, cost: str | None, sl: Slice | None):
                 yield f"sparsity_pays_{slug}", pays
 
 
-def _energies(table: SweepTable) -> list[float | None] | None:
+def _energies(table: SweepRows) -> list[float | None] | None:
     if "energy_j" not in table.columns:
         return None
     energies = [None if table.get(r, "energy_j") is None else table.get(r, "energy_j") * 1e3 for r in table.rows]
     return None if all(e is None for e in energies) else energies
 
 
-def _expected_figures(table: SweepTable, sl: Slice | None) -> int:
+def _expected_figures(table: SweepRows, sl: Slice | None) -> int:
     per = 1 + (_energies(table) is not None) + (2 if sl is not None else 0)
     return per * len(table.settings()[:MAX_SETTINGS])
 
 
-def sweep_plot(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str],
+def sweep_plot(table: SweepRows, out_dir: str | os.PathLike[str],
                cost: str | None = None, *, x: str | None = None, y: str | None = None,
                at: dict[str, str] | None = None,
                progress: Callable[[int, int], None] | None = None) -> tuple[list[Path], list[str]]:
@@ -488,8 +442,9 @@ def sweep_plot(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[s
     ``cost``: an area-model expression over result columns (overrides the spec's ``cost``). ``x``, ``y``:
     the heatmaps' grid parameters; ``at``: {grid parameter: value} to hold the others at (default: their
     first value; either way the notes and the titles say which). ``progress(done, total)`` per figure.
+    The cells the plots use are checked first (:func:`check_cells`).
     """
-    table = load_table(results_dir)
+    check_cells(table)
     sl = choose_slice(table, x=x, y=y, at=at)
     if not table.rows:
         return [], []
@@ -507,7 +462,5 @@ def sweep_plot(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[s
             if progress is not None:
                 progress(len(paths), max(total, len(paths)))
     except OSError as exc:
-        from accelsim.errors import AccelsimError
-
         raise AccelsimError(f"{exc.filename or out}: cannot write the plots: {exc.strerror or exc}") from None
     return paths, notes

@@ -1,0 +1,219 @@
+"""The work of one sweep worker: the metric rows of hardware points, with per-process caches.
+
+A worker gets a :class:`WorkContext` (what every point shares, sent once) and lists of
+``(point index, overrides)``; :func:`run_points` returns each point's metric rows in
+(workload, set-parameter combination, sparsity) order. The lean path lowers each workload once
+per distinct lowering target and simulates each distinct kernel once per distinct engine key;
+the reference path (``lean=False``) builds every row through :func:`accelsim.simulation.run`.
+Both sum the same :class:`~accelsim.results.LayerTotals` with :func:`~accelsim.results.model_totals`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelsim.energy import energy_tables_cover, kernel_energy
+from accelsim.engine import EngineHardware, hardware_key, simulate_totals
+from accelsim.errors import InfeasibleError
+from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.lowering import Kernel, LoweringTarget, lower, lowering_target
+from accelsim.results import KernelTotals, LayerTotals, ModelTotals, model_totals
+from accelsim.simulation import Simulator, choose_path, peak_macs_per_cycle, run
+from accelsim.sweep.columns import METRICS
+from accelsim.sweep.points import with_overrides
+from accelsim.workloads.model import Workload, workload_from_dict
+
+Row = tuple[Any, ...]  # one row's METRICS
+PointTask = tuple[int, dict[str, Any]]  # (point index, overrides)
+
+
+@dataclass(frozen=True)
+class WorkContext:
+    """What every point of a sweep shares; sent to each worker once (picklable)."""
+
+    id: str  # the spec hash (and "-ref" for the reference path): worker caches are valid for one id
+    hardware: dict[str, Any]
+    hw_source: str
+    workloads: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...]  # (source, data, combos)
+    sparsity: tuple[str | None, ...]
+    policy: str
+    lean: bool
+
+
+@dataclass
+class _Group:
+    kernel: Kernel
+    base: Kernel | None  # the dense baseline of a sparse kernel
+    count: int
+
+
+class _WorkerState:
+    """Per-process caches, valid for one sweep context."""
+
+    MAX_TOTALS = 200_000
+    MAX_LOWERED = 2_000
+
+    def __init__(self, ctx_id: str) -> None:
+        self.ctx_id = ctx_id
+        self.models: dict[tuple[int, int], Workload] = {}
+        self.lowered: dict[tuple[Any, ...], list[_Group]] = {}
+        self.totals: dict[tuple[Any, ...], KernelTotals] = {}
+
+
+_STATE: _WorkerState | None = None
+
+
+def _state(ctx: WorkContext) -> _WorkerState:
+    global _STATE
+    if _STATE is None or _STATE.ctx_id != ctx.id:
+        _STATE = _WorkerState(ctx.id)
+    return _STATE
+
+
+def _model(ctx: WorkContext, st: _WorkerState, wi: int, ci: int) -> Workload:
+    m = st.models.get((wi, ci))
+    if m is None:
+        src, data, combos = ctx.workloads[wi]
+        m = workload_from_dict(data, src, combos[ci])
+        st.models[(wi, ci)] = m
+    return m
+
+
+def _lower_groups(model: Workload, target: LoweringTarget, sparsity: str | None) -> list[_Group]:
+    """Lower ``model`` and fold identical kernels: (kernel, dense baseline) pairs with their layer count."""
+    groups: dict[tuple[Any, ...], _Group] = {}
+    for k in lower(model, target, sparsity):
+        base = k.as_dense() if k.sparse else None
+        key = (k.cache_key(), k.pattern_requested, base.cache_key() if base is not None else None)
+        g = groups.get(key)
+        if g is None:
+            groups[key] = _Group(k, base, 1)
+        else:
+            g.count += 1
+    return list(groups.values())
+
+
+def _sig(x: float | None, digits: int = 6) -> float | None:
+    """Round to ``digits`` significant digits (energies summed in different orders agree to ~1e-15)."""
+    return None if x is None else float(f"{x:.{digits}g}")
+
+
+def _metrics(t: ModelTotals, peak: float, clock_ghz: float, energy: float | None, dense_energy: float | None) -> Row:
+    """A feasible row's METRICS from its model totals (``results.ModelTotals``)."""
+    dram = (t.dram["a_values"], t.dram["a_metadata"], t.dram["b"], t.dram["c"])
+    dram_total = sum(dram)
+    binding, share = t.binding()
+    return (True, None, t.latency_us(clock_ghz), t.total, t.dense_total_cycles, t.speedup_vs_dense(),
+            t.utilization(peak), peak, t.cycles["compute"], t.cycles["stall_memory"], t.cycles["stall_decode"],
+            t.cycles["launch"], t.macs, t.macs_executed, dram_total, *dram, dram[1],
+            round(dram[1] / dram_total, 6) if dram_total else 0.0, t.layers, t.layers_by_path.get("sparse", 0),
+            t.fallback_layers, round(t.fallback_layers / t.requested_layers, 6) if t.requested_layers else 0.0,
+            t.fallback_share_of_time(), binding, share, _sig(energy), _sig(dense_energy),
+            _sig(dense_energy / energy) if energy and dense_energy is not None else None)
+
+
+def _infeasible(exc: InfeasibleError) -> Row:
+    return (False, f"{exc.key}: {exc.problem}") + (None,) * (len(METRICS) - 2)
+
+
+class _Point:
+    """One hardware point as the caches see it: what lowering reads, and what the engine reads."""
+
+    def __init__(self, hw: Hardware, source: str) -> None:
+        self.hw = hw
+        self.source = source
+        self.target = lowering_target(hw)  # the lowering cache key
+        self.engine = hardware_key(hw)  # with a kernel's cache_key(), the simulation cache key
+        self.prepared = EngineHardware(hw)  # what every kernel's simulation reads of hw, computed once
+        self.energy: dict[tuple[str, Any], float] = {}  # (dtype, kernel cache key) -> J, on this point's hardware
+
+    def kernel_energy(self, dtype: str, kernel: Kernel, totals: KernelTotals) -> float:
+        key = (dtype, kernel.cache_key())
+        e = self.energy.get(key)
+        if e is None:
+            e = self.energy[key] = kernel_energy(self.hw, dtype, kernel, totals)
+        return e
+
+
+def _row(model: Workload, keys: _Point, sparsity: str | None, policy: str, st: _WorkerState,
+         model_key: tuple[int, int]) -> Row:
+    """One row: each distinct kernel simulated once (cached on what the engine reads), then summed."""
+    hw = keys.hw
+    key = (model_key, sparsity, keys.target)
+    low = st.lowered.get(key)
+    if low is None:
+        if len(st.lowered) >= st.MAX_LOWERED:
+            st.lowered.clear()
+        low = _lower_groups(model, keys.target, sparsity)
+        st.lowered[key] = low
+    cache = st.totals
+    if len(cache) >= st.MAX_TOTALS:
+        cache.clear()
+
+    def sim(kernel: Kernel) -> KernelTotals:
+        k = (keys.engine, kernel.cache_key())
+        hit = cache.get(k)
+        if hit is None:
+            # an InfeasibleError is not cached: it names the layer
+            hit = simulate_totals(kernel, hw, keys.source, keys.prepared)
+            cache[k] = hit
+        return hit
+
+    with_energy = energy_tables_cover(hw, model.dtype)
+    energy = dense_energy = 0.0
+    dense_total = 0
+    layers = []
+    for g in low:
+        kernel = g.kernel
+        res = sim(kernel)
+        base = sim(g.base) if g.base is not None else res
+        run_kernel = choose_path(kernel, res.total, base.total, policy)
+        if run_kernel is not kernel:
+            res = base
+        n = g.count
+        dense_total += n * base.total
+        layers.append(LayerTotals(res, run_kernel.path, bool(run_kernel.pattern_requested), run_kernel.macs,
+                                  run_kernel.macs_executed, n))
+        if with_energy:
+            e = keys.kernel_energy(model.dtype, run_kernel, res)
+            energy += n * e
+            dense_energy += n * (keys.kernel_energy(model.dtype, g.base, base)
+                                 if run_kernel.sparse and g.base is not None else e)
+    return _metrics(model_totals(layers, dense_total), peak_macs_per_cycle(hw, model.dtype), hw.clock_ghz,
+                    energy if with_energy else None, dense_energy if with_energy else None)
+
+
+def _reference_row(model: Workload, hw: Hardware, sparsity: str | None, policy: str, sim: Simulator) -> Row:
+    """The same row from :func:`accelsim.simulation.run` (the check path; slower)."""
+    res = run(model, hw, sparsity, policy=policy, simulator=sim)
+    t = res.totals
+    return _metrics(res.model_totals(), res.peak_macs_per_cycle, hw.clock_ghz,
+                    t["energy"]["total_j"] if "energy" in t else None,
+                    t["energy"]["dense_total_j"] if "energy" in t else None)
+
+
+def run_points(ctx: WorkContext, points: list[PointTask]) -> list[list[Row]]:
+    """Metric rows for each point: (workload, combo, sparsity) order; an infeasible row says why."""
+    st = _state(ctx)
+    out = []
+    for index, overrides in points:
+        src = f"{ctx.hw_source} (point {index})"
+        hw = hardware_from_dict(with_overrides(ctx.hardware, overrides, src), src)
+        rows: list[Row] = []
+        keys = _Point(hw, src) if ctx.lean else None
+        sim = Simulator(hw, src) if keys is None else None
+        for wi, (_, _, combos) in enumerate(ctx.workloads):
+            for ci in range(len(combos)):
+                model = _model(ctx, st, wi, ci)
+                for sp in ctx.sparsity:
+                    try:
+                        if keys is not None:
+                            rows.append(_row(model, keys, sp, ctx.policy, st, (wi, ci)))
+                        else:
+                            assert sim is not None
+                            rows.append(_reference_row(model, hw, sp, ctx.policy, sim))
+                    except InfeasibleError as exc:
+                        rows.append(_infeasible(exc))
+        out.append(rows)
+    return out
