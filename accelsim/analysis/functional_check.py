@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from accelsim.engine import simulate
+from accelsim.engine import tiling as tl
 from accelsim.engine.functional import nm_gemm_tiles
 from accelsim.errors import FunctionalError, InfeasibleError
 from accelsim.formats import SparsityFormat, parse_spelling
@@ -31,7 +33,10 @@ from accelsim.formats.nm import (
     validate_mask,
 )
 from accelsim.hardware.kinds import kind_of
+from accelsim.hardware.model import Hardware, load_hardware
+from accelsim.lowering import REASON_CODES, Kernel, lower_layer
 from accelsim.results import dumps_finite
+from accelsim.workloads.model import Gemm
 
 __all__ = ["Compressed", "Pruned", "compress", "decompress", "execute_compressed", "format_check",
            "functional_check", "metadata_bits_for", "prune_magnitude", "unpack_metadata", "validate_mask"]
@@ -149,8 +154,6 @@ def _tolerance(dtype: str, scale: float) -> float:
 
 
 def _hardware(tiling: object) -> Any:
-    from accelsim.hardware.model import Hardware, load_hardware
-
     if isinstance(tiling, Hardware):
         return tiling, tiling.name
     if isinstance(tiling, str | Path):
@@ -161,8 +164,6 @@ def _hardware(tiling: object) -> Any:
 def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
                 meta_bits: int, dtype: str | None = None) -> dict[str, Any]:
     """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM."""
-    from accelsim.engine import tiling as tl
-
     if hw is None:
         rows = cols = 32
         dataflow, acc_bytes, double = "ws", 4, True
@@ -196,8 +197,6 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
 def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
                meta_bits: int, dtype: str | None = None) -> dict[str, Any]:
     """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM."""
-    from accelsim.engine import simulate
-    from accelsim.lowering import Kernel
 
     dtype = dtype or {1: "int8", 2: "fp16", 4: "fp32"}[elem_bytes]  # the rate table is per dtype (tf32 != fp32)
     if keep < group:
@@ -229,7 +228,6 @@ def _explicit_tiles(tiling: object, keep: int) -> dict[str, Any]:
 
 def _not_exercised_text(pattern: str, reason: str | None, hw: Any, m: int, k: int, dtype: str) -> str:
     """Why the compressed format did not run, in one line (with the nearest shape that would, when known)."""
-    from accelsim.lowering import REASON_CODES
 
     text = f"{pattern} ran dense because {reason}"
     if reason == "shape_below_minimum":
@@ -273,8 +271,6 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     if hw is not None and req.is_dense:
         exe, bits = DENSE, 0  # M:M lowers to dense, as in accelsim.lowering
     elif hw is not None:  # the same decision as lowering: native pattern, dtype and shape rules
-        from accelsim.lowering import lower_layer
-        from accelsim.workloads.model import Gemm
 
         kern = lower_layer(Gemm(name="functional", op="gemm", m=m, n=n, k=k), dtype, _DTYPE_BYTES[dtype],
                            str(req), hw)

@@ -8,7 +8,7 @@ import sys
 from accelsim.analysis.functional_check import format_check, functional_check
 from accelsim.cli import options
 from accelsim.cli.common import emit, output_format
-from accelsim.config.kinds import KINDS, schema_text, validate_file
+from accelsim.cli.file_kinds import KINDS, schema_text, validate_file
 from accelsim.errors import AccelsimError
 from accelsim.fileio import resolve_target
 

@@ -15,6 +15,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import yaml
+
 from accelsim.config import yamlsafe as yamlload
 from accelsim.errors import ConfigError
 from accelsim.textsafe import short_repr
@@ -206,8 +208,6 @@ def expand(data: dict[str, Any], overrides: dict[str, Any] | None, src: str) -> 
 
 def parse_sets(items: list[str], src: str = "--set") -> dict[str, Any]:
     """Parse ``KEY=VALUE`` strings (values as YAML scalars; YAML 1.1 number forms are marked, not trusted)."""
-    import yaml
-
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")

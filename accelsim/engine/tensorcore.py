@@ -20,6 +20,10 @@ from accelsim.engine.tiling import (
     N_TILE_COLS,
     T_CHUNK,
     T_CYCLES,
+    T_DRAM_A_META,
+    T_DRAM_A_VALUES,
+    T_DRAM_B,
+    T_DRAM_C_WRITE,
     T_FOLD_C,
     T_FOLD_R,
     T_GROUPS,
@@ -104,8 +108,6 @@ def load_rate(step_bytes: np.ndarray, dram_share: np.ndarray, active: int, fill_
 
 def fill_dram_columns(work: np.ndarray, fa: float, fb: float, fc: float) -> None:
     """Set a CTA's DRAM byte columns from its SRAM bytes and the wave's DRAM fractions."""
-    from accelsim.engine.tiling import T_DRAM_A_META, T_DRAM_A_VALUES, T_DRAM_B, T_DRAM_C_WRITE
-
     work[:, T_DRAM_A_VALUES] = work[:, T_SRAM_A_VALUES] * fa
     work[:, T_DRAM_A_META] = work[:, T_SRAM_A_META] * fa
     work[:, T_DRAM_B] = work[:, T_SRAM_B] * fb

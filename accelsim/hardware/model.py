@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import yaml
 from pydantic import Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
@@ -331,10 +333,6 @@ def _from_override(key: str | None, problem: str, set_by: dict[str, str]) -> str
 
 def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, Any]:
     """Return a copy of ``data`` with one ``dotted.path=value`` override (value parsed as YAML)."""
-    import copy
-
-    import yaml
-
     if "=" not in item:
         raise ConfigError(source, item, "--hw-set needs dotted.path=VALUE, e.g. dram.bandwidth_gb_s=100")
     path, _, raw = item.partition("=")

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from accelsim.config import schema as configio
+from accelsim.config.templating import expand
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
@@ -271,8 +272,6 @@ class Workload(Strict):
 def workload_from_dict(data: dict[str, Any], source: str = "<workload>",
                        params: dict[str, Any] | None = None) -> Workload:
     """Expand templates (params, expressions, repeat blocks) and validate into a Workload."""
-    from accelsim.config.templating import expand
-
     expanded = expand(data, params, source)
     return configio.validate(Workload, expanded, source)
 
