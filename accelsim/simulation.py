@@ -8,17 +8,12 @@ from typing import Any
 
 from accelsim.engine import simulate
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
-from accelsim.hardware.kinds import kind_of
+from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, lower
 from accelsim.results import KernelResult, RunResult, build_meta
 from accelsim.workloads.model import WEIGHT_OPS, Workload
-
-
-def peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
-    """Dense MACs per cycle of the whole part for ``dtype`` (its compute kind's rate per core x cores)."""
-    return kind_of(hw).peak_macs_per_cycle(hw.core.compute, dtype) * hw.cores
 
 
 class Simulator:
