@@ -18,6 +18,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check accelsim tests benchmarks
+	$(BIN)/mypy accelsim
 	$(BIN)/python -m pytest
 
 typecheck: $(STAMP)

@@ -21,7 +21,7 @@ dynamic energy per op is unchanged, so dynamic power scales with f; static power
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -101,7 +101,8 @@ def _terms(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, d: tuple,
     seconds = cycles / (hw.clock_ghz * 1e9)
     decode_pj = decode_groups * spec.decode_pj_per_group
     # the sums start at 0 and add the tensors in TENSORS order (as sum() over them did)
-    comp = (macs_executed * table.get(dtype, 0.0) * PJ,
+    rates = cast("dict[str, float]", table)  # keyed by dtype names; dtype may be any text
+    comp = (macs_executed * rates.get(dtype, 0.0) * PJ,
             vector_ops * spec.vector_pj_per_op * PJ,
             decode_pj * PJ,
             (0 + m0[0] + m1[0] + m2[0] + m3[0]) * PJ,

@@ -17,12 +17,13 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from accelsim.errors import AccelsimError
-from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.hardware.kinds import peak_macs_per_cycle
+from accelsim.hardware.model import hardware_from_dict
 from accelsim.tables import to_dataframe
 from accelsim.version import __version__
 
@@ -425,7 +426,7 @@ class RunResult:
             return cls(hardware=copy.deepcopy(data["hardware"]), workload=copy.deepcopy(data["workload"]),
                        sparsity=data["sparsity"],
                        layers=[KernelResult.from_dict(d, b) for d, b in zip(layers, dense, strict=True)],
-                       clock_ghz=hw.clock_ghz, peak_macs_per_cycle=_peak_macs_per_cycle(hw, data["workload"]["dtype"]),
+                       clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, data["workload"]["dtype"]),
                        meta=copy.deepcopy(data.get("meta", {})),
                        dense_total_cycles=data["totals"]["dense_total_cycles"], policy=data["policy"],
                        footprint=copy.deepcopy(data["footprint"]), warnings=list(data["warnings"]))
@@ -440,16 +441,6 @@ class RunResult:
         if not isinstance(other, RunResult):
             return NotImplemented
         return _json_form(self.to_dict()) == _json_form(other.to_dict())
-
-
-def _peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
-    # the same figure as simulation.peak_macs_per_cycle (which imports this module); the compute-kind
-    # registry will own it for both
-    comp = hw.core.compute
-    if comp.kind == "tensor_core":
-        rates = cast("dict[str, float]", comp.macs_per_cycle)  # keyed by dtype names; dtype may be any text
-        return float(rates.get(dtype, 0.0)) * hw.cores
-    return float(comp.rows * comp.cols * hw.cores)
 
 
 def dense_baselines(layers: list[Mapping[str, Any]], by_op_type: list[Mapping[str, Any]] | None) -> list[int | None]:

@@ -6,19 +6,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from accelsim.energy import layer_energy
 from accelsim.engine import simulate
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
-from accelsim.hardware.kinds import kind_of
+from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, lower
-from accelsim.results import KernelResult, RunResult, build_meta
-from accelsim.workloads.model import WEIGHT_OPS, Workload
-
-
-def peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
-    """Dense MACs per cycle of the whole part for ``dtype`` (its compute kind's rate per core x cores)."""
-    return kind_of(hw).peak_macs_per_cycle(hw.core.compute, dtype) * hw.cores
+from accelsim.results import KernelResult, RunResult, build_meta, rounded
+from accelsim.workloads.model import Conv2d, Gemm, Workload
 
 
 class Simulator:
@@ -64,7 +60,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     metadata = 0.0
     act_peak = 0
     for layer, kern in zip(model.layers, kernels, strict=True):
-        if layer.op in WEIGHT_OPS:
+        if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
             m, _, k = layer.gemm_shape()
             w = m * k * getattr(layer, "groups", 1) * e
             dense_w += w
@@ -96,8 +92,6 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
 def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> str | None:
     """Give every result its energy (replacing it in ``results``); return a warning instead when the energy
     table lacks the dtype."""
-    from accelsim.energy import layer_energy, rounded
-
     spec = hw.energy
     needed = [spec.mac_pj] + ([spec.sparse_mac_pj] if spec.sparse_mac_pj is not None else [])  # type: ignore[union-attr]
     if any(dtype not in table for table in needed) and any(r.macs_executed for r in results):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any, Literal
 
 import pytest
@@ -14,9 +16,10 @@ from accelsim.config.schema import union_tags
 from accelsim.engine import SIMULATIONS, EngineHardware
 from accelsim.errors import ConfigError
 from accelsim.hardware import kinds
-from accelsim.hardware.kinds import TraceLabels, UnknownKindError
+from accelsim.hardware.kinds import FOLD_TILE_ARGS, TraceLabels, UnknownKindError
 from accelsim.hardware.model import Hardware, hardware_from_dict, load_hardware
 from accelsim.hardware.systolic import SystolicCompute, SystolicKind
+from accelsim.report.trace import stream_trace
 from accelsim.simulation import peak_macs_per_cycle
 from accelsim.workloads.model import Workload
 
@@ -27,7 +30,9 @@ def test_the_shipped_kinds_are_registered_with_their_engine_simulations() -> Non
         assert kind.simulation in SIMULATIONS
         assert kind.schema.model_fields["kind"].annotation.__args__ == (kind.name,)
     assert kinds.compute_kind("tensor_core").trace.unit == "SM"
-    assert kinds.compute_kind("systolic").trace == TraceLabels("core", ("fold", "chunk"))
+    assert kinds.compute_kind("systolic").trace == TraceLabels("core", (("fold", ("fold_r", "fold_c")),
+                                                                        ("chunk", "chunk")))
+    assert kinds.compute_kind("tensor_core").trace.tile_arg_names == ("wave_class", "k_step")
 
 
 @pytest.mark.parametrize("name, dtype, peak", [("a100-like", "fp16", 1024 * 108), ("a100-like", "int8", 2048 * 108),
@@ -71,7 +76,7 @@ class ToyArrayCompute(SystolicCompute):
 class ToyArrayKind(SystolicKind):
     name = "toy_array"
     schema = ToyArrayCompute
-    trace = TraceLabels("array", ("fold", "chunk"))
+    trace = TraceLabels("array", FOLD_TILE_ARGS)
 
     def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
         return float(compute.rows * compute.cols * compute.macs_per_pe)
@@ -92,6 +97,10 @@ def test_a_toy_kind_validates_simulates_and_reports_its_own_peak() -> None:
         toy, ref = run(model, hw, "2:4"), run(model, base, "2:4")
         assert [lay.cycles for lay in toy.layers] == [lay.cycles for lay in ref.layers]  # same simulation
         assert toy.peak_macs_per_cycle == 2 * ref.peak_macs_per_cycle == peak_macs_per_cycle(hw, "fp16")
+        fh = io.StringIO()
+        stream_trace(run(model, hw, "2:4", keep_tiles=True), hw, fh, layers=["conv1"])  # the kind's trace labels
+        names = [e["args"]["name"] for e in json.loads(fh.getvalue())["traceEvents"] if e["name"] == "process_name"]
+        assert "array 0" in names and '"fold":[' in fh.getvalue()
         cores = _toy(base.to_dict())
         cores["cores"] = 2
         with pytest.raises(ConfigError, match="cores: must be 1 for a systolic array"):  # the kind's own rules

@@ -13,7 +13,7 @@ from accelsim import lowering as lower_mod
 from accelsim.analysis.functional_check import execute_compressed, functional_check
 from accelsim.engine import simulate
 from accelsim.formats import SparsityFormat, UnknownFormatError, parse_format
-from accelsim.formats.nm import Pattern, normalize_pattern, parse_pattern
+from accelsim.formats.nm import Pattern
 from accelsim.hardware.model import hardware_from_dict, load_hardware
 from accelsim.workloads.model import workload_from_dict
 
@@ -28,7 +28,6 @@ def test_a_spelling_round_trips_through_the_registry(text: str) -> None:
     fmt = parse_format(text)
     assert isinstance(fmt, Pattern) and formats.family("nm") is Pattern
     assert parse_format(str(fmt)) == fmt and formats.normalize_format(text) == str(fmt) == text.replace(" ", "")
-    assert parse_pattern(text) == fmt and normalize_pattern(text) == str(fmt)  # the old names still answer
 
 
 def test_dense_and_dense_equivalent_spellings_are_no_format() -> None:

@@ -52,7 +52,7 @@ from accelsim.analysis.reality import RealityCheck, reality_check
 from accelsim.analysis.records import OMIT_IF_NONE, Record, freeze
 from accelsim.analysis.sensitivity import Sensitivity, sensitivity
 from accelsim.errors import AccelsimError
-from accelsim.formats.nm import normalize_pattern
+from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware
 from accelsim.lowering import POLICIES, REASON_CODES, lower
 from accelsim.results import RunResult, build_meta
@@ -290,7 +290,7 @@ def _checked_patterns(patterns: list[str] | str | None) -> list[str]:
     extra: list[str] = []
     for p in patterns or []:
         try:
-            norm = normalize_pattern(p)
+            norm = normalize_format(p)
         except ValueError as exc:
             raise AccelsimError(f"patterns: {exc}") from None
         if norm == "dense":
@@ -317,7 +317,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         raise AccelsimError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
     if sparsity is not None:
         try:
-            sparsity = normalize_pattern(sparsity)
+            sparsity = normalize_format(sparsity)
         except ValueError as exc:
             raise AccelsimError(f"sparsity: {exc}") from None
     if sparsity == "dense" or (sparsity is None and not any(k.pattern_requested for k in lower(model, hw, None))):

@@ -16,9 +16,9 @@ import dataclasses
 from typing import Any
 
 from accelsim.analysis.records import Record
-from accelsim.formats.nm import parse_pattern
+from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware, hardware_from_dict
-from accelsim.lowering import FALLBACK_REASONS, REASON_CODES, Kernel, resolve_pattern
+from accelsim.lowering import FALLBACK_REASONS, REASON_CODES, Kernel, resolve_pattern, sparse_view
 from accelsim.results import KernelResult, RunResult
 from accelsim.simulation import Simulator
 from accelsim.workloads.model import Workload
@@ -96,7 +96,7 @@ def _ratio(a: float, b: float) -> float:
 
 def counterfactual_hardware(hw: Hardware, pattern: str) -> tuple[Hardware, list[str]]:
     """A copy of ``hw`` that can run ``pattern`` sparse on any dtype and weight shape; and what changed."""
-    pat = parse_pattern(pattern)
+    pat = parse_format(pattern)
     d = copy.deepcopy(hw.to_dict())
     changes = []
     sp = d["core"].get("sparse")
@@ -119,23 +119,10 @@ def counterfactual_hardware(hw: Hardware, pattern: str) -> tuple[Hardware, list[
 
 def _gemm_view(layer: Any, model: Workload, hw_cf: Hardware, requested: str) -> tuple[Kernel, Kernel]:
     """The op's GEMM view as a sparse kernel (requested pattern or its best native container) and dense."""
-    m, n, k = layer.gemm_shape()
-    batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
-    b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
-    weight = layer.op != "matmul"
-    executed, _ = resolve_pattern(parse_pattern(requested), hw_cf)
-    assert executed is not None and hw_cf.core.sparse is not None
-    spec = hw_cf.core.sparse
-    padding: dict[str, list[int]] = {}
-    if n % spec.dense_operand_align:
-        padding["n"] = [n, -(-n // spec.dense_operand_align) * spec.dense_operand_align]
-    if k % executed.m:
-        padding["k"] = [k, -(-k // executed.m) * executed.m]
-    e = model.dtype_bytes
-    sparse = Kernel(layer.name, layer.op, m, n, k, model.dtype, e, "sparse", requested, str(executed), None,
-                    executed.n, executed.m, spec.metadata_bits(executed), padding, b_unique, batch, weight)
-    dense = Kernel(layer.name, layer.op, m, n, k, model.dtype, e, "dense", None, None, None, b_unique=b_unique,
-                   batch=batch, weight=weight)
+    sparse = sparse_view(layer, model.dtype, model.dtype_bytes, requested, hw_cf)
+    assert sparse is not None  # the counterfactual hardware runs the pattern, and fallback ops have a GEMM view
+    dense = Kernel(layer.name, layer.op, sparse.m, sparse.n, sparse.k, model.dtype, model.dtype_bytes, "dense", None,
+                   None, None, b_unique=sparse.b_unique, batch=sparse.batch, weight=sparse.weight)
     return sparse, dense
 
 

@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.analysis.functional_check import prune_magnitude
 from accelsim.analysis.records import Record, freeze
 from accelsim.errors import AccelsimError
-from accelsim.formats.nm import parse_pattern
+from accelsim.formats import SparsityFormat, parse_format
 from accelsim.results import RunResult
 from accelsim.workloads.model import WEIGHT_OPS, Workload
 
@@ -229,9 +228,9 @@ def load_weights(weights: str | os.PathLike[str], model: Workload) -> LoadedWeig
     return out, unused
 
 
-def _proxy_error(a: np.ndarray, b: np.ndarray, n: int, m: int) -> tuple[float, float]:
-    """Relative output error of magnitude N:M pruning of ``a`` against ``b``, and the kept weight energy."""
-    pruned = prune_magnitude(a, n, m).pruned
+def _proxy_error(a: np.ndarray, b: np.ndarray, fmt: SparsityFormat) -> tuple[float, float]:
+    """Relative output error of magnitude pruning of ``a`` to ``fmt`` against ``b``, and the kept weight energy."""
+    pruned, _ = fmt.prune(a)
     denom = float(np.linalg.norm(a @ b))
     err = float(np.linalg.norm((a - pruned) @ b)) / denom if denom > 0 else 0.0
     total = float(np.sum(a * a))
@@ -251,24 +250,25 @@ def numeric_proxy(model: Workload, real: RunResult, weights: str | os.PathLike[s
     elif weights is not None:
         user, unused = load_weights(weights, model)
     rows_out = []
-    synthetic_cache: dict[tuple[int, int, int, int], tuple[float, float]] = {}
+    synthetic_cache: dict[tuple[int, int, SparsityFormat], tuple[float, float]] = {}
     for r in eligible:
         layer = layers[r.name]
-        pat = parse_pattern(r.pattern_requested)
+        pat = parse_format(r.pattern_requested)
+        assert pat is not None  # the op runs sparse
         rows, cols = _expected_weight_shape(layer)
         take = min(rows, PROXY_MAX_ROWS)
         if r.name in user:
             rng = np.random.default_rng([PROXY_SEED, zlib.crc32(r.name.encode())])
             idx = np.sort(rng.choice(rows, size=take, replace=False)) if rows > take else np.arange(rows)
             a = np.asarray(user[r.name][idx], dtype=np.float64)
-            err, kept = _proxy_error(a, rng.standard_normal((cols, PROXY_COLS)), pat.n, pat.m)
+            err, kept = _proxy_error(a, rng.standard_normal((cols, PROXY_COLS)), pat)
             label = "user weights"
         else:  # seeded by shape and pattern: same-shape ops share one draw (synthetic weights carry no identity)
-            key = (take, cols, pat.n, pat.m)
+            key = (take, cols, pat)
             if key not in synthetic_cache:
-                rng = np.random.default_rng([PROXY_SEED, *key])
+                rng = np.random.default_rng([PROXY_SEED, take, cols, pat.keep, pat.group])
                 a = rng.standard_normal((take, cols))
-                synthetic_cache[key] = _proxy_error(a, rng.standard_normal((cols, PROXY_COLS)), pat.n, pat.m)
+                synthetic_cache[key] = _proxy_error(a, rng.standard_normal((cols, PROXY_COLS)), pat)
             err, kept = synthetic_cache[key]
             label = SYNTHETIC_LABEL
         rows_out.append(ProxyLayer(name=r.name, op=r.op, pattern=str(pat), weight_shape=(rows, cols),

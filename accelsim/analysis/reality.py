@@ -28,7 +28,8 @@ from typing import Any
 
 from accelsim.analysis.records import OMIT_IF_NONE, Record, freeze
 from accelsim.errors import AccelsimError
-from accelsim.formats.nm import parse_pattern
+from accelsim.formats import parse_format
+from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware, hardware_from_dict
 from accelsim.lowering import FALLBACK_REASONS, Kernel, lower
 from accelsim.results import RunResult
@@ -185,9 +186,8 @@ def _variant(hw: Hardware, *, ideal_memory: bool = False, free_metadata: bool = 
             spec["metadata_bits_per_value"] = 0
         sp["decode_groups_per_cycle"] = "unlimited"
         sp["decode_latency_cycles"] = 0
-    comp = d["core"]["compute"]
-    if dense_efficiency and comp["kind"] == "tensor_core":
-        comp["efficiency"]["sparse"] = comp["efficiency"]["dense"]
+    if dense_efficiency:
+        d["core"]["compute"] = kind_of(hw).sparse_at_dense_efficiency(d["core"]["compute"])
     if dense_launch:
         d["launch_overhead_cycles"]["sparse"] = d["launch_overhead_cycles"]["dense"]
     if no_launch:
@@ -208,6 +208,13 @@ def _energy_summary(real: RunResult, dense: RunResult) -> RealityEnergy | None:
                          sparse_metadata_j=e_s["by_tensor_j"]["a_metadata"])
 
 
+def _ideal_ratio(executed: str | None) -> float:
+    """Dense work over executed work of the format a sparse op runs (1 / density)."""
+    fmt = parse_format(executed)
+    assert fmt is not None  # a sparse op runs a format
+    return 1.0 / fmt.density
+
+
 def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *,
                   policy: str = "sparse-if-supported", hw_source: str = "<hardware>") -> RealityCheck:
     """Simulate the ladder; return rungs, losses, the three bars and the reasons."""
@@ -220,18 +227,14 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     on_sparse = [lay.path == "sparse" for lay in real.layers]
     patterns = sorted({lay.pattern_executed for lay in real.layers if lay.path == "sparse" and lay.pattern_executed})
     requested = sorted({lay.pattern_requested for lay in real.layers if lay.pattern_requested})
-    nominal_pat = parse_pattern(sparsity) if sparsity not in (None, "dense") else (
-        parse_pattern(requested[0]) if requested else None)
-    nominal = nominal_pat.m / nominal_pat.n if nominal_pat else 1.0
+    nominal_pat = parse_format(sparsity) if sparsity not in (None, "dense") else (
+        parse_format(requested[0]) if requested else None)
+    nominal = nominal_pat.dense_speedup if nominal_pat else 1.0
 
     dense_compute = [lay.cycles["compute"] for lay in dense.layers]
     # the executed pattern's ideal ratio per op (M'/N' of the native pattern it runs on)
-    exec_ratio = [1.0 / parse_pattern(lay.pattern_executed).density if lay.path == "sparse" else nominal
-                  for lay in real.layers]  # type: ignore[union-attr]
-    sparse_eff_ratio = 1.0
-    comp = hw.core.compute
-    if comp.kind == "tensor_core":
-        sparse_eff_ratio = comp.efficiency.sparse / comp.efficiency.dense
+    exec_ratio = [nominal if lay.path != "sparse" else _ideal_ratio(lay.pattern_executed) for lay in real.layers]
+    sparse_eff_ratio = kind_of(hw).sparse_efficiency_ratio(hw.core.compute)
 
     def sparse_times(variant: Hardware) -> list[float]:
         """Per-op times of the sparse run under ``variant`` (fallback / vector ops: real dense time)."""

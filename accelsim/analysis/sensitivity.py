@@ -1,6 +1,6 @@
 """Sensitivity of the sparse speedup to the config's calibrated fields.
 
-Each CALIBRATED field of the compute kind (:data:`CALIBRATED_FIELDS`) is perturbed by
+Each CALIBRATED field of the compute kind (its ``calibrated_fields``) is perturbed by
 ``-/+`` :data:`PERTURBATION` in turn (efficiencies and the sustained DRAM fraction capped at 1) and the
 workload re-run: the spread of the speedups says how much of the gain rests on calibration.
 """
@@ -12,19 +12,14 @@ import dataclasses
 from typing import Any
 
 from accelsim.analysis.records import Record
+from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware, hardware_from_dict
 from accelsim.simulation import run
 from accelsim.workloads.model import Workload
 
-__all__ = ["CALIBRATED_FIELDS", "PERTURBATION", "PerturbedRun", "Sensitivity", "perturbed", "sensitivity"]
+__all__ = ["PERTURBATION", "PerturbedRun", "Sensitivity", "perturbed", "sensitivity"]
 
 PERTURBATION = 0.10
-CALIBRATED_FIELDS = {  # per compute kind: the config fields marked CALIBRATED (README, GPU-like parts)
-    "tensor_core": [("core", "compute", "efficiency", "dense"), ("core", "compute", "efficiency", "sparse"),
-                    ("launch_overhead_cycles", "dense"), ("launch_overhead_cycles", "sparse"),
-                    ("dram", "sustained_fraction")],
-    "systolic": [],
-}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -71,7 +66,7 @@ def perturbed(hw: Hardware, path: tuple[str, ...], factor: float) -> tuple[Hardw
 
 def sensitivity(model: Workload, hw: Hardware, sparsity: str | None, policy: str, speedup: float) -> Sensitivity:
     """Re-run ``model`` with each calibrated field of ``hw`` perturbed; ``speedup`` is the nominal run's."""
-    fields = CALIBRATED_FIELDS.get(hw.core.compute.kind, [])
+    fields = [tuple(dotted.split(".")) for dotted in kind_of(hw).calibrated_fields]
     runs = []
     for path in fields:
         for sign in (-1, +1):

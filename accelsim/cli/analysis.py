@@ -22,7 +22,7 @@ from accelsim.cli.validate_hw import validate_hw_command
 from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError, OutputError
 from accelsim.fileio import atomic_open, resolve_target, write_all
-from accelsim.formats.nm import normalize_pattern
+from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.report import plots
 from accelsim.report.deploy import report_files, summary_lines
@@ -167,7 +167,7 @@ def trace_command(hw_path: str | Path, workload_path: str | Path,
     resolve_target(out)  # a folder or device as the output fails before the run, not after it
     hw = load_hardware(hw_path, list(hw_set or []))
     model = load_workload(workload_path, _params(set_params))
-    pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    pattern = normalize_format(sparsity) if sparsity is not None else None
     result = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=True)
     bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events <= 0 else int(max_events))
     stats = write_trace(result, hw, out, layers=layers, max_events=bound)
@@ -191,7 +191,7 @@ def plot_command(kind: str, hw_path: str | Path, workload_path: str | Path,
         raise ValueError(f"unknown plot {kind!r}; expected one of {', '.join(plots.PLOT_KINDS)}")
     hw = load_hardware(hw_path, list(hw_set or []))
     model = load_workload(workload_path, _params(set_params))
-    pattern = normalize_pattern(sparsity) if sparsity is not None else None
+    pattern = normalize_format(sparsity) if sparsity is not None else None
     if kind != "timeline" and (pattern == "dense" or (pattern is None and not model.planned_patterns())):
         raise ValueError(f"plot {kind} compares dense with a sparse run: {workload_path} "
                          f"{'runs dense' if pattern == 'dense' else 'has no sparsity plan'}; pass --sparsity N:M "

@@ -12,7 +12,7 @@ from tqdm import tqdm
 from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError
 from accelsim.fileio import write_atomic
-from accelsim.formats.nm import normalize_pattern
+from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.workloads.model import Workload, load_workload
 
@@ -82,7 +82,7 @@ def load_pair(args: argparse.Namespace) -> tuple[Hardware, Workload, str | None]
     sparsity = None
     if args.sparsity is not None:
         try:
-            sparsity = normalize_pattern(args.sparsity)
+            sparsity = normalize_format(args.sparsity)
         except ValueError as exc:
             raise AccelsimError(f"--sparsity: {exc}") from None
     return hw, model, sparsity

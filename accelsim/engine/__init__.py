@@ -256,7 +256,8 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
     mbits = float(kernel.metadata_bits) if kernel.sparse else 0.0
     stages = hw.core.sram.n_stages()
     smem = hw.core.sram.buffer_bytes()
-    unified = hw.core.sram.bytes is not None
+    unified_bytes = hw.core.sram.bytes
+    unified = unified_bytes is not None
     best: tuple[float, list[_Segment], dict] | None = None
     smallest_need = None
     for bm, bn, bk in getattr(comp.cta_tiles, path):
@@ -264,8 +265,8 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
         b_tile = bk * bn * e
 
         def fits(st: int, a_tile: float = a_tile, b_tile: float = b_tile) -> bool:
-            if unified:
-                return st * (a_tile + b_tile) <= hw.core.sram.bytes
+            if unified_bytes is not None:
+                return st * (a_tile + b_tile) <= unified_bytes
             return st * a_tile <= smem["filter"] and st * b_tile <= smem["ifmap"]
 
         # libraries ship fewer-stage variants of a tile for wide dtypes: use the deepest that fits
@@ -297,6 +298,7 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
 def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma: list[int], rate: float,
               e: float, mbits: float, stages: int) -> tuple[list[_Segment], dict]:
     comp = hw.core.compute
+    assert isinstance(comp, TensorCoreCompute)
     bm, bn, bk = tile
     m, n, k_total = kernel.m, kernel.n_exec, kernel.k_padded
     batch = kernel.batch  # independent products: more CTAs along m, each with its own A and B
@@ -429,26 +431,27 @@ def simulation_for(name: str) -> Simulation:
 def _records(segments: list[_Segment], launch: int) -> np.ndarray | None:
     if any(s.summed is not None for s in segments):
         return None  # extrapolated: no per-tile arrays to record
-    n = sum(len(s.work) for s in segments)  # type: ignore[arg-type]
+    tiled = [(s, s.work, s.times) for s in segments if s.work is not None and s.times is not None]  # all of them
+    n = sum(len(work) for _, work, _ in tiled)
     rec = np.zeros(n, dtype=TILE_DTYPE)
     rec["tile"] = np.arange(n)
     i = 0
     offset = float(launch)
-    for s in segments:
-        j = i + len(s.work)
-        rec["fold_r"][i:j] = s.work[:, tl.T_FOLD_R] if s.active == 1 and s.count == 1 else 0
-        rec["fold_c"][i:j] = s.work[:, tl.T_FOLD_C] if s.active == 1 and s.count == 1 else 0
-        rec["chunk"][i:j] = s.work[:, tl.T_CHUNK]
+    for s, work, times in tiled:
+        j = i + len(work)
+        rec["fold_r"][i:j] = work[:, tl.T_FOLD_R] if s.active == 1 and s.count == 1 else 0
+        rec["fold_c"][i:j] = work[:, tl.T_FOLD_C] if s.active == 1 and s.count == 1 else 0
+        rec["chunk"][i:j] = work[:, tl.T_CHUNK]
         rec["wave_class"][i:j] = s.wave_class
         rec["wave_count"][i:j] = s.count
         rec["active_cores"][i:j] = s.active
         for name, col in _TIME_COLS:
-            rec[name][i:j] = s.times[:, col] + offset
-        rec["stall_memory"][i:j] = s.times[:, pl.P_STALL_MEMORY]
-        rec["stall_decode"][i:j] = s.times[:, pl.P_STALL_DECODE]
-        rec["binding"][i:j] = s.times[:, pl.P_BINDING]
+            rec[name][i:j] = times[:, col] + offset
+        rec["stall_memory"][i:j] = times[:, pl.P_STALL_MEMORY]
+        rec["stall_decode"][i:j] = times[:, pl.P_STALL_DECODE]
+        rec["binding"][i:j] = times[:, pl.P_BINDING]
         for name, col in _WORK_COLS:
-            rec[name][i:j] = s.work[:, col]
+            rec[name][i:j] = work[:, col]
         offset += s.end
         i = j
     return rec
@@ -485,13 +488,13 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[_Segment], launch
     for i, value in ((1, busy_memory), (2, busy_decode), (3, launch)):
         if value > most:
             ranked, most = i, value
-    t = KernelTotals(total, compute, stall_memory, stall_decode, int(launch), ceil(c[tl.T_DRAM_A_VALUES] - 1e-6),
+    kt = KernelTotals(total, compute, stall_memory, stall_decode, int(launch), ceil(c[tl.T_DRAM_A_VALUES] - 1e-6),
                      ceil(c[tl.T_DRAM_A_META] - 1e-6), ceil(c[tl.T_DRAM_B] - 1e-6),
                      ceil(c[tl.T_DRAM_C_READ] + c[tl.T_DRAM_C_WRITE] - 1e-6), ceil(c[tl.T_SRAM_A_VALUES] - 1e-6),
                      ceil(c[tl.T_SRAM_A_META] - 1e-6), ceil(c[tl.T_SRAM_B] - 1e-6), ceil(c[tl.T_SRAM_C] - 1e-6),
                      busy_memory, busy_decode, BINDING_NAMES[ranked], float(c[tl.T_GROUPS]))
-    cl.check_totals(kernel.name, t)
-    return t
+    cl.check_totals(kernel.name, kt)
+    return kt
 
 
 def _result(kernel: Kernel, t: KernelTotals, tiling: dict, peak: float, tiles: np.ndarray | None) -> KernelResult:

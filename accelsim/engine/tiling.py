@@ -180,8 +180,9 @@ def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, k
     expand = group / keep  # dense rows of B per compressed position of A
     if dataflow == "os":
         t_len = k_eff
-        fixed = {"ofmap": min(rows, n) * min(cols, m) * elem_bytes}
-        per_t = {"filter": min(cols, m) * (elem_bytes + meta_b), "ifmap": min(rows, n) * expand * elem_bytes}
+        fixed: dict[str, float] = {"ofmap": min(rows, n) * min(cols, m) * elem_bytes}
+        per_t: dict[str, float] = {"filter": min(cols, m) * (elem_bytes + meta_b),
+                                   "ifmap": min(rows, n) * expand * elem_bytes}
     else:
         sr = min(rows, k_eff)
         b_rows = min(k, math.ceil(sr * expand))

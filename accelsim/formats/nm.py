@@ -36,8 +36,6 @@ import numpy as np
 
 from accelsim.errors import FunctionalError
 from accelsim.formats.base import SparsityFormat, bits_to_index
-from accelsim.formats.registry import best_container as _best_container
-from accelsim.formats.registry import normalize_format, parse_format
 from accelsim.textsafe import short_repr
 
 _PATTERN_RE = re.compile(r"^[ \t]*([0-9]{1,9})[ \t]*:[ \t]*([0-9]{1,9})[ \t]*\Z")  # ASCII digits only
@@ -131,28 +129,6 @@ def max_nonzeros_in_group(requested: Pattern, group: int) -> int:
             g += requested.m
         worst = max(worst, count)
     return worst
-
-
-# -- the names callers used before the format registry (kept for them) -------------------------
-
-def parse_pattern(value: object) -> Pattern | None:
-    """Parse a format spelling (``"N:M"``) or ``"dense"``; None means dense. ValueError with a user hint."""
-    return parse_format(value)  # type: ignore[return-value]
-
-
-def normalize_pattern(value: object) -> str:
-    """Canonical text of a format value: ``"N:M"`` or ``"dense"`` (M:M is dense)."""
-    return normalize_format(value)
-
-
-def contains(native: Pattern, requested: Pattern) -> bool:
-    """True when every mask valid for ``requested`` is also valid for ``native``."""
-    return native.contains(requested)
-
-
-def best_container(requested: Pattern, natives: list[Pattern]) -> Pattern | None:
-    """The native pattern that runs ``requested`` with the least density, or None."""
-    return _best_container(requested, natives)  # type: ignore[return-value]
 
 
 # -- functional path: prune, compress, pack ----------------------------------------------------

@@ -28,13 +28,29 @@ class UnknownKindError(AccelsimError):
     """A compute kind that no module registered."""
 
 
+# A per-tile trace arg: its name and the tile-record column (``results.TILE_DTYPE``) it shows, or
+# the columns whose values it lists, e.g. ("fold", ("fold_r", "fold_c")).
+TileArg = tuple[str, str | tuple[str, ...]]
+
+
 @dataclass(frozen=True)
 class TraceLabels:
     """How traces and timelines name a kind's parts."""
 
     unit: str  # one core, e.g. "core" or "SM"
-    tile_args: tuple[str, ...]  # per-tile args a trace event carries, e.g. ("fold", "chunk")
+    tile_args: tuple[TileArg, ...]  # per-tile args a trace event carries, e.g. (("chunk", "chunk"),)
     layer_tiling: tuple[str, ...] = ()  # keys of a result's ``tiling`` a layer event shows
+    waves: bool = False  # tiles are CTAs issued in waves over every slot: events name the CTA and its
+    # wave (else the tile and its batch index)
+
+    @property
+    def tile_arg_names(self) -> tuple[str, ...]:
+        """The names of the per-tile args, in order."""
+        return tuple(name for name, _ in self.tile_args)
+
+
+# the default: tiles of a fold-by-fold (systolic) simulation
+FOLD_TILE_ARGS: tuple[TileArg, ...] = (("fold", ("fold_r", "fold_c")), ("chunk", "chunk"))
 
 
 class ComputeKind:
@@ -44,7 +60,7 @@ class ComputeKind:
     schema: ClassVar[type[BaseModel]]  # the pydantic model of ``core.compute``
     simulation: ClassVar[str]  # the engine simulation that times it (accelsim.engine.SIMULATIONS)
     calibrated_fields: ClassVar[tuple[str, ...]] = ()  # dotted config paths marked CALIBRATED
-    trace: ClassVar[TraceLabels] = TraceLabels("core", ("fold", "chunk"))
+    trace: ClassVar[TraceLabels] = TraceLabels("core", FOLD_TILE_ARGS)
 
     def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
         """Dense MACs per cycle of one core for ``dtype`` (0 when it has no rate for it)."""
@@ -57,6 +73,11 @@ class ComputeKind:
     def sparse_efficiency_ratio(self, compute: Any) -> float:
         """Sustained rate of the sparse kernels relative to the dense ones (1 when not modelled)."""
         return 1.0
+
+    def sparse_at_dense_efficiency(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``core.compute`` config data changed so that the sparse kernels sustain the dense kernels'
+        efficiency (ratio 1; what-if analyses). Unchanged where the ratio is not modelled."""
+        return data
 
     def check(self, hw: Hardware) -> None:
         """Rules that span config sections (raise ``configio.FieldError``); none by default."""
@@ -122,6 +143,11 @@ def kinds() -> tuple[ComputeKind, ...]:
 def kind_of(hw: Hardware) -> ComputeKind:
     """The kind of ``hw``'s compute."""
     return compute_kind(hw.core.compute.kind)
+
+
+def peak_macs_per_cycle(hw: Hardware, dtype: str) -> float:
+    """Dense MACs per cycle of the whole part for ``dtype`` (its compute kind's rate per core x cores)."""
+    return kind_of(hw).peak_macs_per_cycle(hw.core.compute, dtype) * hw.cores
 
 
 def compute_union() -> Any:

@@ -79,7 +79,9 @@ class SramSpec(Strict):
         if self.bytes is not None:
             third = self.bytes // 3
             return {"ifmap": third, "filter": third, "ofmap": third}
-        return {"ifmap": int(self.ifmap_bytes), "filter": int(self.filter_bytes), "ofmap": int(self.ofmap_bytes)}
+        ifmap, filt, ofmap = self.ifmap_bytes, self.filter_bytes, self.ofmap_bytes
+        assert ifmap is not None and filt is not None and ofmap is not None  # _one_layout: all three without 'bytes'
+        return {"ifmap": ifmap, "filter": filt, "ofmap": ofmap}
 
     def buffer_key(self, which: str) -> str:
         """Config key that sets the capacity of buffer ``which``."""

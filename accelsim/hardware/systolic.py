@@ -8,7 +8,7 @@ from pydantic import Field
 
 from accelsim.config import schema as configio
 from accelsim.hardware.base import PosInt, Strict
-from accelsim.hardware.kinds import ComputeKind, TraceLabels
+from accelsim.hardware.kinds import FOLD_TILE_ARGS, ComputeKind, TraceLabels
 
 if TYPE_CHECKING:
     from accelsim.hardware.model import Hardware
@@ -36,7 +36,7 @@ class SystolicKind(ComputeKind):
     name = "systolic"
     schema = SystolicCompute
     simulation = "systolic"
-    trace = TraceLabels("core", ("fold", "chunk"))
+    trace = TraceLabels("core", FOLD_TILE_ARGS)
 
     def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
         return float(compute.rows * compute.cols)

@@ -77,8 +77,8 @@ class TensorCoreKind(ComputeKind):
     simulation = "cta_waves"
     calibrated_fields = ("core.compute.efficiency.dense", "core.compute.efficiency.sparse",
                          "launch_overhead_cycles.dense", "launch_overhead_cycles.sparse", "dram.sustained_fraction")
-    trace = TraceLabels("SM", ("wave_class", "k_step"),
-                        ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas", "wave_classes"))
+    trace = TraceLabels("SM", (("wave_class", "wave_class"), ("k_step", "chunk")),
+                        ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas", "wave_classes"), waves=True)
 
     def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
         return float(compute.macs_per_cycle.get(dtype, 0.0))
@@ -88,6 +88,9 @@ class TensorCoreKind(ComputeKind):
 
     def sparse_efficiency_ratio(self, compute: Any) -> float:
         return float(compute.efficiency.sparse / compute.efficiency.dense)
+
+    def sparse_at_dense_efficiency(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {**data, "efficiency": {**data["efficiency"], "sparse": data["efficiency"]["dense"]}}
 
 
 TENSOR_CORE = TensorCoreKind()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from accelsim.fileio import figure_files as _figure_files
-from accelsim.formats.nm import parse_pattern
+from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.report import timeline as tl
 from accelsim.results import RunResult
@@ -251,13 +251,13 @@ def _sparse_rate(result: RunResult, hw: Hardware) -> tuple[float, str | None]:
     if not pats or hw.core.sparse is None:
         return 1.0, None
     text = pats.most_common(1)[0][0]
-    pat = parse_pattern(text)
+    pat = parse_format(text)
     if pat is None:
         return 1.0, None
     try:
         return float(hw.core.sparse.rate(pat)), text
     except KeyError:
-        return pat.m / pat.n, text
+        return pat.dense_speedup, text
 
 
 def roofline_points(result: RunResult) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from typing import cast
 
 import numpy as np
 
+from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware
 from accelsim.results import BINDING_NAMES, KernelResult, RunResult
 
@@ -325,8 +326,7 @@ def layer_counters(ls: LayerSchedule, hw: Hardware, windows: int) -> tuple[np.nd
 
 
 def _slots(hw: Hardware) -> int:
-    comp = hw.core.compute
-    return hw.cores * int(getattr(comp, "ctas_per_core", 1) or 1)
+    return hw.cores * kind_of(hw).slots_per_core(hw.core.compute)
 
 
 def slot_location(hw: Hardware, slot: int) -> tuple[int, int]:

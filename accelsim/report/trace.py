@@ -43,6 +43,7 @@ from typing import IO, Any, SupportsInt
 
 import numpy as np
 
+from accelsim.hardware.kinds import TraceLabels, kind_of
 from accelsim.hardware.model import Hardware
 from accelsim.report import timeline as tl
 from accelsim.results import RunResult
@@ -195,17 +196,14 @@ def _gaps(scheds: list[tl.LayerSchedule]) -> int:
 
 # -- slice construction ------------------------------------------------------------------------
 
-def _tile_args(ls: tl.LayerSchedule, stage: str, row: int, hw_tc: bool) -> dict[str, Any]:
+def _tile_args(ls: tl.LayerSchedule, stage: str, row: int, labels: TraceLabels) -> dict[str, Any]:
     t = ls.tiles[row]
     args: dict[str, Any] = {"layer": ls.name, "tile": int(t["tile"])}
-    if hw_tc and not ls.vector:
-        args["wave_class"] = int(t["wave_class"])
-        args["k_step"] = int(t["chunk"])
-    elif ls.vector:
+    if ls.vector:
         args["chunk"] = int(t["chunk"])
     else:
-        args["fold"] = [int(t["fold_r"]), int(t["fold_c"])]
-        args["chunk"] = int(t["chunk"])
+        for name, column in labels.tile_args:
+            args[name] = int(t[column]) if isinstance(column, str) else [int(t[c]) for c in column]
     if stage == "load":
         args["dram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_DRAM}
         args["sram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_SRAM}
@@ -248,14 +246,14 @@ def _merged_args(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, lo: int, hi
 
 
 def _stage_slices(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, merge: int, clock: float,
-                  hw_tc: bool) -> Iterator[tuple[int, int, dict[str, Any], int, int]]:
+                  labels: TraceLabels) -> Iterator[tuple[int, int, dict[str, Any], int, int]]:
     """(ts_ns, dur_ns, args, run, k_step) per slice of one slot timeline."""
     s_ns = _ns(iv.start, clock)
     e_ns = _ns(iv.end, clock)
     chunk = ls.tiles["chunk"]
     if merge <= 1:
         for i in range(len(iv)):
-            args = _tile_args(ls, stage, int(iv.row[i]), hw_tc)
+            args = _tile_args(ls, stage, int(iv.row[i]), labels)
             args["start_cycle"] = _num(iv.start[i])
             args["cycles"] = _num(iv.end[i] - iv.start[i])
             if stage == "load":
@@ -305,7 +303,7 @@ def stream_trace(result: RunResult, hw: Hardware, fh: IO[str], layers: list[str]
         raise ValueError(f"max_events must be at least 1, got {max_events}")
     scheds = tl.select(tl.schedule(result, hw), layers)
     clock = float(hw.clock_ghz)
-    hw_tc = hw.core.compute.kind == "tensor_core"
+    labels = kind_of(hw).trace
     slots_total = tl.n_slots(hw)
     plan = _plan(scheds, hw, max_events, counter_windows)
     wl_name = str(result.workload.get("name", "workload"))
@@ -334,9 +332,9 @@ def stream_trace(result: RunResult, hw: Hardware, fh: IO[str], layers: list[str]
     emit = _Writer(fh)
     _emit_metadata(emit, plan, hw, wl_name, pattern, reduction["description"])
     for ls in scheds:
-        _emit_layer(emit, ls, clock, hw_tc)
+        _emit_layer(emit, ls, clock, labels)
     for g in plan.groups:
-        _emit_group(emit, g, plan, hw, clock, hw_tc, slots_total)
+        _emit_group(emit, g, plan, hw, clock, labels, slots_total)
     for i, ls in enumerate(scheds):
         nxt = scheds[i + 1] if i + 1 < len(scheds) else None
         _emit_counters(emit, ls, hw, clock, tl.default_windows(ls, plan.windows),
@@ -376,7 +374,7 @@ def _emit_metadata(emit: _Writer, plan: _Plan, hw: Hardware, wl: str, pattern: s
     labels = f"{hw.name} | {wl} | {pattern}"
     procs = [(LAYERS_PID, f"{wl} on {hw.name} ({pattern})", 0),
              (MEMORY_PID, "memory system (shared)", 1)]
-    unit = "SM" if hw.core.compute.kind == "tensor_core" else "core"
+    unit = kind_of(hw).trace.unit
     for core in sorted(plan.tracks):
         procs.append((CORE_PID0 + core, f"{unit} {core}", 2 + core))
     for pid, name, order in procs:
@@ -396,7 +394,7 @@ def _emit_metadata(emit: _Writer, plan: _Plan, hw: Hardware, wl: str, pattern: s
         emit({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": order}})
 
 
-def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, hw_tc: bool) -> None:
+def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, labels: TraceLabels) -> None:
     k = ls.result
     s, e = _ns(ls.start, clock), _ns(ls.end, clock)
     args = {"index": ls.index, "op": k.op, "shape": k.shape, "path": k.path,
@@ -404,9 +402,8 @@ def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, hw_tc: bool) 
             "reason": k.reason, "binding": k.binding, "cycles": k.cycles, "start_cycle": _num(ls.start),
             "utilization": round(k.utilization, 6), "speedup_vs_dense": round(k.speedup_vs_dense, 6),
             "tile_records": int(len(ls.tiles)), "runs": sum(c.count for c in ls.classes)}
-    if hw_tc and not ls.vector:
-        args["tiling"] = {key: k.tiling[key] for key in ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas",
-                                                         "wave_classes") if key in k.tiling}
+    if labels.layer_tiling and not ls.vector:
+        args["tiling"] = {key: k.tiling[key] for key in labels.layer_tiling if key in k.tiling}
     emit({"name": k.name, "cat": f"layer,{k.path}", "ph": "X", "pid": LAYERS_PID, "tid": LAYERS_TID,
           "ts": _us(s), "dur": _us(e - s), "cname": tl.PATH_CNAMES.get(k.path, "generic_work"), "args": args})
     launch = k.cycles["launch"]
@@ -417,16 +414,16 @@ def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, hw_tc: bool) 
               "args": {"layer": k.name, "cycles": launch, "start_cycle": _num(ls.start)}})
 
 
-def _emit_group(emit: _Writer, g: _Group, plan: _Plan, hw: Hardware, clock: float, hw_tc: bool,
+def _emit_group(emit: _Writer, g: _Group, plan: _Plan, hw: Hardware, clock: float, labels: TraceLabels,
                 slots_total: int) -> None:
     ls = g.layer
     slots = [g.first] if plan.collapse else list(range(g.first, g.first + g.n))
-    multi = hw_tc and not ls.vector
+    multi = labels.waves and not ls.vector
     for stage in tl.STAGES:
         if not g.counts[stage]:
             continue
         iv = tl.stage_intervals(ls, stage, g.runs)
-        pieces = list(_stage_slices(ls, stage, iv, plan.merge, clock, hw_tc))
+        pieces = list(_stage_slices(ls, stage, iv, plan.merge, clock, labels))
         for slot in slots:
             core, lane = tl.slot_location(hw, slot)
             pid, tid = CORE_PID0 + core, lane * 10 + STAGE_TID[stage]

@@ -13,7 +13,7 @@ from typing import Any
 
 from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
-from accelsim.formats.nm import normalize_pattern
+from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.serving.config import ServingError
 from accelsim.simulation import Simulator, run
@@ -114,7 +114,7 @@ def canonical_pattern(value: Any) -> str | None:
     if value is None:
         return None
     try:
-        return normalize_pattern(value)
+        return normalize_format(value)
     except ValueError as exc:
         raise ServingError(f"sparsity: {exc}") from None
 

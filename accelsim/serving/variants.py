@@ -11,7 +11,7 @@ from pydantic import Field
 
 from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
-from accelsim.formats.nm import normalize_pattern
+from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, Strict
 from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, ServingError
 from accelsim.serving.model import ServingModel
@@ -57,7 +57,7 @@ def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
         wl = Path(v.workload)
         paths.append(wl if wl.is_absolute() else Path(path).parent / wl)
         try:
-            normalize_pattern(v.sparsity)
+            normalize_format(v.sparsity)
         except ValueError as exc:
             raise ConfigError(str(path), f"variants.{i}.sparsity", str(exc)) from None
     return vf, paths

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from accelsim.errors import ConfigError
-from accelsim.formats.nm import normalize_pattern
+from accelsim.formats import normalize_format
 from accelsim.lowering import POLICIES as RUN_POLICIES
 from accelsim.sweep.columns import PLAN
 from accelsim.sweep.sampling import Draw
@@ -181,7 +181,7 @@ def check_sparsity(value: Any) -> list[str | None]:
             norm = None
         else:
             try:
-                norm = normalize_pattern(item)
+                norm = normalize_format(item)
             except ValueError as exc:
                 raise SpecProblem(f"sparsity[{i}]", str(exc)) from None
         if norm in sparsity:

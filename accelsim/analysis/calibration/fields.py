@@ -18,8 +18,10 @@ from typing import Any
 
 from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, Measurement, match_gpu
 from accelsim.errors import AccelsimError
-from accelsim.hardware.model import Hardware, TensorCoreCompute, hardware_from_dict
+from accelsim.hardware.kinds import kind_of, kinds
+from accelsim.hardware.model import Hardware, hardware_from_dict
 
+# the fields this fit fits: a part can be calibrated when its compute kind's calibrated fields are these
 CALIBRATED_FIELDS = ("core.compute.efficiency.dense", "core.compute.efficiency.sparse",
                      "launch_overhead_cycles.dense", "launch_overhead_cycles.sparse", "dram.sustained_fraction")
 DEFAULT_GRID = (0.30, 0.40, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85, 0.90, 0.95, 1.00)
@@ -46,33 +48,44 @@ class Calibration:
         return asdict(self)
 
     def fields(self) -> dict[str, float | int]:
-        """The values keyed by config path."""
-        return dict(zip(CALIBRATED_FIELDS, (self.efficiency_dense, self.efficiency_sparse, self.launch_dense,
-                                            self.launch_sparse, self.dram_sustained_fraction), strict=True))
+        """The values keyed by config path (fractions as float, cycles as int)."""
+        return dict(zip(CALIBRATED_FIELDS, (float(self.efficiency_dense), float(self.efficiency_sparse),
+                                            int(self.launch_dense), int(self.launch_sparse),
+                                            float(self.dram_sustained_fraction)), strict=True))
 
 
-def _tensor_core(hw: Hardware) -> TensorCoreCompute:
-    if not isinstance(hw.core.compute, TensorCoreCompute):
-        raise AccelsimError(f"{hw.name}: calibration needs a tensor_core part (core.compute.kind: tensor_core)")
-    return hw.core.compute
+def _check_calibrated(hw: Hardware) -> None:
+    """AccelsimError unless ``hw``'s compute kind calibrates the fields this fit fits."""
+    if kind_of(hw).calibrated_fields != CALIBRATED_FIELDS:
+        names = " or ".join(k.name for k in kinds() if k.calibrated_fields == CALIBRATED_FIELDS)
+        raise AccelsimError(f"{hw.name}: calibration needs a {names} part (core.compute.kind: {names})")
+
+
+def _read(hw: Hardware, path: str) -> Any:
+    """The value of ``hw`` at a dotted config path."""
+    node: Any = hw
+    for key in path.split("."):
+        node = getattr(node, key)
+    return node
 
 
 def current_calibration(hw: Hardware) -> Calibration:
     """The calibrated fields as the config has them now."""
-    comp = _tensor_core(hw)
-    return Calibration(float(comp.efficiency.dense), float(comp.efficiency.sparse),
-                       int(hw.launch_overhead_cycles.dense), int(hw.launch_overhead_cycles.sparse),
-                       float(hw.dram.sustained_fraction))
+    _check_calibrated(hw)
+    eff_dense, eff_sparse, launch_dense, launch_sparse, fraction = (_read(hw, path) for path in CALIBRATED_FIELDS)
+    return Calibration(float(eff_dense), float(eff_sparse), int(launch_dense), int(launch_sparse), float(fraction))
 
 
 def with_calibration(hw: Hardware, cal: Calibration) -> Hardware:
     """A copy of ``hw`` with the five calibrated fields set to ``cal``."""
-    _tensor_core(hw)
+    _check_calibrated(hw)
     data = copy.deepcopy(hw.to_dict())
-    data["core"]["compute"]["efficiency"] = {"dense": float(cal.efficiency_dense),
-                                             "sparse": float(cal.efficiency_sparse)}
-    data["launch_overhead_cycles"] = {"dense": int(cal.launch_dense), "sparse": int(cal.launch_sparse)}
-    data["dram"]["sustained_fraction"] = float(cal.dram_sustained_fraction)
+    for path, value in cal.fields().items():
+        *parents, leaf = path.split(".")
+        node = data
+        for key in parents:
+            node = node[key]
+        node[leaf] = value
     return hardware_from_dict(data, f"{hw.name} (calibrated)")
 
 
