@@ -47,17 +47,18 @@ def main(argv: list[str] | None = None) -> int:
         t1 = time.perf_counter()
         res = model.run(rate, requests=args.requests, seed=0, sizes=sizes, **extra)
         wall = time.perf_counter() - t1
-        print(f"{label:<10} {res['requests']:>10,} {warm:>10.2f} {wall:>8.2f} {res['requests'] / wall:>12,.0f} "
-              f"{res['latency_ms']['p99']:>9.3f} {res['service_cache']['shapes']:>7}")
+        print(f"{label:<10} {res.requests:>10,} {warm:>10.2f} {wall:>8.2f} {res.requests / wall:>12,.0f} "
+              f"{res.latency_ms.p99:>9.3f} {res.service_cache.shapes:>7}")
     llm = ServingModel.from_files(hw, ROOT / "workloads/llama2-7b-prefill.yaml", "2:4",
                                   decode_workload=ROOT / "workloads/llama2-7b-decode.yaml",
                                   config=RuntimeConfig(max_batch=64, batch_bucket="pow2"))
     t2 = time.perf_counter()
     res = llm.run(8.0, requests=2000, seed=0, output_tokens="uniform:16:256", prompt_tokens="uniform:64:1024")
     wall = time.perf_counter() - t2
-    print(f"{'llm':<10} {res['requests']:>10,} {'(incl.)':>10} {wall:>8.2f} {res['requests'] / wall:>12,.0f} "
-          f"{res['ttft_ms']['p99']:>9.3f} {res['service_cache']['shapes']:>7}   "
-          f"(TTFT p99; {res['decode_batch']['steps']:,} decode steps, mean batch {res['decode_batch']['mean']:.1f})")
+    assert res.ttft_ms is not None and res.decode_batch is not None  # an LLM run
+    print(f"{'llm':<10} {res.requests:>10,} {'(incl.)':>10} {wall:>8.2f} {res.requests / wall:>12,.0f} "
+          f"{res.ttft_ms.p99:>9.3f} {res.service_cache.shapes:>7}   "
+          f"(TTFT p99; {res.decode_batch.steps:,} decode steps, mean batch {res.decode_batch.mean:.1f})")
     return 0
 
 

@@ -177,8 +177,8 @@ def test_a_toy_format_flows_through_lowering_engine_and_footprint(hw_name: str) 
 def test_a_toy_format_runs_the_functional_check() -> None:
     with formats.registered(Evens):
         out = functional_check(12, 5, 9, "evens", seed=3)
-        assert out["passed"] and out["pattern"] == "evens" and out["metadata_bytes"] == 0
-        assert out["padding"] == {"k": [9, 10]} and out["value_bytes"] == 12 * 5 * 4
+        assert out.passed and out.pattern == "evens" and out.metadata_bytes == 0
+        assert out.to_dict()["padding"] == {"k": [9, 10]} and out.value_bytes == 12 * 5 * 4
         a = np.arange(12.0).reshape(2, 6)
         b = np.ones((6, 3))
         c = Evens().compress(*Evens().prune(a))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -14,13 +15,13 @@ from accelsim.analysis.functional_check import (
     compress,
     decompress,
     execute_compressed,
-    format_check,
     functional_check,
     prune_magnitude,
     unpack_metadata,
     validate_mask,
 )
 from accelsim.errors import FunctionalError
+from accelsim.report.functional_text import format_check
 
 HWCONFIGS = Path(__file__).resolve().parents[1] / "hwconfigs"
 # Every pattern the shipped hwconfigs list, plus dense-equivalent M:M.
@@ -54,25 +55,39 @@ def test_compressed_gemm_matches_numpy(nm: tuple[int, int], shape: tuple[int, in
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16", "int8"])
 def test_functional_check_passes(nm: tuple[int, int], dtype: str) -> None:
     res = functional_check(37, 29, 51, f"{nm[0]}:{nm[1]}", seed=3, dtype=dtype)
-    assert res["passed"], res
-    assert res["max_abs_error"] <= res["tolerance"]
-    assert res["shape"] == {"m": 37, "n": 29, "k": 51}
-    assert res["k_padded"] == math.ceil(51 / nm[1]) * nm[1]
+    assert res.passed, res
+    assert res.max_abs_error <= res.tolerance
+    assert res.to_dict()["shape"] == {"m": 37, "n": 29, "k": 51}
+    assert res.k_padded == math.ceil(51 / nm[1]) * nm[1]
     # default tiling: 32x32 weight-stationary array, stream not cut (no SRAM limit)
     kc = math.ceil(51 / nm[1]) * nm[0]
-    assert res["tiles_executed"] == math.ceil(37 / 32) * math.ceil(kc / 32)
-    json.dumps(res)
+    assert res.tiles_executed == math.ceil(37 / 32) * math.ceil(kc / 32)
+    json.dumps(res.to_dict())
+
+
+CHECK_KEYS = ["shape", "pattern", "pattern_executed", "reason", "exercised", "not_exercised", "dtype", "seed",
+              "k_padded", "padding", "tiling", "tiles_executed", "metadata_bits", "value_bytes", "metadata_bytes",
+              "compressed_bytes", "dense_bytes", "compressed_fraction", "compression_ratio", "max_abs_error",
+              "max_rel_error", "tolerance", "passed"]
 
 
 def test_functional_check_explicit_tiling_and_table() -> None:
     res = functional_check(10, 11, 30, "2:4", tiling=(4, 3, 5))
     # compressed k = ceil(30/4)*2 = 16 values = 8 groups -> 3 k-tiles of 3 groups
-    assert res["tiles_executed"] == 3 * 3 * 3
-    assert res["tiling"]["tile_k_values"] == 6
-    assert res["passed"]
+    assert res.tiles_executed == 3 * 3 * 3
+    assert res.tiling.tile_k_values == 6
+    assert res.passed
     table = format_check(res)
     assert "max_abs_error" in table and "passed" in table and "k=[30, 32]" in table
-    assert json.loads(format_check(res, as_json=True)) == json.loads(json.dumps(res))
+    assert json.loads(format_check(res, as_json=True)) == json.loads(json.dumps(res.to_dict()))
+    assert list(res.to_dict()) == CHECK_KEYS and list(res.to_dict()["tiling"]) == [
+        "source", "tile_m", "tile_k_values", "tile_n"]  # explicit tiles: no array, no dataflow
+    planned = functional_check(10, 11, 30, "2:4").to_dict()["tiling"]
+    assert list(planned) == ["source", "array", "dataflow", "tile_m", "tile_k_values", "tile_n"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.passed = False  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        res.padding["k"] = (1, 2)  # type: ignore[index]
 
 
 @pytest.mark.parametrize("hw_file", sorted(p.name for p in HWCONFIGS.glob("*.yaml")))
@@ -89,10 +104,10 @@ def test_tiles_follow_the_timing_model(hw_file: str) -> None:
         kernel = lower_layer(Gemm(name="g", op="gemm", m=m, n=n, k=k), "fp16", 2,
                              None if pattern == "dense" else pattern, hw)
         timing = simulate(kernel, hw)
-        assert res["passed"], (hw_file, pattern, res)
-        assert res["pattern_executed"] == (kernel.pattern_executed or "dense")
-        assert res["tiles_executed"] == timing.tiling["tiles"], (hw_file, pattern)
-        assert res["tiling"]["dataflow"] == getattr(hw.core.compute, "dataflow", "cta")
+        assert res.passed, (hw_file, pattern, res)
+        assert res.pattern_executed == (kernel.pattern_executed or "dense")
+        assert res.tiles_executed == timing.tiling["tiles"], (hw_file, pattern)
+        assert res.tiling.dataflow == getattr(hw.core.compute, "dataflow", "cta")
 
 
 def test_too_many_nonzeros_rejected_with_message() -> None:
@@ -147,15 +162,15 @@ def test_metadata_bit_layout() -> None:
 
 def test_metadata_bytes_match_kept_and_2_4_fp16_ratio() -> None:
     res = functional_check(64, 16, 128, "2:4", dtype="fp16")
-    assert res["value_bytes"] == 0.5 * res["dense_bytes"]
-    assert res["metadata_bytes"] == 0.0625 * res["dense_bytes"]
-    assert res["compressed_fraction"] == pytest.approx(0.5625)
-    assert res["compression_ratio"] == pytest.approx(1 / 0.5625)
+    assert res.value_bytes == 0.5 * res.dense_bytes
+    assert res.metadata_bytes == 0.0625 * res.dense_bytes
+    assert res.compressed_fraction == pytest.approx(0.5625)
+    assert res.compression_ratio == pytest.approx(1 / 0.5625)
     # 4:8 (3 bits) on an odd shape: bytes round up over the whole stream
     res = functional_check(5, 3, 13, "4:8")
     kept = 5 * 2 * 4
-    assert res["metadata_bytes"] == math.ceil(kept * 3 / 8)
-    assert res["value_bytes"] == kept * 4
+    assert res.metadata_bytes == math.ceil(kept * 3 / 8)
+    assert res.value_bytes == kept * 4
 
 
 @pytest.mark.parametrize("nm", PATTERNS, ids=lambda p: f"{p[0]}:{p[1]}")
@@ -194,7 +209,7 @@ def test_k_padding_is_reported() -> None:
     assert c.values.shape == c.indices.shape == (4, 6)
     assert prune_magnitude(a[:, :8], 2, 4).padding == {}
     out = functional_check(3, 2, 3, "4:8")  # k < M
-    assert out["k_padded"] == 8 and out["padding"] == {"k": [3, 8]} and out["passed"]
+    assert out.k_padded == 8 and out.to_dict()["padding"] == {"k": [3, 8]} and out.passed
 
 
 def test_underfull_groups_filled_like_nvidia_2_4() -> None:

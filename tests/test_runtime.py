@@ -4,6 +4,7 @@ with the KV-cache cap, and the plots. The whole file runs in the normal test run
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -34,6 +35,7 @@ from accelsim.serving import (
     simulate_batching,
     simulate_llm,
 )
+from accelsim.serving.stats import CDF_QUANTILES
 from accelsim.simulation import Simulator
 
 A100 = HW / "a100-like.yaml"
@@ -118,18 +120,18 @@ def test_sizes_are_padded_to_buckets_and_service_is_cached() -> None:
 
     model = ServingModel(service, RuntimeConfig(max_batch=8, max_wait_ms=1.0, size_bucket=64, batch_bucket="pow2"))
     res = model.run(2000.0, requests=50_000, sizes="uniform:1:512")
-    assert len(calls) == len(set(calls)) == res["service_cache"]["shapes"]
+    assert len(calls) == len(set(calls)) == res.service_cache.shapes
     assert {s for _, s in calls} <= set(range(64, 513, 64))
     assert {b for b, _ in calls} <= {1, 2, 4, 8}
-    assert res["batch_size"]["max"] <= 8 and res["requests"] == 50_000
+    assert res.batch_size.max <= 8 and res.requests == 50_000
 
 
 def test_more_instances_serve_more_load() -> None:
     one = ServingModel(lambda b, s: 1e-3, SINGLE).run(900.0, requests=20_000)
     two = ServingModel(lambda b, s: 1e-3, SINGLE.replace(instances=2)).run(900.0, requests=20_000)
-    assert two["latency_ms"]["p99"] < one["latency_ms"]["p99"]
-    assert two["utilisation"] == pytest.approx(0.45, abs=0.02)
-    assert one["utilisation"] == pytest.approx(0.9, abs=0.02)
+    assert two.latency_ms.p99 < one.latency_ms.p99
+    assert two.utilisation == pytest.approx(0.45, abs=0.02)
+    assert one.utilisation == pytest.approx(0.9, abs=0.02)
 
 
 def test_trace_replay_and_time_scaling(tmp_path) -> None:
@@ -144,11 +146,11 @@ def test_trace_replay_and_time_scaling(tmp_path) -> None:
 
     model = ServingModel(service, RuntimeConfig(max_batch=4), info={"size_param": "seq"})
     native = model.run(trace=path)
-    assert native["requests"] == 100 and native["sizes"] == "trace" and seen == {64, 256}
-    assert native["arrivals"]["rate_rps"] == pytest.approx(100.0)
+    assert native.requests == 100 and native.sizes == "trace" and seen == {64, 256}
+    assert native.arrivals["rate_rps"] == pytest.approx(100.0)
     fast = model.run(400.0, trace=path)  # replayed 4x faster
-    assert fast["arrivals"]["time_scale"] == pytest.approx(0.25)
-    assert fast["makespan_s"] < native["makespan_s"]
+    assert fast.arrivals["time_scale"] == pytest.approx(0.25)
+    assert fast.makespan_s < native.makespan_s
     bad = tmp_path / "bad.csv"
     bad.write_text("arrival_s,seq\n0.2,64\n0.1,64\n")
     with pytest.raises(ConfigError, match="non-decreasing"):
@@ -165,26 +167,62 @@ def test_same_seed_same_percentiles_different_seed_different_samples() -> None:
     b = model.run(800.0, requests=20_000, seed=7, sizes="uniform:16:256")
     c = model.run(800.0, requests=20_000, seed=8, sizes="uniform:16:256")
     assert a == b
-    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-    assert a["latency_ms"] != c["latency_ms"] and a["cdf"] != c["cdf"]
+    assert json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
+    assert a.latency_ms != c.latency_ms and a.cdf != c.cdf
+
+
+RUN_KEYS = ["mode", "name", "sparsity", "arrivals", "sizes", "requests", "measured", "config"]
+BATCH_KEYS = [*RUN_KEYS, "latency_ms", "queueing_delay_ms", "batch_size", "service_ms", "throughput_rps",
+              "utilisation", "load", "makespan_s", "sla", "variability", "service_cache", "cdf"]
+LLM_KEYS = [*RUN_KEYS[:3], "hardware", "workload", "decode_workload", *RUN_KEYS[3:], "ttft_ms", "tpot_ms",
+            "latency_ms", "queueing_delay_ms", "throughput_rps", "output_tokens_per_s", "utilisation", "load",
+            "makespan_s", "decode_batch", "kv_cache", "rejected", "sla", "variability", "service_cache", "cdf"]
+
+
+def test_a_run_is_a_frozen_record_whose_dict_is_the_plain_run_record() -> None:
+    model = ServingModel(lambda b, s: 1e-3 * (1 + b), RuntimeConfig(max_batch=4))
+    run = model.run(800.0, requests=2000, sizes="choice:64,128@3,1", sla_p99_ms=10.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.utilisation = 0.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        run.arrivals["seed"] = 1  # type: ignore[index]
+    data = run.to_dict()
+    assert list(data) == BATCH_KEYS and run.mode == "batch" and not run.is_llm
+    assert data["sizes"] == {"kind": "choice", "values": [64, 128], "weights": [0.75, 0.25]}
+    assert data["latency_ms"] == {"mean": run.latency_ms.mean, "p50": run.latency_ms.p50,
+                                  "p95": run.latency_ms.p95, "p99": run.latency_ms.p99, "max": run.latency_ms.max}
+    assert data["config"] == model.config.to_dict() and list(data["load"]) == [
+        "offered_rps", "capacity_rps", "offered_over_capacity", "overloaded", "capacity_basis"]
+    assert data["sla"] == {"metric": "latency", "budget_ms": 10.0, "p99_ms": run.latency_ms.p99,
+                           "attainment": run.sla.attainment, "holds": run.sla.holds}
+    assert list(data["cdf"]) == ["latency"] and data["cdf"]["latency"]["q"] == list(CDF_QUANTILES)
+    assert json.loads(json.dumps(data)) == data  # plain data
+    data["sizes"]["values"].append(1)
+    data["arrivals"]["seed"] = 99
+    assert run.to_dict()["sizes"]["values"] == [64, 128] and run.to_dict()["arrivals"]["seed"] == 0  # a copy
+    assert run.stats("latency") is run.latency_ms and run.stats("ttft") is None
+    assert run.latency_ms.quantile("p99") == run.latency_ms.p99
+    with pytest.raises(KeyError):
+        run.stats("p99")
 
 
 def test_variability_is_off_by_default_and_reported() -> None:
     base = ServingModel(lambda b, s: 1e-3, SINGLE)
     off = base.run(500.0, requests=20_000, seed=1)
-    assert off["variability"]["enabled"] is False
-    assert off["service_ms"]["mean_per_batch"] == 1.0 and off["latency_ms"]["p50"] >= 1.0  # deterministic
+    assert off.variability.enabled is False
+    assert off.service_ms.mean_per_batch == 1.0 and off.latency_ms.p50 >= 1.0  # deterministic
     jit = ServingModel(lambda b, s: 1e-3, SINGLE.replace(variability={"jitter": {"enabled": True, "sigma": 0.3}}))
     on = jit.run(500.0, requests=20_000, seed=1)
-    assert on["variability"]["enabled"] is True and on["variability"]["jitter"]["sigma"] == 0.3
-    assert on["latency_ms"]["p99"] > off["latency_ms"]["p99"]
-    assert on["service_ms"]["mean_per_batch"] == pytest.approx(1.0, rel=0.02)  # mean-1 factor
+    assert on.variability.enabled is True and on.variability.jitter.sigma == 0.3
+    assert on.latency_ms.p99 > off.latency_ms.p99
+    assert on.service_ms.mean_per_batch == pytest.approx(1.0, rel=0.02)  # mean-1 factor
     thr = ServingModel(lambda b, s: 1e-3, SINGLE.replace(variability={"throttle": {
         "enabled": True, "episodes_per_s": 2.0, "duration_ms": 100.0, "clock_factor": 0.5}}))
     slow = thr.run(500.0, requests=20_000, seed=1)
-    share = slow["variability"]["throttle"]["throttled"] / slow["variability"]["throttle"]["of"]
+    share = slow.variability.throttled / slow.variability.units
     assert 0.1 < share < 0.3  # ~ 1 - exp(-2 x 0.1) = 18 % of the time is throttled
-    assert slow["service_ms"]["mean_per_batch"] == pytest.approx(1.0 + share, rel=1e-6)
+    assert slow.service_ms.mean_per_batch == pytest.approx(1.0 + share, rel=1e-6)
+    assert slow.to_dict()["variability"]["throttle"]["of"] == slow.variability.units
 
 
 def test_runtime_config_is_plain_and_strict() -> None:
@@ -304,16 +342,17 @@ def test_llama2_prefill_decode_ttft_tpot_and_kv_cap(a100) -> None:
         model = ServingModel.from_files(A100, WL / "llama2-7b-prefill.yaml", sp, config=cfg, hw_set=hw_set,
                                         decode_workload=WL / "llama2-7b-decode.yaml")
         out[sp] = r = model.run(20.0, requests=300, seed=0, prompt_tokens=512, output_tokens=64, sla_p99_ms=5000)
-        kv = r["kv_cache"]
-        assert kv["limits_batch"] and kv["cap_requests"] < 64
-        assert r["decode_batch"]["max"] <= kv["cap_requests"] and kv["blocked_admissions"] > 0
-        assert kv["peak_bytes"] <= kv["budget_bytes"] and r["rejected"] == 0
-        assert 0 < r["tpot_ms"]["p50"] < r["ttft_ms"]["p99"] and r["ttft_ms"]["p50"] > 0
-        assert r["latency_ms"]["p50"] > 63 * r["tpot_ms"]["p50"] * 0.9
-        assert r["sla"]["metric"] == "ttft" and r["queueing_delay_ms"]["mean"] > 0
-    assert out["dense"]["kv_cache"]["cap_requests"] == 19  # (0.9 x 20 GiB - 13.48 GB weights) / 301 MB
-    assert out["2:4"]["kv_cache"]["cap_requests"] >= 1.9 * out["dense"]["kv_cache"]["cap_requests"]
-    assert out["2:4"]["decode_batch"]["max"] > out["dense"]["decode_batch"]["max"]
+        assert list(r.to_dict()) == LLM_KEYS and r.is_llm and r.stats("tpot") is r.tpot_ms
+        kv = r.kv_cache
+        assert kv.limits_batch and kv.cap_requests < 64
+        assert r.decode_batch.max <= kv.cap_requests and kv.blocked_admissions > 0
+        assert kv.peak_bytes <= kv.budget_bytes and r.rejected == 0
+        assert 0 < r.tpot_ms.p50 < r.ttft_ms.p99 and r.ttft_ms.p50 > 0
+        assert r.latency_ms.p50 > 63 * r.tpot_ms.p50 * 0.9
+        assert r.sla.metric == "ttft" and r.queueing_delay_ms.mean > 0
+    assert out["dense"].kv_cache.cap_requests == 19  # (0.9 x 20 GiB - 13.48 GB weights) / 301 MB
+    assert out["2:4"].kv_cache.cap_requests >= 1.9 * out["dense"].kv_cache.cap_requests
+    assert out["2:4"].decode_batch.max > out["dense"].decode_batch.max
 
 
 def test_llm_weights_that_fill_dram_are_an_error() -> None:
@@ -333,7 +372,7 @@ def test_plots_are_figures(tmp_path) -> None:
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     curves = {lab: latency_vs_load(m, (500.0, 1000.0), requests=2000) for lab, m in models.items()}
     assert curves["dense"].points[1].latency_ms("latency", "p99") == \
-        models["dense"].run(1000.0, requests=2000)["latency_ms"]["p99"]
+        models["dense"].run(1000.0, requests=2000).latency_ms.p99
     fig2 = latency_vs_load_figure(curves, budget_ms=10.0)
     assert isinstance(fig2, Figure)
     path = save_figure(fig2, tmp_path / "load.png")

@@ -34,7 +34,7 @@ class ServingLatency(Record):
     p95: float
     p99: float
     utilisation: float
-    offered_over_capacity: float
+    offered_over_capacity: float | None
     overloaded: bool
 
 
@@ -81,17 +81,17 @@ def serving_section(hw: Hardware, workload_source: str | None, model: Workload, 
         models = {lab: ServingModel.from_files(hw, workload_source, lab, config=config, set_params=sets,
                                                simulator=sim, policy=policy)
                   for lab in ("dense", label)}
-        saturation = models["dense"].run(rate=1e9, requests=2000, seed=0)["throughput_rps"]
+        saturation = models["dense"].run(rate=1e9, requests=2000, seed=0).throughput_rps
         rows = []
         for share in SERVING_LOADS:
             rate = share * saturation
             by_label = {}
             for lab, m in models.items():
                 r = m.run(rate=rate, requests=SERVING_REQUESTS, seed=0)
-                q = r["latency_ms"]
-                by_label[lab] = ServingLatency(p50=q["p50"], p95=q["p95"], p99=q["p99"], utilisation=r["utilisation"],
-                                               offered_over_capacity=r["load"]["offered_over_capacity"],
-                                               overloaded=r["load"]["overloaded"])
+                q = r.latency_ms
+                by_label[lab] = ServingLatency(p50=q.p50, p95=q.p95, p99=q.p99, utilisation=r.utilisation,
+                                               offered_over_capacity=r.load.offered_over_capacity,
+                                               overloaded=r.load.overloaded)
             rows.append(ServingRow(load=share, rate_rps=round(rate, 3), by_label=freeze(by_label)))
     except (AccelsimError, ValueError) as exc:
         return ServingSection(status="skipped", note=str(exc))

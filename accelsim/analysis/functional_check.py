@@ -4,16 +4,21 @@ The timing model only counts bytes and cycles of the compressed weight; this mod
 format is real by building it (the format's own ``prune`` / ``compress``, e.g.
 :mod:`accelsim.formats.nm`, which documents the N:M layout) and running the GEMM
 ``C[m x n] = A[m x k] . B[k x n]`` from it, tile by tile, through the same fold/chunk tiling the
-timing model uses.
+timing model uses. :func:`functional_check` returns a frozen :class:`FunctionalCheck`
+(``to_dict()``: the JSON ``accelsim functional-check`` prints); :mod:`accelsim.report.functional_text`
+renders it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from accelsim.analysis.records import OMIT_IF_NONE, Record, freeze
 from accelsim.engine import simulate
 from accelsim.engine import tiling as tl
 from accelsim.engine.functional import nm_gemm_tiles
@@ -35,11 +40,11 @@ from accelsim.formats.nm import (
 from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.lowering import REASON_CODES, Kernel, lower_layer
-from accelsim.results import dumps_finite
 from accelsim.workloads.model import Gemm
 
-__all__ = ["Compressed", "Pruned", "compress", "decompress", "execute_compressed", "format_check",
-           "functional_check", "metadata_bits_for", "prune_magnitude", "unpack_metadata", "validate_mask"]
+__all__ = ["Compressed", "FunctionalCheck", "GemmShape", "Pruned", "TilePlan", "compress", "decompress",
+           "execute_compressed", "functional_check", "metadata_bits_for", "prune_magnitude", "unpack_metadata",
+           "validate_mask"]
 
 DENSE = Pattern(1, 1)  # a request for dense runs as 1:1: every value kept, no metadata
 
@@ -52,6 +57,64 @@ _FLOAT_FORMATS: dict[str, tuple[int, float]] = {
     "fp8": (4, 448.0),  # e4m3
 }
 _DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+
+
+# -- results --------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GemmShape(Record):
+    """The checked GEMM: C[m x n] = A[m x k] . B[k x n]."""
+
+    m: int
+    n: int
+    k: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TilePlan(Record):
+    """The tiles the check ran: from the timing model's plan (``array`` and ``dataflow`` say which) or
+    explicit (``source`` "explicit")."""
+
+    source: str
+    array: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    dataflow: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    tile_m: int
+    tile_k_values: int
+    tile_n: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FunctionalCheck(Record):
+    """One functional check: what ran (``pattern_executed``, and why, ``reason``), the bytes of the
+    compressed form against dense, and the error against numpy.
+
+    ``exercised`` is False when a sparse pattern was asked for but ran dense (``not_exercised`` says
+    why): then ``passed`` only compares numbers and proves nothing about the format.
+    """
+
+    shape: GemmShape
+    pattern: str
+    pattern_executed: str
+    reason: str | None
+    exercised: bool
+    not_exercised: str | None
+    dtype: str
+    seed: int
+    k_padded: int
+    padding: Mapping[str, tuple[int, ...]]
+    tiling: TilePlan
+    tiles_executed: int
+    metadata_bits: int
+    value_bytes: int
+    metadata_bytes: int
+    compressed_bytes: int
+    dense_bytes: int
+    compressed_fraction: float
+    compression_ratio: float
+    max_abs_error: float
+    max_rel_error: float
+    tolerance: float
+    passed: bool
 
 
 # -- requests ------------------------------------------------------------------------------------
@@ -162,7 +225,7 @@ def _hardware(tiling: object) -> Any:
 
 
 def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
-                meta_bits: int, dtype: str | None = None) -> dict[str, Any]:
+                meta_bits: int, dtype: str | None = None) -> TilePlan:
     """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM."""
     if hw is None:
         rows = cols = 32
@@ -190,12 +253,12 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
         tm, tkc, tn = cols, chunk, rows
     else:  # is: rows <- compressed k, cols <- n, stream m
         tm, tkc, tn = chunk, rows, cols
-    return {"source": name, "array": f"{rows}x{cols}", "dataflow": dataflow, "tile_m": int(tm),
-            "tile_k_values": int(tkc), "tile_n": int(tn)}
+    return TilePlan(source=name, array=f"{rows}x{cols}", dataflow=dataflow, tile_m=int(tm), tile_k_values=int(tkc),
+                    tile_n=int(tn))
 
 
 def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
-               meta_bits: int, dtype: str | None = None) -> dict[str, Any]:
+               meta_bits: int, dtype: str | None = None) -> TilePlan:
     """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM."""
 
     dtype = dtype or {1: "int8", 2: "fp16", 4: "fp32"}[elem_bytes]  # the rate table is per dtype (tf32 != fp32)
@@ -206,11 +269,11 @@ def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: i
         kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "dense", None, None, None)
     res = simulate(kern, hw, source, keep_tiles=False)
     bm, bn, bk = res.tiling["cta_tile"]
-    return {"source": hw.name, "array": f"{hw.cores} cores, CTA tile {bm}x{bn}x{bk}", "dataflow": "cta",
-            "tile_m": int(bm), "tile_k_values": int(bk * keep // group), "tile_n": int(bn)}
+    return TilePlan(source=hw.name, array=f"{hw.cores} cores, CTA tile {bm}x{bn}x{bk}", dataflow="cta",
+                    tile_m=int(bm), tile_k_values=int(bk * keep // group), tile_n=int(bn))
 
 
-def _explicit_tiles(tiling: object, keep: int) -> dict[str, Any]:
+def _explicit_tiles(tiling: object, keep: int) -> TilePlan:
     if isinstance(tiling, dict):
         tm, tn = tiling.get("tile_m"), tiling.get("tile_n")
         tkc = tiling.get("tile_k_values")
@@ -222,8 +285,8 @@ def _explicit_tiles(tiling: object, keep: int) -> dict[str, Any]:
     else:
         raise FunctionalError("tiling must be None, a Hardware, a hardware YAML path, "
                               "(tile_m, tile_k_groups, tile_n) or a dict of those")
-    return {"source": "explicit", "tile_m": _positive("tile_m", tm),
-            "tile_k_values": _positive("tile_k_values", tkc), "tile_n": _positive("tile_n", tn)}
+    return TilePlan(source="explicit", tile_m=_positive("tile_m", tm), tile_k_values=_positive("tile_k_values", tkc),
+                    tile_n=_positive("tile_n", tn))
 
 
 def _not_exercised_text(pattern: str, reason: str | None, hw: Any, m: int, k: int, dtype: str) -> str:
@@ -245,7 +308,7 @@ MAX_ELEMENTS = 2**24
 
 
 def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dtype: str = "fp32",
-                     tiling: object = None) -> dict[str, Any]:
+                     tiling: object = None) -> FunctionalCheck:
     """Prune seeded random A by magnitude, compress, run tile by tile and compare with numpy (A*mask)@B.
 
     ``tiling``: None (a 32x32 weight-stationary array, no SRAM limit), a Hardware or hardware YAML
@@ -253,7 +316,7 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     format, one it cannot run sparse runs dense as 1:1), or explicit (tile_m, tile_k_groups, tile_n).
     ``exercised`` is False when an N:M pattern was asked for but the hardware runs it dense (then
     ``not_exercised`` says why): ``passed`` only compares numbers and proves nothing about the format.
-    The result holds only JSON-able values; ``format_check`` renders it as a table.
+    :func:`accelsim.report.functional_text.format_check` renders the result as a table.
     """
     for name, value in (("m", m), ("n", n), ("k", k)):
         _positive(name, value)
@@ -291,8 +354,8 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     a, b = _operands(rng, dtype, (m, k), (k, n))
     pruned, mask = req.prune(a)
     comp = exe.compress(pruned, mask, metadata_bits=bits)
-    c, tiles = execute_compressed(comp, b, tiles_cfg["tile_m"], 1, tiles_cfg["tile_n"],
-                                  tile_k_values=tiles_cfg["tile_k_values"], return_tiles=True)
+    c, tiles = execute_compressed(comp, b, tiles_cfg.tile_m, 1, tiles_cfg.tile_n,
+                                  tile_k_values=tiles_cfg.tile_k_values, return_tiles=True)
     if dtype == "int8":
         ref = (a.astype(np.int64) * mask) @ b.astype(np.int64)
         scale = float(np.abs(ref).max())
@@ -307,49 +370,28 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     dense_bytes = m * k * elem
     value_bytes = comp.kept * elem
     compressed_bytes = value_bytes + comp.metadata_bytes
-    return {
-        "shape": {"m": m, "n": n, "k": k},
-        "pattern": str(req) if req != DENSE else "dense",
-        "pattern_executed": str(exe) if exe != DENSE else "dense",
-        "reason": reason,
-        "exercised": exercised,
-        "not_exercised": not_exercised,
-        "dtype": dtype,
-        "seed": seed,
-        "k_padded": comp.k_padded,
-        "padding": comp.padding,
-        "tiling": tiles_cfg,
-        "tiles_executed": tiles,
-        "metadata_bits": comp.metadata_bits,
-        "value_bytes": value_bytes,
-        "metadata_bytes": comp.metadata_bytes,
-        "compressed_bytes": compressed_bytes,
-        "dense_bytes": dense_bytes,
-        "compressed_fraction": compressed_bytes / dense_bytes,
-        "compression_ratio": dense_bytes / compressed_bytes,
-        "max_abs_error": max_abs,
-        "max_rel_error": max_abs / ref_max if ref_max > 0 else max_abs,
-        "tolerance": tol,
-        "passed": bool(max_abs <= tol),
-    }
-
-
-def format_check(result: dict[str, Any], as_json: bool = False) -> str:
-    """Render a functional_check result as an aligned two-column table (or JSON)."""
-    if as_json:
-        return dumps_finite(result, "functional-check", indent=2, sort_keys=False)
-    lines = []
-    width = max(len(key) for key in result)
-    for key, value in result.items():
-        if isinstance(value, dict):
-            text = ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
-        elif isinstance(value, float):
-            text = f"{value:.6g}"
-        elif value is None:
-            text = "-"
-        else:
-            text = str(value)
-        if key == "passed" and result.get("exercised") is False:
-            text += " (numbers only: the N:M format was NOT EXERCISED)"
-        lines.append(f"{key.ljust(width)}  {text}")
-    return "\n".join(lines)
+    return FunctionalCheck(
+        shape=GemmShape(m=m, n=n, k=k),
+        pattern=str(req) if req != DENSE else "dense",
+        pattern_executed=str(exe) if exe != DENSE else "dense",
+        reason=reason,
+        exercised=exercised,
+        not_exercised=not_exercised,
+        dtype=dtype,
+        seed=seed,
+        k_padded=comp.k_padded,
+        padding=freeze(comp.padding),
+        tiling=tiles_cfg,
+        tiles_executed=tiles,
+        metadata_bits=comp.metadata_bits,
+        value_bytes=value_bytes,
+        metadata_bytes=comp.metadata_bytes,
+        compressed_bytes=compressed_bytes,
+        dense_bytes=dense_bytes,
+        compressed_fraction=compressed_bytes / dense_bytes,
+        compression_ratio=dense_bytes / compressed_bytes,
+        max_abs_error=max_abs,
+        max_rel_error=max_abs / ref_max if ref_max > 0 else max_abs,
+        tolerance=tol,
+        passed=bool(max_abs <= tol),
+    )

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from accelsim.analysis.functional_check import format_check, functional_check
+from accelsim.analysis.functional_check import functional_check
 from accelsim.cli import options
 from accelsim.cli.common import emit, output_format
 from accelsim.cli.file_kinds import KINDS, schema_text, validate_file
 from accelsim.errors import AccelsimError
 from accelsim.fileio import resolve_target
+from accelsim.report.functional_text import format_check
 
 MAX_ERROR_LINES = 10
 
@@ -47,10 +48,10 @@ def cmd_functional_check(args: argparse.Namespace) -> int:
     result = functional_check(args.m, args.n, args.k, args.pattern, seed=args.seed, dtype=args.dtype,
                               tiling=args.hw)
     emit(format_check(result, as_json=fmt == "json") + "\n", args.out)
-    if not result["exercised"]:  # numerically right, but the compressed format never ran: not a pass
-        print(f"accelsim: functional-check NOT EXERCISED: {result['not_exercised']}", file=sys.stderr)
+    if not result.exercised:  # numerically right, but the compressed format never ran: not a pass
+        print(f"accelsim: functional-check NOT EXERCISED: {result.not_exercised}", file=sys.stderr)
         return 1
-    return 0 if result["passed"] else 1
+    return 0 if result.passed else 1
 
 
 def add_functional_check(sub: options.Subparsers) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from accelsim.cli import options
 from accelsim.cli.common import progress_bar, warn, wrote
 from accelsim.fileio import figure_bytes, write_all
 from accelsim.results import dumps_finite
-from accelsim.serving import ServeRequest, ServeResult, serve
+from accelsim.serving import ServeRequest, ServeResult, ServingRun, serve
 from accelsim.textsafe import printable
 
 
@@ -24,21 +24,21 @@ def format_serve(result: ServeResult) -> str:
     lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}, "
              f"{result.rate_rps} req/s for {result.duration_s} s (seed {result.seed}, variability "
              f"{'on' if result.variability_enabled else 'off'})"]
-    metric_rows: list[tuple[str, Any]] = []
+    metric_rows: list[tuple[str, Callable[[ServingRun], float | None]]] = []
     if llm:
-        for m in ("ttft_ms", "tpot_ms"):
+        for m in ("ttft", "tpot"):
             for q in ("p50", "p95", "p99"):
-                metric_rows.append((f"{m[:-3]} {q} (ms)", lambda r, m=m, q=q: r.get(m, {}).get(q)))
+                metric_rows.append((f"{m} {q} (ms)", _stat(m, q)))
     else:
         for q in ("p50", "p95", "p99", "max"):
-            metric_rows.append((f"latency {q} (ms)", lambda r, q=q: r["latency_ms"][q]))
-        metric_rows.append(("queueing mean (ms)", lambda r: r["queueing_delay_ms"]["mean"]))
-        metric_rows.append(("mean batch", lambda r: r["batch_size"]["mean"]))
-    metric_rows.append(("throughput (req/s)", lambda r: r.get("throughput_rps")))
-    metric_rows.append(("utilisation", lambda r: r.get("utilisation")))
-    metric_rows.append(("offered / capacity", lambda r: (r.get("load") or {}).get("offered_over_capacity")))
-    if res[labels[0]].get("sla"):
-        metric_rows.append(("SLA attainment", lambda r: r["sla"]["attainment"]))
+            metric_rows.append((f"latency {q} (ms)", _stat("latency", q)))
+        metric_rows.append(("queueing mean (ms)", lambda r: r.queueing_delay_ms.mean))
+        metric_rows.append(("mean batch", lambda r: None if r.batch_size is None else r.batch_size.mean))
+    metric_rows.append(("throughput (req/s)", lambda r: r.throughput_rps))
+    metric_rows.append(("utilisation", lambda r: r.utilisation))
+    metric_rows.append(("offered / capacity", lambda r: r.load.offered_over_capacity))
+    if res[labels[0]].sla is not None:
+        metric_rows.append(("SLA attainment", lambda r: None if r.sla is None else r.sla.attainment))
     width = max(len(name) for name, _ in metric_rows)
     lines.append(" " * width + "".join(f"{lab:>14s}" for lab in labels))
     for name, get in metric_rows:
@@ -47,7 +47,7 @@ def format_serve(result: ServeResult) -> str:
             v = get(res[lab])
             vals.append(f"{v:14,.3f}" if isinstance(v, int | float) else f"{'-':>14s}")
         lines.append(name.ljust(width) + "".join(vals))
-    over = [lab for lab in labels if (res[lab].get("load") or {}).get("overloaded")]
+    over = [lab for lab in labels if res[lab].load.overloaded]
     if over:
         lines.append(f"OVERLOADED ({', '.join(over)}): offered load above capacity; the queue grows for the whole "
                      "run, so these percentiles are not steady-state (they grow with --duration)")
@@ -73,6 +73,14 @@ def format_serve(result: ServeResult) -> str:
         else:
             lines.append("  no variant holds the budget")
     return "\n".join(lines) + "\n"
+
+
+def _stat(metric: str, q: str) -> Callable[[ServingRun], float | None]:
+    """The ``q`` statistic of a run's ``metric``, read from a run (None if the run has no such metric)."""
+    def get(run: ServingRun) -> float | None:
+        stats = run.stats(metric)
+        return None if stats is None else stats.quantile(q)
+    return get
 
 
 def serve_files(out: Path, result: ServeResult) -> dict[str | os.PathLike[str], bytes | str]:

@@ -1,9 +1,9 @@
 """Serving plots: latency CDF and latency vs load, dense vs sparse.
 
 Inputs are the typed results of :mod:`accelsim.serving` (a :class:`~accelsim.serving.results.CompareResult`,
-whose run records carry a quantile table under ``cdf``, and :class:`~accelsim.serving.results.LoadCurve`
-objects); this module only renders them and imports nothing from ``serving`` at run time. Library code:
-nothing here prints or exits; figures are :class:`~matplotlib.figure.Figure` objects on the Agg canvas (no
+whose runs carry quantile tables under ``cdf``, and :class:`~accelsim.serving.results.LoadCurve` objects);
+this module only renders them and imports nothing from ``serving`` at run time. Library code: nothing here
+prints or exits; figures are :class:`~matplotlib.figure.Figure` objects on the Agg canvas (no
 pyplot, no global state).
 """
 
@@ -39,12 +39,13 @@ def latency_cdf_figure(runs: CompareResult, *, metric: str = "latency", budget_m
     FigureCanvasAgg(fig)
     ax, tail = fig.subplots(1, 2)
     for i, (label, res) in enumerate(runs.results.items()):
-        cdf = res["cdf"][metric]
-        q, ms = cdf["q"], cdf["ms"]
+        cdf = res.cdf[metric]
+        q, ms = cdf.q, cdf.ms
         if not q:
             continue
         color = _color(label, i)
-        p99 = res.get(f"{metric}_ms", {}).get("p99")
+        stats = res.stats(metric)
+        p99 = None if stats is None else stats.p99
         text = f"{label} (p99 {p99:,.2f} ms)" if p99 is not None else label
         ax.plot(ms, q, color=color, lw=2, label=text)
         pts = [(m, 1 - p) for m, p in zip(ms, q, strict=True) if p < 1]

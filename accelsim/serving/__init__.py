@@ -41,14 +41,14 @@ preallocated arrays, and latencies are computed vectorised at the end (``np.repe
 
 Modules (each imports only those above it, and nothing from ``report`` or ``cli``)
 ----------------------------------------------------------------------------------
-``config`` RuntimeConfig, variability settings, bounds, ServingError; ``limits`` bounds on serve's inputs
-and the overload assessment; ``stats`` percentiles, CDF tables, SLA outcome; ``arrivals`` size specs,
-Poisson arrivals, traces; ``variability`` jitter and throttle at run time; ``batching`` the dynamic
-batcher; ``llm`` continuous batching with the KV budget; ``service`` service times from accelsim runs;
-``model`` ServingModel and its run record; ``results`` the typed, frozen analysis results; ``capacity``
-find_max_rate, latency_vs_load, compare; ``variants`` quality at equal budget; ``request`` ServeRequest
--> serve() -> ServeResult (what ``accelsim serve`` computes; ``accelsim/cli/serve.py`` prints it and
-writes the plots).
+``config`` RuntimeConfig, variability settings, bounds, ServingError; ``run_record`` ServingRun (one
+run's frozen record) and its parts; ``limits`` bounds on serve's inputs and the overload assessment;
+``stats`` percentiles, CDF tables, SLA outcome; ``arrivals`` size specs, Poisson arrivals, traces;
+``variability`` jitter and throttle at run time; ``batching`` the dynamic batcher; ``llm`` continuous
+batching with the KV budget; ``service`` service times from accelsim runs; ``model`` ServingModel and its
+run; ``results`` the typed, frozen analysis results; ``capacity`` find_max_rate, latency_vs_load, compare;
+``variants`` quality at equal budget; ``request`` ServeRequest -> serve() -> ServeResult (what
+``accelsim serve`` computes; ``accelsim/cli/serve.py`` prints it and writes the plots).
 """
 
 from accelsim.serving.arrivals import parse_size_spec, poisson_arrivals, read_trace, sample_sizes
@@ -70,6 +70,14 @@ from accelsim.serving.results import (
     ServeResult,
     VariantOutcome,
 )
+from accelsim.serving.run_record import (
+    KvCacheReport,
+    LatencyStats,
+    LoadAssessment,
+    QuantileTable,
+    ServingRun,
+    SlaOutcome,
+)
 from accelsim.serving.service import SimulatedService
 from accelsim.serving.stats import batch_means_ci
 from accelsim.serving.variants import Variant, VariantsFile, load_variants, quality_at_budget
@@ -80,5 +88,6 @@ __all__ = [
     "simulate_batching", "simulate_llm", "batch_means_ci", "find_max_rate", "latency_vs_load", "compare",
     "Variant", "VariantsFile", "load_variants", "quality_at_budget", "ServeRequest", "serve",
     "CapacityEval", "CapacityResult", "CapacitySummary", "CompareResult", "Comparison", "LoadCurve", "LoadPoint",
-    "QualityResult", "ServeResult", "VariantOutcome",
+    "QualityResult", "ServeResult", "VariantOutcome", "ServingRun", "LatencyStats", "QuantileTable", "SlaOutcome",
+    "LoadAssessment", "KvCacheReport",
 ]

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, ServingError
 from accelsim.serving.model import ServingModel
 from accelsim.serving.results import CapacityEval, CapacityResult, CompareResult, Comparison, LoadCurve, LoadPoint
+from accelsim.serving.run_record import ServingRun
 
 __all__ = ["find_max_rate", "latency_vs_load", "compare"]
 
@@ -30,9 +32,8 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
     for p99) is separate from ``rtol``. ``progress(done, total)`` after each evaluation (``total`` is an
     estimate until the rate is bracketed).
     """
-    key = {"latency": "latency_ms", "ttft": "ttft_ms", "tpot": "tpot_ms"}
     metric = metric or ("ttft" if model.is_llm else "latency")
-    if metric not in key:
+    if metric not in ("latency", "ttft", "tpot"):
         raise ServingError(f"metric {metric!r}: expected latency, ttft or tpot")
     if not budget_ms > 0:
         raise ServingError(f"latency budget must be > 0 ms, got {budget_ms!r}")
@@ -40,10 +41,14 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
 
     def holds(rate: float) -> bool:
         res = model.run(rate, requests=requests, seed=seed, sla_metric=metric, **run_kw)
-        value = res[key[metric]][quantile]
+        stats = res.stats(metric)
+        if stats is None:
+            raise ServingError(f"metric {metric!r}: {model.name} runs have no {metric} (one-shot models have only "
+                               "latency)")
+        value = stats.quantile(quantile)
         ok = bool(value <= budget_ms)
         evals.append(CapacityEval(rate_rps=round(rate, 6), quantile=quantile, value_ms=value, holds=ok,
-                                  utilisation=res["utilisation"]))
+                                  utilisation=res.utilisation))
         if progress is not None:
             progress(len(evals), min(max_evals, len(evals) + _evals_left(lo, hi, rtol)))
         return ok
@@ -107,10 +112,10 @@ def latency_vs_load(model: ServingModel, rates: Sequence[float], *, requests: in
     points = []
     for rate in rates:
         res = model.run(float(rate), requests=requests, seed=seed, **run_kw)
-        pct = {metric: {q: res[f"{metric}_ms"][q] for q in ("p50", "p95", "p99")}
-               for metric in ("latency", "ttft", "tpot") if res.get(f"{metric}_ms")}
-        points.append(LoadPoint(rate_rps=float(rate), throughput_rps=res["throughput_rps"],
-                                utilisation=res["utilisation"], percentiles_ms=pct))
+        pct = {metric: {q: stats.quantile(q) for q in ("p50", "p95", "p99")}
+               for metric in ("latency", "ttft", "tpot") if (stats := res.stats(metric)) is not None}
+        points.append(LoadPoint(rate_rps=float(rate), throughput_rps=res.throughput_rps,
+                                utilisation=res.utilisation, percentiles_ms=pct))
     return LoadCurve(tuple(points))
 
 
@@ -121,14 +126,21 @@ def compare(models: Mapping[str, ServingModel], rate: float | None = None, **run
     comparison = None
     if len(labels) >= 2:
         a, b = results[labels[0]], results[labels[1]]
-        metrics = ["latency"] + (["ttft", "tpot"] if a["mode"] == "llm" else [])
+        metrics = ["latency"] + (["ttft", "tpot"] if a.is_llm else [])
         comparison = Comparison(
             baseline=labels[0], other=labels[1],
-            ratios={f"{m}_{q}_ratio": _ratio(a[f"{m}_ms"][q], b[f"{m}_ms"][q])
+            ratios={f"{m}_{q}_ratio": _ratio(_quantile(a, m, q), _quantile(b, m, q))
                     for m in metrics for q in ("p50", "p99")},
-            throughput_ratio=_ratio(b["throughput_rps"], a["throughput_rps"]),
-            utilisation=(a["utilisation"], b["utilisation"]))
-    return CompareResult(results=results, comparison=comparison)
+            throughput_ratio=_ratio(b.throughput_rps, a.throughput_rps),
+            utilisation=(a.utilisation, b.utilisation))
+    return CompareResult(results=MappingProxyType(results), comparison=comparison)
+
+
+def _quantile(run: ServingRun, metric: str, quantile: str) -> float:
+    stats = run.stats(metric)
+    if stats is None:
+        raise ServingError(f"{run.name}: a {run.mode} run has no {metric} to compare")
+    return stats.quantile(quantile)
 
 
 def _ratio(a: float, b: float) -> float | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from accelsim.serving.config import MAX_BATCH, MAX_INSTANCES, MAX_WAIT_MS, ServingError
+from accelsim.serving.run_record import LoadAssessment, ServingRun
 
 __all__ = ["MAX_INSTANCES", "MAX_BATCH", "MAX_WAIT_MS", "MAX_REQUESTS", "MAX_REQUEST_SIZE", "MAX_SEED", "OVERLOAD_NOTE",
            "check_serve_args", "check_sizes", "load_assessment", "overload_warnings"]
@@ -67,32 +68,31 @@ def check_sizes(spec: dict[str, Any], text: Any) -> None:
                            f"{MAX_REQUEST_SIZE:,} tokens per request")
 
 
-def load_assessment(offered_rps: float | None, capacity_rps: float | None, basis: str) -> dict[str, Any]:
+def load_assessment(offered_rps: float | None, capacity_rps: float | None, basis: str) -> LoadAssessment:
     """Offered load against capacity: the ratio, whether the run is overloaded, and what that means."""
     ratio = None
     if offered_rps is not None and capacity_rps and math.isfinite(offered_rps) and math.isfinite(capacity_rps):
         ratio = round(offered_rps / capacity_rps, 6)
     over = ratio is not None and ratio > 1.0
-    out: dict[str, Any] = {"offered_rps": None if offered_rps is None else round(offered_rps, 6),
-                           "capacity_rps": None if capacity_rps is None else round(capacity_rps, 6),
-                           "offered_over_capacity": ratio, "overloaded": over, "capacity_basis": basis}
-    if over:
-        out["note"] = OVERLOAD_NOTE
-    return out
+    return LoadAssessment(offered_rps=None if offered_rps is None else round(offered_rps, 6),
+                          capacity_rps=None if capacity_rps is None else round(capacity_rps, 6),
+                          offered_over_capacity=ratio, overloaded=over, capacity_basis=basis,
+                          note=OVERLOAD_NOTE if over else None)
 
 
 def _rps(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
-def overload_warnings(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One warning line per overloaded run of ``results`` (run records by sparsity label)."""
+def overload_warnings(results: Mapping[str, ServingRun]) -> list[str]:
+    """One warning line per overloaded run of ``results`` (runs by sparsity label)."""
     lines = []
     for label, res in results.items():
-        load = res.get("load") or {}
-        if load.get("overloaded"):
-            lines.append(f"{label}: offered load {_rps(load['offered_rps'])} req/s is "
-                         f"{load['offered_over_capacity']:,.3g}x the capacity (~{_rps(load['capacity_rps'])} req/s): "
+        load = res.load
+        if load.overloaded:  # then offered, capacity and their ratio are all known
+            assert load.offered_rps is not None and load.capacity_rps is not None
+            lines.append(f"{label}: offered load {_rps(load.offered_rps)} req/s is "
+                         f"{load.offered_over_capacity:,.3g}x the capacity (~{_rps(load.capacity_rps)} req/s): "
                          "the queue grows for the whole run, so latency percentiles are not steady-state (they "
                          "grow with the duration)")
     return lines

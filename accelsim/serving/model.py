@@ -1,15 +1,9 @@
 """A deployment to serve requests on: :class:`ServingModel` (service times, runtime config, KV budget)
-and its run over one seeded arrival stream, summarised as a plain, JSON-able run record.
-
-Run record (times in ms, rates in requests/s): ``latency_ms`` {mean, p50, p95, p99, max} (arrival ->
-batch end), ``queueing_delay_ms`` (arrival -> batch start / admission, including the wait for a batch to
-fill), ``throughput_rps`` (completed / (last completion - first arrival)), ``utilisation`` (share of
-instance-time spent serving batches, not MAC utilisation), ``batch_size`` or ``decode_batch``, ``load``
-(offered rate against capacity), ``sla`` {metric, budget_ms, p99_ms, attainment, holds}, ``variability``
-{enabled, per-source settings and how many batches were throttled}, ``service_cache`` {shapes used,
-accelsim simulations so far}, ``cdf`` (a quantile table for plots), the arrival and size descriptions and
-the runtime config. LLM runs add ``ttft_ms``, ``tpot_ms``, ``output_tokens_per_s``, ``rejected`` and
-``kv_cache`` {bytes_per_token, budget_bytes, cap_requests, peak_bytes, blocked_admissions, limits_batch}.
+and its run over one seeded arrival stream, summarised as a frozen
+:class:`~accelsim.serving.run_record.ServingRun` (times in ms, rates in requests/s: latency and queueing
+percentiles, throughput, utilisation, batch sizes, offered load against capacity, SLA outcome, variability,
+the service cache, CDF tables; LLM runs add TTFT, TPOT, output tokens/s, the KV cache and rejections).
+``ServingRun.to_dict()`` is the plain, JSON-able run record.
 """
 
 from __future__ import annotations
@@ -28,6 +22,17 @@ from accelsim.serving.batching import simulate_batching
 from accelsim.serving.config import DEFAULT_OUTPUT_TOKENS, SEED_STREAMS, RuntimeConfig, ServingError, pad_to
 from accelsim.serving.limits import load_assessment
 from accelsim.serving.llm import simulate_llm
+from accelsim.serving.run_record import (
+    BatchStats,
+    DecodeBatchStats,
+    KvCacheReport,
+    LoadAssessment,
+    ServiceCache,
+    ServiceTime,
+    ServingRun,
+    VariabilityReport,
+    frozen_data,
+)
 from accelsim.serving.service import SimulatedService, canonical_pattern, kv_bytes_per_token, resolve_hardware
 from accelsim.serving.stats import cdf, sla_outcome, stats_ms
 from accelsim.serving.variability import seed_streams
@@ -41,7 +46,7 @@ class ServingModel:
 
     Build it from files with :meth:`from_files`, or from any ``service(batch, size) -> seconds`` callable
     (e.g. a synthetic one for queueing checks). :meth:`run` simulates one arrival stream and returns a
-    plain dict.
+    :class:`~accelsim.serving.run_record.ServingRun`.
     """
 
     def __init__(self, service: Callable[[int, Any], float], config: RuntimeConfig | Mapping[str, Any] | None = None,
@@ -153,7 +158,7 @@ class ServingModel:
     def run(self, rate: float | None = None, *, duration_s: float | None = 10.0, requests: int | None = None,
             seed: int = 0, sizes: Any = None, trace: str | Path | Mapping[str, np.ndarray] | None = None,
             prompt_tokens: Any = None, output_tokens: Any = None, sla_p99_ms: float | None = None,
-            sla_metric: str | None = None, warmup_s: float = 0.0) -> dict[str, Any]:
+            sla_metric: str | None = None, warmup_s: float = 0.0) -> ServingRun:
         """Simulate one seeded arrival stream; return latency percentiles (ms), throughput, utilisation, SLA."""
         arr, arrivals_desc, cols = self._arrivals(rate, duration_s, requests, trace, seed)
         n = int(arr.size)
@@ -189,40 +194,39 @@ class ServingModel:
         metric = sla_metric or "latency"
         if metric != "latency":
             raise ServingError(f"sla_metric {metric!r}: one-shot models have only 'latency'")
-        out = self._header(arrivals_desc, n, int(keep.sum()), size_desc)
-        out.update({
-            "latency_ms": stats_ms(lat),
-            "queueing_delay_ms": stats_ms(wait),
-            "batch_size": {"mean": round(float(tr.batch_count.mean()), 6), "max": int(tr.batch_count.max()),
-                           "batches": int(tr.batch_count.size)},
-            "service_ms": {"mean_per_batch": round(float(tr.batch_service.mean()) * 1e3, 6)},
-            "throughput_rps": round(n / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
-            "utilisation": round(tr.busy_s / (tr.instances * makespan), 6) if makespan > 0 else 0.0,
-            "load": self._load(arrivals_desc, _typical(size_arr, self.config.max_batch), shapes=shapes),
-            "makespan_s": round(makespan, 9),
-            "sla": sla_outcome(lat, sla_p99_ms, "latency"),
-            "variability": self._variability(tr.throttled_batches, int(tr.batch_count.size)),
-            "service_cache": {"shapes": tr.cache_entries,
-                              "simulations": getattr(self.service, "simulations", None)},
-            "cdf": {"latency": cdf(lat)},
-        })
-        return out
+        return ServingRun(
+            **self._header(arrivals_desc, n, int(keep.sum()), size_desc),
+            latency_ms=stats_ms(lat),
+            queueing_delay_ms=stats_ms(wait),
+            batch_size=BatchStats(mean=round(float(tr.batch_count.mean()), 6), max=int(tr.batch_count.max()),
+                                  batches=int(tr.batch_count.size)),
+            service_ms=ServiceTime(mean_per_batch=round(float(tr.batch_service.mean()) * 1e3, 6)),
+            throughput_rps=round(n / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
+            utilisation=round(tr.busy_s / (tr.instances * makespan), 6) if makespan > 0 else 0.0,
+            load=self._load(arrivals_desc, _typical(size_arr, self.config.max_batch), shapes=shapes),
+            makespan_s=round(makespan, 9),
+            sla=sla_outcome(lat, sla_p99_ms, "latency"),
+            variability=self._variability(tr.throttled_batches, int(tr.batch_count.size)),
+            service_cache=ServiceCache(shapes=tr.cache_entries, simulations=getattr(self.service, "simulations", None)),
+            cdf=frozen_data({"latency": cdf(lat)}),
+        )
 
     def _header(self, arrivals_desc: dict, n: int, measured: int, size_desc: Any) -> dict[str, Any]:
+        """The fields every run has: what ran, on which arrivals and sizes, with which config."""
         return {"mode": "llm" if self.is_llm else "batch", "name": self.name, "sparsity": self.sparsity,
                 **{k: self.info[k] for k in ("hardware", "workload", "decode_workload") if k in self.info},
-                "arrivals": arrivals_desc, "sizes": size_desc, "requests": n, "measured": measured,
-                "config": self.config.to_dict()}
+                "arrivals": frozen_data(arrivals_desc), "sizes": frozen_data(size_desc), "requests": n,
+                "measured": measured, "config": self.config}
 
-    def _variability(self, throttled: int, units: int) -> dict[str, Any]:
+    def _variability(self, throttled: int, units: int) -> VariabilityReport:
         v = self.config.variability
-        return {"enabled": v.any_enabled, "jitter": v.jitter.model_dump(mode="json"),
-                "throttle": {**v.throttle.model_dump(mode="json"), "throttled": throttled, "of": units},
-                "service_dist": self.service_dist if isinstance(self.service_dist, str) else "custom"}
+        return VariabilityReport(enabled=v.any_enabled, jitter=v.jitter, throttle=v.throttle, throttled=throttled,
+                                 units=units,
+                                 service_dist=self.service_dist if isinstance(self.service_dist, str) else "custom")
 
     def _run_llm(self, arr: np.ndarray, arrivals_desc: dict, cols: Any, src: str, seed: int,
                  seeds: list[np.random.SeedSequence], size_rng: np.random.Generator, prompt_tokens: Any,
-                 output_tokens: Any, sla_p99_ms: float | None, metric: str, warmup_s: float) -> dict[str, Any]:
+                 output_tokens: Any, sla_p99_ms: float | None, metric: str, warmup_s: float) -> ServingRun:
         n = int(arr.size)
         out_rng = np.random.default_rng(seeds[SEED_STREAMS["output_tokens"]])
         prompt = trace_column(cols, ["prompt_tokens", "seq", "tokens", "size"], src) if cols is not None else None
@@ -248,37 +252,38 @@ class ServingModel:
         if metric not in series:
             raise ServingError(f"sla_metric {metric!r}: expected ttft, tpot or latency")
         need = (int(np.max(prompt[:n] + output[:n])) - 1) * self.kv_bytes_per_token
-        out = self._header(arrivals_desc, n, int(keep.sum()), {"prompt_tokens": pdesc, "output_tokens": odesc})
         tokens = int(tr.output[done].sum())
-        out.update({
-            "ttft_ms": stats_ms(ttft), "tpot_ms": stats_ms(tpot), "latency_ms": stats_ms(lat),
-            "queueing_delay_ms": stats_ms(tr.waiting[keep]),
-            "throughput_rps": round(int(done.sum()) / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
-            "output_tokens_per_s": round(tokens / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
-            "utilisation": round(tr.busy_s / (tr.instances * makespan), 6) if makespan > 0 else 0.0,
-            "load": self._load(arrivals_desc, _typical(prompt[:n]), _typical(output[:n])),
-            "makespan_s": round(makespan, 9),
-            "decode_batch": {"mean": round(tr.decode_batch_sum / tr.decode_steps, 6) if tr.decode_steps else 0.0,
-                             "max": int(tr.decode_batch_max), "steps": int(tr.decode_steps),
-                             "prefill_iterations": int(tr.prefill_iterations)},
-            "kv_cache": {"bytes_per_token": self.kv_bytes_per_token,
-                         "budget_bytes": None if self.kv_budget_bytes is None else int(self.kv_budget_bytes),
-                         "weights_deployed_bytes": self.info.get("weights_deployed_bytes"),
-                         "largest_request_bytes": int(need),
-                         "cap_requests": (None if self.kv_budget_bytes is None or need <= 0
-                                          else max(0, int(self.kv_budget_bytes // need))),
-                         "peak_bytes": int(tr.kv_peak_bytes), "blocked_admissions": int(tr.kv_blocked),
-                         "limits_batch": bool(self.kv_budget_bytes is not None and need > 0
-                                              and self.kv_budget_bytes // need < self.config.max_batch)},
-            "rejected": int(tr.rejected.size),
-            "sla": sla_outcome(series[metric], sla_p99_ms, metric),
-            "variability": self._variability(tr.throttled, int(tr.decode_steps + tr.prefill_iterations)),
-            "service_cache": {"shapes": tr.prefill_cache_entries + tr.decode_cache_entries,
-                              "simulations": (getattr(self.service, "simulations", 0) or 0)
-                              + (getattr(self.decode_service, "simulations", 0) or 0)},
-            "cdf": {"ttft": cdf(ttft), "tpot": cdf(tpot), "latency": cdf(lat)},
-        })
-        return out
+        return ServingRun(
+            **self._header(arrivals_desc, n, int(keep.sum()), {"prompt_tokens": pdesc, "output_tokens": odesc}),
+            ttft_ms=stats_ms(ttft), tpot_ms=stats_ms(tpot), latency_ms=stats_ms(lat),
+            queueing_delay_ms=stats_ms(tr.waiting[keep]),
+            throughput_rps=round(int(done.sum()) / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
+            output_tokens_per_s=round(tokens / (makespan - float(arr[0])), 6) if makespan > arr[0] else math.nan,
+            utilisation=round(tr.busy_s / (tr.instances * makespan), 6) if makespan > 0 else 0.0,
+            load=self._load(arrivals_desc, _typical(prompt[:n]), _typical(output[:n])),
+            makespan_s=round(makespan, 9),
+            decode_batch=DecodeBatchStats(
+                mean=round(tr.decode_batch_sum / tr.decode_steps, 6) if tr.decode_steps else 0.0,
+                max=int(tr.decode_batch_max), steps=int(tr.decode_steps),
+                prefill_iterations=int(tr.prefill_iterations)),
+            kv_cache=KvCacheReport(
+                bytes_per_token=self.kv_bytes_per_token,
+                budget_bytes=None if self.kv_budget_bytes is None else int(self.kv_budget_bytes),
+                weights_deployed_bytes=self.info.get("weights_deployed_bytes"),
+                largest_request_bytes=int(need),
+                cap_requests=(None if self.kv_budget_bytes is None or need <= 0
+                              else max(0, int(self.kv_budget_bytes // need))),
+                peak_bytes=int(tr.kv_peak_bytes), blocked_admissions=int(tr.kv_blocked),
+                limits_batch=bool(self.kv_budget_bytes is not None and need > 0
+                                  and self.kv_budget_bytes // need < self.config.max_batch)),
+            rejected=int(tr.rejected.size),
+            sla=sla_outcome(series[metric], sla_p99_ms, metric),
+            variability=self._variability(tr.throttled, int(tr.decode_steps + tr.prefill_iterations)),
+            service_cache=ServiceCache(shapes=tr.prefill_cache_entries + tr.decode_cache_entries,
+                                       simulations=(getattr(self.service, "simulations", 0) or 0)
+                                       + (getattr(self.decode_service, "simulations", 0) or 0)),
+            cdf=frozen_data({"ttft": cdf(ttft), "tpot": cdf(tpot), "latency": cdf(lat)}),
+        )
 
     def capacity_rps(self, size: int | None = None, output_tokens: int | None = None, *,
                      shapes: dict[tuple[int, Any], float] | None = None) -> float:
@@ -310,7 +315,7 @@ class ServingModel:
         return cfg.instances * b / t
 
     def _load(self, arrivals_desc: Mapping[str, Any], size: int | None, output_tokens: int | None = None, *,
-              shapes: dict[tuple[int, Any], float] | None = None) -> dict[str, Any]:
+              shapes: dict[tuple[int, Any], float] | None = None) -> LoadAssessment:
         basis = ("full batches back to back on every instance, nominal clock" if not self.is_llm else
                  "estimate: full decode batches (max_batch or the KV budget), each request prefilled alone, "
                  "nominal clock")

@@ -3,8 +3,8 @@ quality at equal latency budget, and everything ``accelsim serve`` reports.
 
 Each has ``to_dict()`` (``to_rows()`` for a latency-vs-load curve): the plain JSON-able data that
 ``accelsim serve --format json`` and ``serve.json`` carry, key for key. A single run's summary (what
-:meth:`~accelsim.serving.model.ServingModel.run` returns) is a plain run record (a dict; see
-:mod:`accelsim.serving.model`); results here hold those records read-only and hand out copies.
+:meth:`~accelsim.serving.model.ServingModel.run` returns) is a frozen
+:class:`~accelsim.serving.run_record.ServingRun`; results here hold those runs by label.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from accelsim.serving.run_record import ServingRun
 
 __all__ = ["CapacityEval", "CapacityResult", "LoadPoint", "LoadCurve", "Comparison", "CompareResult",
            "VariantOutcome", "QualityResult", "CapacitySummary", "ServeResult"]
@@ -118,9 +120,9 @@ class Comparison:
 
 @dataclass(frozen=True)
 class CompareResult:
-    """Several deployments run on the same seeded arrivals: their run records by label, side by side."""
+    """Several deployments run on the same seeded arrivals: their runs by label, side by side."""
 
-    results: Mapping[str, Mapping[str, Any]]
+    results: Mapping[str, ServingRun]
     comparison: Comparison | None
 
     @property
@@ -130,7 +132,7 @@ class CompareResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``{results: {label: run record}, comparison}`` (comparison only with two runs or more)."""
-        out: dict[str, Any] = {"results": copy.deepcopy({k: dict(v) for k, v in self.results.items()})}
+        out: dict[str, Any] = {"results": {label: run.to_dict() for label, run in self.results.items()}}
         if self.comparison is not None:
             out["comparison"] = self.comparison.to_dict()
         return out
@@ -230,8 +232,8 @@ class ServeResult:
     latency_vs_load: Mapping[str, LoadCurve] | None = None
 
     @property
-    def results(self) -> Mapping[str, Mapping[str, Any]]:
-        """The run records by sparsity label."""
+    def results(self) -> Mapping[str, ServingRun]:
+        """The runs by sparsity label."""
         return self.comparison.results
 
     @property

@@ -94,11 +94,11 @@ def quality_at_budget(variants: str | Path, hw: Hardware | str | Path, budget_ms
         model = ServingModel.from_files(hw_obj, path, v.sparsity, config=config, set_params=v.set, simulator=sim)
         res = model.run(rate, duration_s=duration_s, requests=requests, seed=seed, sizes=sizes,
                         sla_p99_ms=budget_ms if quantile == "p99" else None)
-        value = res["latency_ms"][quantile]
+        value = res.latency_ms.quantile(quantile)
         rows.append(VariantOutcome(name=v.name, workload=v.workload, sparsity=model.sparsity, set=dict(v.set),
                                    quality=_variant_quality(v, path, str(variants), i),
                                    quality_source=v.quality_source, quantile=quantile, value_ms=value,
-                                   p50_ms=res["latency_ms"]["p50"], utilisation=res["utilisation"],
+                                   p50_ms=res.latency_ms.p50, utilisation=res.utilisation,
                                    holds=bool(value <= budget_ms)))
     ok = [r for r in rows if r.holds]
     best = max(ok, key=lambda r: r.quality, default=None)
