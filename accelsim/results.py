@@ -215,10 +215,21 @@ class KernelResult:
     binding: str
     busy: dict[str, int]
     tiling: dict[str, Any]
-    speedup_vs_dense: float = 1.0
+    dense_cycles: int | None = None  # the dense baseline's total cycles; None: this kernel is its own baseline
     counts: dict[str, float] = field(default_factory=dict)
     tiles: np.ndarray | None = field(default=None, repr=False)
     energy: dict[str, Any] | None = None
+
+    @property
+    def speedup_vs_dense(self) -> float:
+        """Dense-baseline cycles over this kernel's cycles (1.0 for its own baseline or zero cycles)."""
+        total = self.cycles["total"]
+        return self.dense_cycles / total if self.dense_cycles is not None and total else 1.0
+
+    @property
+    def baseline_cycles(self) -> int:
+        """The dense baseline's total cycles (this kernel's own when it is the baseline)."""
+        return self.cycles["total"] if self.dense_cycles is None else self.dense_cycles
 
     def replace(self, **changes: Any) -> KernelResult:
         """A copy with ``changes`` that owns its dicts (``dataclasses.replace`` alone would share them);
@@ -244,18 +255,18 @@ class KernelResult:
             "macs": self.macs, "macs_executed": self.macs_executed,
             "utilization": round(self.utilization, 6), "bytes": self.bytes, "binding": self.binding,
             "busy": self.busy, "tiling": self.tiling,
-            "speedup_vs_dense": round(self.speedup_vs_dense, 6),
+            "speedup_vs_dense": round(self.speedup_vs_dense, 6), "dense_cycles": self.baseline_cycles,
             **({"energy": self.energy} if self.energy is not None else {}),
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], dense_cycles: int | None = None) -> KernelResult:
-        """The layer of a result's JSON (its ``to_dict()``). ``dense_cycles``: the dense baseline's
-        cycles, which the JSON holds only as a rounded speedup; ``speedup_vs_dense`` is exact with it."""
+    def from_dict(cls, data: Mapping[str, Any]) -> KernelResult:
+        """The layer of a result's JSON (its ``to_dict()``). A layer written before ``dense_cycles`` was
+        recorded gets its baseline from the rounded ``speedup_vs_dense`` (exact below a million cycles)."""
         total = data["cycles"]["total"]
-        speedup = data["speedup_vs_dense"] if dense_cycles is None else (dense_cycles / total if total else 1.0)
+        dense = data["dense_cycles"] if "dense_cycles" in data else round(data["speedup_vs_dense"] * total)
         fields = {k: copy.deepcopy(data[k]) for k in _LAYER_KEYS}
-        return cls(**fields, speedup_vs_dense=speedup, energy=copy.deepcopy(data.get("energy")))
+        return cls(**fields, dense_cycles=int(dense), energy=copy.deepcopy(data.get("energy")))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, KernelResult):
@@ -367,7 +378,7 @@ class RunResult:
                                                    "dense_cycles": 0, "reasons": {}})
             g["count"] += 1
             g["cycles"] += r.cycles["total"]
-            g["dense_cycles"] += round(r.cycles["total"] * r.speedup_vs_dense)
+            g["dense_cycles"] += r.baseline_cycles
             if r.reason:
                 g["reasons"][r.reason] = g["reasons"].get(r.reason, 0) + 1
         out = sorted(groups.values(), key=lambda g: (-g["cycles"], g["op"], g["path"]))
@@ -421,11 +432,9 @@ class RunResult:
                                 f"version {SCHEMA_VERSION} ('accelsim regress' migrates older results)")
         try:
             hw = hardware_from_dict(dict(data["hardware"]), "<result hardware>")
-            layers = data["layers"]
-            dense = dense_baselines(layers, data.get("by_op_type"))
             return cls(hardware=copy.deepcopy(data["hardware"]), workload=copy.deepcopy(data["workload"]),
                        sparsity=data["sparsity"],
-                       layers=[KernelResult.from_dict(d, b) for d, b in zip(layers, dense, strict=True)],
+                       layers=[KernelResult.from_dict(d) for d in data["layers"]],
                        clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, data["workload"]["dtype"]),
                        meta=copy.deepcopy(data.get("meta", {})),
                        dense_total_cycles=data["totals"]["dense_total_cycles"], policy=data["policy"],
@@ -441,64 +450,6 @@ class RunResult:
         if not isinstance(other, RunResult):
             return NotImplemented
         return _json_form(self.to_dict()) == _json_form(other.to_dict())
-
-
-def dense_baselines(layers: list[Mapping[str, Any]], by_op_type: list[Mapping[str, Any]] | None) -> list[int | None]:
-    """Each layer's dense-baseline cycles, consistent with a result's JSON (None where cycles are 0).
-
-    The JSON holds each layer's ``speedup_vs_dense`` rounded to 6 decimals and, per (op, path), the sum of the
-    baselines (``by_op_type``'s ``dense_cycles``). A layer that did not run sparse is its own baseline. A
-    sparse layer's baseline is an integer ``b`` with ``round(b / cycles, 6) == speedup``; above a million
-    cycles several qualify, and these are picked so each group adds up to its stored sum. Any such pick
-    writes the same JSON.
-    """
-    lows: list[int] = []
-    highs: list[int] = []
-    picks: list[int | None] = []
-    for d in layers:
-        t, s = d["cycles"]["total"], d["speedup_vs_dense"]
-        if not t:
-            lo = hi = pick = 0
-        elif d["path"] != "sparse" and s == 1.0:
-            lo = hi = pick = t
-        else:
-            pick = round(s * t)
-            lo, hi = _baseline_range(t, s, pick)
-        lows.append(lo)
-        highs.append(hi)
-        picks.append(pick if t else None)
-    sums = {(g["op"], g["path"]): g["dense_cycles"] for g in by_op_type or ()}
-    for key, target in sums.items():
-        idx = [i for i, d in enumerate(layers) if (d["op"], d["path"]) == key and picks[i] is not None]
-        gap = target - sum(picks[i] or 0 for i in idx)
-        if not sum(lows[i] for i in idx) <= target <= sum(highs[i] for i in idx):
-            continue  # a hand-edited file: keep the nearest baselines
-        for i in idx:
-            p = picks[i] or 0
-            step = min(gap, highs[i] - p) if gap > 0 else max(gap, lows[i] - p)
-            picks[i] = p + step
-            gap -= step
-    return picks
-
-
-def _baseline_range(cycles: int, speedup: float, guess: int) -> tuple[int, int]:
-    """The run of integers ``b`` with ``round(b / cycles, 6) == speedup`` (``guess`` alone if it does not fit)."""
-    def fits(b: int) -> bool:
-        return round(b / cycles, 6) == speedup
-
-    if not fits(guess):
-        return guess, guess
-    lo = min(guess, math.ceil((speedup - 5e-7) * cycles))  # the estimates are off by float noise at most
-    hi = max(guess, math.floor((speedup + 5e-7) * cycles))
-    while not fits(lo):
-        lo += 1
-    while fits(lo - 1):
-        lo -= 1
-    while not fits(hi):
-        hi -= 1
-    while fits(hi + 1):
-        hi += 1
-    return lo, hi
 
 
 def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def choose_path(kernel: Kernel, cycles: int, dense_cycles: int, policy: str) -> 
 def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelResult:
     return res.replace(name=kernel.name, op=kernel.op, reason=kernel.reason, path=kernel.path,
                        pattern_requested=kernel.pattern_requested, pattern_executed=kernel.pattern_executed,
-                       speedup_vs_dense=base.cycles["total"] / res.cycles["total"] if res.cycles["total"] else 1.0)
+                       dense_cycles=base.cycles["total"])
 
 
 def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str, Any]:
