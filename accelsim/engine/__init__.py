@@ -320,14 +320,29 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     c_footprint = c_total + (m * batch * n * 4.0 * split if split > 1 else 0.0)  # C plus split-k partials
     c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_footprint <= l2_bytes
     waves = -(-ctas // slots)
-    wave_classes = tc.wave_classes if waves <= cl.WAVE_CAP else cl.wave_classes_large  # same classes
+    raster, reuse = comp.raster, comp.l2_reuse
+    band = tc.raster_band(raster.order, raster.group_width, grid_m // batch, grid_n)
+    capacity = 0.0
     if l2 is None:  # no cache between cores and DRAM: every CTA reads its own blocks
-        classes = wave_classes(1, 1, ctas, slots, a_total * grid_n / ctas, b_total * grid_m / ctas, False)
+        classes = tc.legacy_classes(1, 1, ctas, slots, a_total * grid_n / ctas, b_total * grid_m / ctas, False)
         classes = [(a, a * a_total * grid_n / ctas, a * b_total * grid_m / ctas, c, f)
                    for a, _, _, c, f in classes]
-    else:
-        classes = wave_classes(grid_m, grid_n, split, slots, a_total / (grid_m * split),
-                               0.0 if b_in_l2 else b_total / (grid_n * split), all_fit)
+        l2_reuse = "none"
+    elif reuse.across_waves == "all_or_nothing" and raster.order == "m_fastest":  # the model before issue 17
+        classes = tc.legacy_classes(grid_m, grid_n, split, slots, a_total / (grid_m * split),
+                                    0.0 if b_in_l2 else b_total / (grid_n * split), all_fit)
+        l2_reuse = "kernel" if all_fit else "wave"
+        capacity = float(l2_bytes) if all_fit else 0.0
+    else:  # batch entries and split-k slices are planes with their own A and B panels
+        planes = batch * split
+        if reuse.across_waves == "all_or_nothing":
+            capacity, l2_reuse = (math.inf, "kernel") if all_fit else (0.0, "wave")
+        else:
+            capacity, l2_reuse = reuse.usable_fraction * l2_bytes, "reuse_distance"
+        c_written = c_total if split == 1 else m * batch * n * 4.0 * split  # into L2 during the kernel
+        classes = tc.reuse_classes(raster.order, band, grid_m // batch, grid_n, planes, slots,
+                                   a_total / (grid_m * split), b_total / (grid_n * planes), c_written / ctas,
+                                   capacity, not b_in_l2)
     k_cta = min(k_slice, k_total)
 
     def k_loop(k_len: int) -> np.ndarray:
@@ -402,7 +417,10 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     tiling = {"tiles": int(ctas * k_steps), "cta_tile": [bm, bn, bk], "split_k": split, "stages": stages,
               "ctas": ctas, "grid": [grid_m, grid_n, split], "slots": slots, "waves": waves, "last_wave_ctas": last,
               "idle_slot_fraction": round(1 - ctas / (waves * slots), 6), "k_steps": int(k_steps),
-              "wave_classes": len(classes), "l2_reuse": "kernel" if all_fit else ("wave" if l2 else "none"),
+              "wave_classes": len(classes), "raster": {"order": raster.order, "group_width": band},
+              "l2_reuse": l2_reuse, "l2_bytes_used": int(capacity) if math.isfinite(capacity) else l2_bytes,
+              "dram_reread": {"a": round(sum(c * da for _, da, _, c, _ in classes) / a_total, 6) if a_total else 0.0,
+                              "b": round(sum(c * db for _, _, db, c, _ in classes) / b_total, 6) if b_total else 0.0},
               "b_from_l2": b_in_l2, "c_to_l2": c_in_l2}
     if k_steps > cl.KSTEP_CAP:
         tiling["extrapolated"] = True

@@ -1,12 +1,13 @@
 """GPU-like parts: output CTA tiles spread over cores in waves, each CTA a k-loop of tiles.
 
 A GEMM is cut into CTA tiles (BM x BN); CTAs are issued in waves of ``cores * ctas_per_core``
-(m-index fastest, as blockIdx.x). Each CTA runs its k-loop through the same tile pipeline
-as a systolic part: every k-step loads an A tile (compressed values + metadata) and a B tile
-into shared memory, decodes metadata, and runs BM*BN*BK MACs on the tensor cores. Active
-cores share L2 and DRAM bandwidth; A/B blocks used by several CTAs are read from DRAM once
-per wave (L2 reuse), or once per kernel when the operands fit in L2. Waves with identical
-parameters are simulated once and counted.
+in the library's raster order (``core.compute.raster``: grouped bands of CTA-rows by default).
+Each CTA runs its k-loop through the same tile pipeline as a systolic part: every k-step loads
+an A tile (compressed values + metadata) and a B tile into shared memory, decodes metadata, and
+runs BM*BN*BK MACs on the tensor cores. Active cores share L2 and DRAM bandwidth; A/B panels
+used by several CTAs of a wave are read from DRAM once per wave, and a panel stays in L2 for a
+later wave unless too much other data passed through L2 in between (``engine.l2reuse``). Waves
+with identical parameters are simulated once and counted.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 import numpy as np
 from numba import njit
 
+from accelsim.engine import classes as cl
+from accelsim.engine import l2reuse
 from accelsim.engine.tiling import (
     N_TILE_COLS,
     T_CHUNK,
@@ -92,6 +95,41 @@ def wave_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: floa
     order = np.argsort(first)
     return [(int(uniq[i, 0]), float(uniq[i, 1]) * a_block, float(uniq[i, 2]) * b_block, int(counts[i]),
              int(first[i])) for i in order]
+
+
+WaveClass = tuple[int, float, float, int, int]  # (active CTAs, DRAM bytes of A, of B, count, first wave)
+
+
+def raster_band(order: str, group_width: int, grid_m: int, grid_n: int) -> int:
+    """CTA-rows (for ``grouped_columns``: CTA-columns) of one raster band, cut to the grid."""
+    if order == "m_fastest":
+        return grid_m
+    return max(1, min(group_width, grid_n if order == "grouped_columns" else grid_m))
+
+
+def reuse_classes(order: str, band: int, grid_m: int, grid_n: int, planes: int, slots: int, a_panel: float,
+                  b_panel: float, c_cta: float, capacity: float, b_from_dram: bool) -> list[WaveClass]:
+    """Distinct waves of a grid of ``planes`` x grid_m x grid_n CTAs with L2 reuse across waves.
+
+    ``a_panel``/``b_panel``: bytes of one CTA-row of A / CTA-column of B over a plane's k-range;
+    ``c_cta``: C bytes one CTA writes; ``capacity``: usable L2 bytes; ``b_from_dram``: False when B
+    already sits in L2 (it then takes L2 space but no DRAM bytes).
+    """
+    b_dram = b_panel if b_from_dram else 0.0
+    if order != "grouped_columns":
+        return l2reuse.wave_reuse_classes(grid_m, grid_n, band, planes, slots, a_panel, b_panel, c_cta,
+                                          capacity, a_panel, b_dram)
+    swapped = l2reuse.wave_reuse_classes(grid_n, grid_m, band, planes, slots, b_panel, a_panel, c_cta,
+                                         capacity, b_dram, a_panel)  # the same walk with m and n exchanged
+    return [(act, da, db, count, first) for act, db, da, count, first in swapped]
+
+
+def legacy_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: float, b_block: float,
+                   all_fit: bool) -> list[WaveClass]:
+    """The m-fastest, all-or-nothing classes of the model before issue 17 (batch folded into m)."""
+    waves = -(-grid_m * grid_n * split // slots)
+    listing = wave_classes if waves <= cl.WAVE_CAP else cl.wave_classes_large  # same classes
+    return listing(grid_m, grid_n, split, slots, a_block, b_block, all_fit)
 
 
 def load_rate(step_bytes: np.ndarray, dram_share: np.ndarray, active: int, fill_bw: float, l2_bw: float,

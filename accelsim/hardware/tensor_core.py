@@ -39,6 +39,38 @@ class SplitK(Strict):
     sparse: Annotated[list[PosInt], Field(min_length=1)] = [1]
 
 
+class Raster(Strict):
+    """The order a library's GEMM kernel issues its CTAs in: which output tiles share a wave, and so L2."""
+
+    order: Literal["grouped", "grouped_columns", "m_fastest"] = Field(
+        "grouped", description="'grouped': CTAs walk a band of group_width CTA-rows (m fastest inside the band), "
+        "then move along n, then take the next band (Triton's grouped matmul order, GROUP_M); 'grouped_columns': "
+        "the same with m and n exchanged (CUTLASS 2.x GemmIdentityThreadblockSwizzle<group_width>: a band of "
+        "CTA-columns walked along m); 'm_fastest': blockIdx.x = m tile over the whole grid, no swizzle (CUTLASS's "
+        "GemmIdentityThreadblockSwizzle<1>; the model's order before issue 17, kept for ablation).")
+    group_width: PosInt = Field(
+        8, description="CTA-rows (columns for grouped_columns) per band, cut to the grid. Default 8: Triton's "
+        "matmul tutorial GROUP_SIZE_M = 8, CUTLASS's library generator default SwizzlingFunctor.Identity8 "
+        "(python/cutlass_library/generator.py, dense and sparse GEMMs).")
+
+
+UsableFraction = Annotated[float, Field(ge=0, le=1)]
+
+
+class L2Reuse(Strict):
+    """How A and B panels survive in L2 from one wave of CTAs to a later one."""
+
+    across_waves: Literal["reuse_distance", "all_or_nothing"] = Field(
+        "reuse_distance", description="'reuse_distance': a panel is re-read from DRAM only when more than the "
+        "usable L2 capacity of other data (panels, C tiles) passed through L2 since its last use (an LRU stack "
+        "distance in bytes, per k-slab, with the raster order's wave footprints); 'all_or_nothing': every block "
+        "is re-read in every wave unless all of A and B fit in l2.bytes (the model before issue 17, ablation).")
+    usable_fraction: UsableFraction = Field(
+        1.0, description="Share of l2.bytes a GEMM's panels can hold across waves under reuse_distance (1: the "
+        "whole L2 as an ideal LRU; lower for an L2 split into partitions that each cache lines for their own "
+        "SMs, or for replacement losses; 0: no reuse across waves). Estimate.")
+
+
 class TensorCoreCompute(Strict):
     """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
 
@@ -54,6 +86,11 @@ class TensorCoreCompute(Strict):
         default_factory=lambda: SplitK(), description="Split-k factors the dense and the sparse library kernels "
         "may use: k is cut into slices run by separate CTAs whose fp32 partial tiles are reduced afterwards "
         "(extra C traffic). The fastest is used.")
+    raster: Raster = Field(default_factory=lambda: Raster(),
+                           description="CTA rasterization of the library's GEMM kernels (sets which A/B panels "
+                                       "each wave shares and how far apart in time a panel is reused).")
+    l2_reuse: L2Reuse = Field(default_factory=lambda: L2Reuse(),
+                              description="How A/B panels are kept in L2 across waves of CTAs.")
     efficiency: PerPath = Field(
         description="CALIBRATED: fraction of peak tensor throughput the library's kernels sustain in their "
                     "main loop (issue limits, register/smem pressure, clocks under load), dense and sparse.")
