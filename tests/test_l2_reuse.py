@@ -122,8 +122,8 @@ def test_m_fastest_all_or_nothing_is_the_old_model() -> None:
         split, slots = 1, rng.randint(1, 150)
         fit = rng.random() < 0.5
         old = tc.legacy_classes(gm, gn, split, slots, 1.5, 2.5, fit)
-        new = tc.reuse_classes("m_fastest", gm, gm, gn, split, slots, 1.5, 2.5, 0.0,
-                               float("inf") if fit else 0.0, True)
+        new = l2reuse.wave_reuse_classes(gm, gn, gm, split, slots, 1.5, 2.5, 0.0, float("inf") if fit else 0.0,
+                                         1.5, 2.5)
         assert new == old, (gm, gn, split, slots, fit)
         assert old == cl.wave_classes_large(gm, gn, split, slots, 1.5, 2.5, fit, cap=0)
 

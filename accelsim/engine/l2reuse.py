@@ -139,7 +139,10 @@ def wave_misses(starts: np.ndarray, ends: np.ndarray, ip: np.ndarray, fp: np.nda
                     wp = (base - g * gn + c * g + g - 1) // slots  # its last CTA in the previous band
                     if wp == w:
                         continue  # used earlier in this same wave: shared, read once
-                miss_b += 1.0 - _hit(wp, s, e, ip, fp)
+                if wp != last_wp:
+                    h = _hit(wp, s, e, ip, fp)
+                    last_wp = wp
+                miss_b += 1.0 - h
             pos = base + y
         out[i, 0] = miss_a
         out[i, 1] = miss_b
@@ -281,12 +284,16 @@ def wave_reuse_classes(gm: int, gn: int, g: int, planes: int, slots: int, a_pane
     fp = np.array([a_panel, b_panel, c_cta, capacity], dtype=np.float64)
     miss = wave_misses(starts, ends, ip, fp)
     keys = np.stack([(ends - starts).astype(np.float64), miss[:, 0] * a_dram, miss[:, 1] * b_dram], axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    total = np.zeros(len(uniq), dtype=np.int64)
-    np.add.at(total, inverse, counts)
-    first = np.full(len(uniq), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, inverse, starts // slots)
-    order = np.argsort(first, kind="stable")
+    order = np.lexsort(keys.T[::-1])
+    k = keys[order]
+    new = np.ones(len(k), dtype=bool)
+    new[1:] = np.any(k[1:] != k[:-1], axis=1)
+    group = np.cumsum(new) - 1
+    total = np.zeros(group[-1] + 1, dtype=np.int64)
+    np.add.at(total, group, counts[order])
+    first = np.full(len(total), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, group, starts[order] // slots)
+    uniq = k[new]
+    by_first = np.argsort(first, kind="stable")
     return [(int(uniq[i, 0]), float(uniq[i, 1]), float(uniq[i, 2]), int(total[i]), int(first[i]))
-            for i in order if total[i] > 0]
+            for i in by_first if total[i] > 0]

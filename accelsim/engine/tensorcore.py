@@ -98,6 +98,27 @@ def wave_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: floa
 
 
 WaveClass = tuple[int, float, float, int, int]  # (active CTAs, DRAM bytes of A, of B, count, first wave)
+SHARE_QUANTUM = 64  # waves whose DRAM shares of A and of B agree to 1/64 of their panels run as one class
+
+
+def merge_close(classes: list[WaveClass], a_panel: float, b_panel: float) -> list[WaveClass]:
+    """Waves with the same CTAs and DRAM shares within 1/SHARE_QUANTUM run as one class of their mean bytes.
+
+    A wave's share is the fraction of its CTAs' A (B) panel bytes it reads from DRAM; classes closer than
+    the quantum time alike, and simulating each costs a pipeline run. Bytes stay exact (count-weighted
+    means); the class keeps its first wave.
+    """
+    groups: dict[tuple[int, int, int], list[float]] = {}
+    for active, da, db, count, first in classes:
+        key = (active, round(da / (active * a_panel) * SHARE_QUANTUM) if a_panel else 0,
+               round(db / (active * b_panel) * SHARE_QUANTUM) if b_panel else 0)
+        got = groups.setdefault(key, [0.0, 0.0, 0, first])
+        got[0] += count * da
+        got[1] += count * db
+        got[2] += count
+        got[3] = min(got[3], first)
+    merged = [(key[0], sa / c, sb / c, int(c), int(f)) for key, (sa, sb, c, f) in groups.items()]
+    return sorted(merged, key=lambda cls: cls[4])
 
 
 def raster_band(order: str, group_width: int, grid_m: int, grid_n: int) -> int:
@@ -117,11 +138,13 @@ def reuse_classes(order: str, band: int, grid_m: int, grid_n: int, planes: int, 
     """
     b_dram = b_panel if b_from_dram else 0.0
     if order != "grouped_columns":
-        return l2reuse.wave_reuse_classes(grid_m, grid_n, band, planes, slots, a_panel, b_panel, c_cta,
-                                          capacity, a_panel, b_dram)
-    swapped = l2reuse.wave_reuse_classes(grid_n, grid_m, band, planes, slots, b_panel, a_panel, c_cta,
-                                         capacity, b_dram, a_panel)  # the same walk with m and n exchanged
-    return [(act, da, db, count, first) for act, db, da, count, first in swapped]
+        exact = l2reuse.wave_reuse_classes(grid_m, grid_n, band, planes, slots, a_panel, b_panel, c_cta,
+                                           capacity, a_panel, b_dram)
+    else:  # the same walk with m and n exchanged
+        swapped = l2reuse.wave_reuse_classes(grid_n, grid_m, band, planes, slots, b_panel, a_panel, c_cta,
+                                             capacity, b_dram, a_panel)
+        exact = [(act, da, db, count, first) for act, db, da, count, first in swapped]
+    return merge_close(exact, a_panel, b_panel)
 
 
 def legacy_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: float, b_block: float,
@@ -132,16 +155,19 @@ def legacy_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: fl
     return listing(grid_m, grid_n, split, slots, a_block, b_block, all_fit)
 
 
+@njit(cache=True)
 def load_rate(step_bytes: np.ndarray, dram_share: np.ndarray, active: int, fill_bw: float, l2_bw: float,
               dram_bw: float) -> np.ndarray:
     """Bytes/cycle each tile's transfers get when ``active`` CTAs share L2 and DRAM."""
-    per_byte = np.full(step_bytes.shape, 1.0 / fill_bw)
+    out = np.empty(len(step_bytes), dtype=np.float64)
+    base = 1.0 / fill_bw
     if math.isfinite(l2_bw):
-        per_byte = np.maximum(per_byte, active / l2_bw)
-    if math.isfinite(dram_bw):
-        per_byte = np.maximum(per_byte, active * dram_share / dram_bw)
-    with np.errstate(divide="ignore"):
-        return np.where(per_byte > 0, 1.0 / per_byte, np.inf)
+        base = max(base, active / l2_bw)
+    dram = math.isfinite(dram_bw)
+    for i in range(len(out)):
+        per_byte = max(base, active * dram_share[i] / dram_bw) if dram else base
+        out[i] = 1.0 / per_byte if per_byte > 0 else np.inf
+    return out
 
 
 def fill_dram_columns(work: np.ndarray, fa: float, fb: float, fc: float) -> None:
