@@ -159,6 +159,19 @@ def test_a_larger_l2_never_adds_dram_bytes() -> None:
             assert a1 <= a0 + 1e-9 and b1 <= b0 + 1e-9
 
 
+def test_merging_close_shares_keeps_counts_and_bytes() -> None:
+    """The engine runs waves whose DRAM shares agree to 1/64 of a panel as one class: same waves, same bytes."""
+    rng = random.Random(8)
+    for _ in range(200):
+        gm, gn, g, planes, slots, a, b, c, cap, _, _ = _random_grid(rng)
+        exact = l2reuse.wave_reuse_classes(gm, gn, g, planes, slots, a, b, c, cap, a, b)
+        merged = tc.merge_close(exact, a, b)
+        assert len(merged) <= len(exact)
+        assert sum(x[3] for x in merged) == sum(x[3] for x in exact)
+        assert _dram(merged) == pytest.approx(_dram(exact), rel=1e-12, abs=1e-9)
+        assert [x[4] for x in merged] == sorted(x[4] for x in merged) and merged[0][4] == 0
+
+
 def _gemm(m: int, n: int, k: int, dtype: str = "fp16", batch: int = 1) -> object:
     layer = {"name": "g", "op": "gemm" if batch == 1 else "matmul", "m": m, "n": n, "k": k}
     if batch > 1:
