@@ -280,3 +280,29 @@ def test_llama_prefill_reads_its_2_4_weights_about_once() -> None:
     a_reads = sum(k.bytes["dram"]["a_values"] + k.bytes["dram"]["a_metadata"] for k in gemms)
     deployed = res.footprint["weights_deployed_bytes"]
     assert deployed <= a_reads <= 2 * deployed, a_reads / deployed
+
+
+def test_bad_raster_and_reuse_fields_are_one_line_errors() -> None:
+    from accelsim.errors import AccelsimError
+
+    for override, key in (("core.compute.raster.order=sideways", "core.compute.raster.order"),
+                          ("core.compute.raster.group_width=0", "core.compute.raster.group_width"),
+                          ("core.compute.l2_reuse.usable_fraction=1.5", "core.compute.l2_reuse.usable_fraction"),
+                          ("core.compute.l2_reuse.across_waves=lru", "core.compute.l2_reuse.across_waves")):
+        with pytest.raises(AccelsimError) as err:
+            load_hardware(HW / "a100-like.yaml", overrides=[override])
+        assert key in str(err.value) and "a100-like.yaml" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_band_too_wide_to_classify_is_refused_naming_the_layer() -> None:
+    """m-fastest (a band of every CTA-row) over 2^31 rows: a one-line SizeLimitError; grouped runs."""
+    from accelsim.limits import SizeLimitError
+
+    wide = load_hardware(HW / "a100-like.yaml", overrides=["core.compute.raster.order=m_fastest"])
+    kernel = lower(_gemm(2**31 - 1, 4096, 128), wide, "dense")[0]
+    with pytest.raises(SizeLimitError, match=r"^layer 'g': CTA grid of .* raster bands of .* rows") as err:
+        simulate(kernel, wide, keep_tiles=False)
+    assert "\n" not in str(err.value)
+    hw = load_hardware(HW / "a100-like.yaml")
+    res = simulate(lower(_gemm(2**31 - 1, 4096, 128), hw, "dense")[0], hw, keep_tiles=False)
+    assert res.tiling["dram_reread"]["a"] >= 1.0 and res.cycles["total"] > 0

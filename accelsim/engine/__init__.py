@@ -17,7 +17,7 @@ from accelsim.hardware.kinds import ComputeKind, UnknownKindError, kind_of
 from accelsim.hardware.model import Hardware
 from accelsim.hardware.systolic import SystolicCompute
 from accelsim.hardware.tensor_core import TensorCoreCompute
-from accelsim.limits import check_kernel
+from accelsim.limits import SizeLimitError, check_kernel
 from accelsim.lowering import Kernel
 from accelsim.results import BINDING_NAMES, TILE_DTYPE, KernelResult, KernelTotals
 
@@ -340,9 +340,12 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         else:
             capacity, l2_reuse = reuse.usable_fraction * l2_bytes, "reuse_distance"
         c_written = c_total if split == 1 else m * batch * n * 4.0 * split  # into L2 during the kernel
-        classes = tc.reuse_classes(raster.order, band, grid_m // batch, grid_n, planes, slots,
-                                   a_total / (grid_m * split), b_total / (grid_n * planes), c_written / ctas,
-                                   capacity, not b_in_l2)
+        try:
+            classes = tc.reuse_classes(raster.order, band, grid_m // batch, grid_n, planes, slots,
+                                       a_total / (grid_m * split), b_total / (grid_n * planes), c_written / ctas,
+                                       capacity, not b_in_l2)
+        except SizeLimitError as err:
+            raise SizeLimitError(f"layer '{kernel.name}': {err}") from None
     k_cta = min(k_slice, k_total)
 
     def k_loop(k_len: int) -> np.ndarray:
