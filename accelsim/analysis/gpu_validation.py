@@ -71,10 +71,22 @@ def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -
     return float((rx * ry).sum() / den)
 
 
+# The baseline a model must beat: a rule of thumb by GEMM size alone (2*m*n*k FLOPs), no hardware.
+RULE_OF_THUMB = ((1e9, 0.8), (1e11, 1.2), (math.inf, 1.55))  # (FLOPs below, predicted 2:4 speedup)
+
+
+def rule_of_thumb(m: int, n: int, k: int) -> float:
+    """The FLOPs rule of thumb: 0.8x below 1 GFLOP, 1.2x below 100 GFLOP, else 1.55x."""
+    flops = 2.0 * m * n * k
+    return next(speedup for below, speedup in RULE_OF_THUMB if flops < below)
+
+
 def metrics(predicted: Sequence[float], measured: Sequence[float],
             dense_err: Sequence[float | None] | None = None,
-            sparse_err: Sequence[float | None] | None = None) -> Metrics:
-    """Speedup error metrics over paired rows (and, if given, mean |time error| in % per path)."""
+            sparse_err: Sequence[float | None] | None = None,
+            rule: Sequence[float] | None = None) -> Metrics:
+    """Speedup error metrics over paired rows (and, if given, mean |time error| in % per path and the
+    rule of thumb's MAE and right-side share on the same rows)."""
     p = np.asarray(predicted, dtype=float)
     y = np.asarray(measured, dtype=float)
     n = len(p)
@@ -85,11 +97,13 @@ def metrics(predicted: Sequence[float], measured: Sequence[float],
     for vals in (dense_err, sparse_err):
         v = [abs(x) for x in (vals or []) if x is not None]
         times.append(float(np.mean(v)) if v else None)
+    r = np.asarray(rule, dtype=float) if rule is not None and len(rule) == n else None
     return Metrics(n=n, mae=float(np.abs(err).mean()), mape=float((np.abs(err) / y).mean() * 100.0),
                    right_side=float(((p > 1.0) == (y > 1.0)).mean()),
                    right_side_rows=int(((p > 1.0) == (y > 1.0)).sum()), spearman=spearman(p, y),
                    bias=float(err.mean()), max_abs=float(np.abs(err).max()), dense_time_mape=times[0],
-                   sparse_time_mape=times[1])
+                   sparse_time_mape=times[1], rule_mae=None if r is None else float(np.abs(r - y).mean()),
+                   rule_right_side=None if r is None else float(((r > 1.0) == (y > 1.0)).mean()))
 
 
 # ---------------------------------------------------------------------------------------- simulation
@@ -170,7 +184,8 @@ def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
 def _group_metrics(rows: Sequence[RowResult]) -> Metrics:
     scored = [r for r in rows if r.scored and r.predicted is not None]
     return metrics([r.predicted.speedup for r in scored if r.predicted], [r.measured.speedup for r in scored],
-                   [r.dense_time_err_pct for r in scored], [r.sparse_time_err_pct for r in scored])
+                   [r.dense_time_err_pct for r in scored], [r.sparse_time_err_pct for r in scored],
+                   [rule_of_thumb(r.m, r.n, r.k) for r in scored])
 
 
 def _group(key: str, hw: str | None, dtype: str, regime: str, main: bool, members: list[RowResult]) -> GroupResult:

@@ -31,6 +31,9 @@ KNOWN_REGIMES = ("kernel-gemm", "inference-linear", "decode-regime linear", "tra
 # table: a decode linear is a GEMV-like kernel with padding, training adds runtime pruning and backward GEMMs.
 MAIN_REGIMES = ("kernel-gemm", "inference-linear")
 SPARSE_BOUND = 2.0  # 2:4 halves the multiplies; a measured speedup above 2x means a weak dense baseline
+# Spellings of a dtype that name a variant of one accelsim dtype: fp8's two encodings run at one rate.
+DTYPE_VARIANTS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8"}
+_PRESUMED = re.compile(r"^(?P<dtype>[a-z0-9_]+)\s*\(presumed\)$")
 
 
 class MeasurementError(ConfigError):
@@ -54,9 +57,22 @@ class Measurement:
     notes: str
     regime: str
     backend: str
+    dtype_written: str | None = None  # the CSV's spelling when it differs (a variant, or "(presumed)")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if self.dtype_written is None:
+            del d["dtype_written"]
+        return d
+
+
+def canonical_dtype(written: str) -> str:
+    """The accelsim dtype a CSV spelling names: ``fp8_e4m3`` -> ``fp8``, ``fp16 (presumed)`` -> ``fp16``."""
+    text = written.strip().lower()
+    presumed = _PRESUMED.match(text)
+    if presumed:
+        text = presumed.group("dtype")
+    return DTYPE_VARIANTS.get(text, text)
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -147,10 +163,12 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
         gpu = (rec.get("gpu") or "").strip()
         if not gpu:
             raise MeasurementError(source, f"line {line}, column gpu", "is empty")
-        dtype = (rec.get("dtype") or "").strip().lower()
+        written = (rec.get("dtype") or "").strip()
+        dtype = canonical_dtype(written)
         if dtype not in DTYPE_BYTES:
             raise MeasurementError(source, f"line {line}, column dtype",
-                                   f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")
+                                   f"unknown dtype {written.lower()!r}; known: {', '.join(DTYPE_BYTES)} "
+                                   f"(and {', '.join(DTYPE_VARIANTS)}; 'X (presumed)')")
         m, n, k = (_number(rec.get(c, ""), source, line, c, int, True) for c in ("m", "n", "k"))
         dense = _number(rec.get("dense_time_us", ""), source, line, "dense_time_us", float, False)
         sparse = _number(rec.get("sparse_time_us", ""), source, line, "sparse_time_us", float, False)
@@ -161,7 +179,8 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
         regime = (rec.get("regime") or "").strip() or regime_of(notes)
         rows.append(Measurement(line=line, gpu=gpu, dtype=dtype, m=m, n=n, k=k, dense_us=dense, sparse_us=sparse,
                                 speedup=float(speedup), source=(rec.get("source") or "").strip(), notes=notes,
-                                regime=regime, backend=backend_of(notes)))
+                                regime=regime, backend=backend_of(notes),
+                                dtype_written=written if written.lower() != dtype else None))
     if not rows:
         raise MeasurementError(source, None, "no measurement rows after the header")
     return rows

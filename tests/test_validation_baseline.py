@@ -1,0 +1,56 @@
+"""Validation against published 2:4 measurements of GPUs the model was not fitted on: the CSV's dtype
+spellings, and the FLOPs rule of thumb every validation table shows next to the model."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import HW, REFERENCE
+
+from accelsim import load_hardware
+from accelsim.analysis.gpu_validation import rule_of_thumb, validate_hw
+from accelsim.analysis.measurements import MeasurementError, canonical_dtype, parse_measurements, read_measurements
+from accelsim.report.validation_text import format_report
+
+MORE = REFERENCE / "gpu" / "a100_h100_rtx4090_more_24_speedups.csv"
+HEADER = "gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes\n"
+
+
+@pytest.mark.parametrize(("m", "n", "k", "expected"), [
+    (64, 64, 64, 0.8), (512, 512, 512, 0.8), (793, 793, 793, 0.8),   # 2*793^3 = 0.997 GFLOP
+    (1024, 1024, 1024, 1.2), (3684, 3684, 3684, 1.2),                 # 99.99 GFLOP
+    (4096, 4096, 4096, 1.55), (16384, 16384, 16384, 1.55),
+])
+def test_rule_of_thumb_by_flops(m: int, n: int, k: int, expected: float) -> None:
+    assert rule_of_thumb(m, n, k) == expected
+
+
+def test_dtype_spellings_of_the_published_rows() -> None:
+    assert canonical_dtype("fp8_e4m3") == "fp8" and canonical_dtype("FP8_E5M2") == "fp8"
+    assert canonical_dtype("fp16 (presumed)") == "fp16"
+    rows = read_measurements(MORE)
+    assert len(rows) == 85
+    fp8 = [r for r in rows if r.dtype == "fp8"]
+    assert len(fp8) == 18 and all(r.dtype_written == "fp8_e4m3" for r in fp8)
+    presumed = [r for r in rows if r.dtype_written and "presumed" in r.dtype_written]
+    assert [(r.gpu, r.dtype) for r in presumed] == [("H100", "fp16")]
+    assert rows[0].dtype == "fp16" and "dtype_written" not in rows[0].to_dict()
+
+
+def test_unknown_dtype_names_the_spellings() -> None:
+    with pytest.raises(MeasurementError, match=r"line 2, column dtype.*unknown dtype 'fp6'.*fp8_e4m3"):
+        parse_measurements(HEADER + "A100,fp6,64,64,64,,,1.0,src,kernel-gemm\n", "x.csv")
+
+
+def test_rule_of_thumb_is_scored_on_the_same_rows_as_the_model() -> None:
+    rows = read_measurements(MORE)
+    hw = {"A100": load_hardware(HW / "a100-like.yaml"), "H100": load_hardware(HW / "h100-like.yaml"),
+          "RTX 4090": load_hardware(HW / "rtx4090-like.yaml")}
+    result = validate_hw(rows, hw)
+    scored = [r for r in result.rows if r.scored and r.main]
+    rule = sum(abs(rule_of_thumb(r.m, r.n, r.k) - r.measured.speedup) for r in scored) / len(scored)
+    assert result.overall.n == len(scored) and result.overall.rule_mae == pytest.approx(rule)
+    for group in result.main:
+        assert group.metrics.rule_mae is not None and 0.0 <= group.metrics.rule_right_side <= 1.0
+    text = format_report(result, with_rows=False)
+    assert "rule MAE" in text and "rule of thumb by FLOPs" in text
+    assert f"overall ({len(scored)} scored rows)" in text
