@@ -54,3 +54,14 @@ def test_rule_of_thumb_is_scored_on_the_same_rows_as_the_model() -> None:
     text = format_report(result, with_rows=False)
     assert "rule MAE" in text and "rule of thumb by FLOPs" in text
     assert f"overall ({len(scored)} scored rows)" in text
+
+
+def test_rows_whose_time_is_not_a_kernel_are_named() -> None:
+    rows = read_measurements(REFERENCE / "gpu" / "a100_fp16_24_speedups.csv")
+    result = validate_hw(rows, {"A100": load_hardware(HW / "a100-like.yaml")})
+    flagged = [n for n in result.notes if "outside the one GEMM kernel" in n]
+    decode = next(r for r in result.rows if r.n == 1)
+    assert any(n.startswith(f"line {decode.line} (4096x1x4096, decode-regime linear): measured sparse 196 us")
+               for n in flagged)
+    # no kernel-gemm row is flagged: their measured times are kernel times the model is judged on
+    assert not any("kernel-gemm" in n for n in flagged)
