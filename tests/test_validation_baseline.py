@@ -7,9 +7,13 @@ import pytest
 from conftest import HW, REFERENCE
 
 from accelsim import load_hardware
+from accelsim.analysis.calibration import COARSE_GRID
+from accelsim.analysis.calibration.across_gpus import leave_one_gpu_out
+from accelsim.analysis.calibration.fields import with_calibration
 from accelsim.analysis.gpu_validation import rule_of_thumb, validate_hw
 from accelsim.analysis.measurements import MeasurementError, canonical_dtype, parse_measurements, read_measurements
-from accelsim.report.validation_text import format_report
+from accelsim.errors import AccelsimError
+from accelsim.report.validation_text import format_logo, format_report
 
 MORE = REFERENCE / "gpu" / "a100_h100_rtx4090_more_24_speedups.csv"
 HEADER = "gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes\n"
@@ -65,3 +69,38 @@ def test_rows_whose_time_is_not_a_kernel_are_named() -> None:
                for n in flagged)
     # no kernel-gemm row is flagged: their measured times are kernel times the model is judged on
     assert not any("kernel-gemm" in n for n in flagged)
+
+
+def _small_logo_inputs():
+    rows = read_measurements(REFERENCE / "gpu" / "a100_fp16_24_speedups.csv")[:10] + [
+        r for r in read_measurements(MORE) if r.dtype in ("fp16", "bf16") and r.m == r.n == r.k and r.m >= 256]
+    hw = {"A100": load_hardware(HW / "a100-like.yaml"), "H100": load_hardware(HW / "h100-like.yaml"),
+          "RTX 4090": load_hardware(HW / "rtx4090-like.yaml")}
+    return rows, hw
+
+
+def test_leave_one_gpu_out_fits_without_the_gpu_it_scores() -> None:
+    rows, hw = _small_logo_inputs()
+    res = leave_one_gpu_out(rows, hw, grid=COARSE_GRID)
+    assert [f.left_out for f in res.folds] == list(hw)
+    for fold in res.folds:
+        assert fold.left_out not in fold.calibration.fitted_on and len(fold.calibration.fitted_on) == 2
+        part = hw[fold.left_out]
+        cal = fold.calibration.for_part(part)
+        # fixed costs are shared in ns and become each part's own cycles at its clock
+        assert cal.launch_dense == round(fold.calibration.launch_dense_ns * part.clock_ghz)
+        assert cal.dram_sustained_fraction == part.dram.sustained_fraction
+        # the fold's score is exactly the validation of the left-out config with those values
+        again = validate_hw(rows, {fold.left_out: with_calibration(part, cal)}).overall
+        assert (fold.score.metrics.n, fold.score.metrics.mae) == (again.n, again.mae)
+        assert fold.score.metrics.rule_mae is not None
+    assert res.in_sample.fitted_on == tuple(hw)
+    assert res.in_sample_overall.n == sum(s.metrics.n for s in res.in_sample_scores)
+    text = format_logo(res)
+    assert "Leave one GPU out" in text and "In-sample" in text and "A100 + H100" in text
+
+
+def test_leave_one_gpu_out_needs_two_gpus() -> None:
+    rows, hw = _small_logo_inputs()
+    with pytest.raises(AccelsimError, match="at least two GPUs"):
+        leave_one_gpu_out(rows, {"A100": hw["A100"]})

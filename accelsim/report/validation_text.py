@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: a renderer does not import the simulation
     from accelsim.analysis.calibration import Calibration5Result
+    from accelsim.analysis.calibration.across_gpus import LeaveOneGpuOut
     from accelsim.analysis.validation_results import GroupResult, Metrics, RowResult, ValidationResult
 
 CSV_FIELDS = ("line", "gpu", "hw", "dtype", "m", "n", "k", "regime", "main", "backend", "source_label",
@@ -78,6 +79,28 @@ def overall_line(m: Metrics) -> str:
     return (f"overall ({m.n} scored rows): model MAE {_f(m.mae, '.3f')}, right side "
             f"{(m.right_side or 0.0) * 100:.0f}%; rule of thumb by FLOPs (0.8x < 1 GFLOP, 1.2x < 100 GFLOP, "
             f"else 1.55x) MAE {_f(m.rule_mae, '.3f')}, right side {(m.rule_right_side or 0.0) * 100:.0f}%")
+
+
+def format_logo(result: LeaveOneGpuOut) -> str:
+    """Leave-one-GPU-out: per left-out GPU the shared values fitted without it and its score, then in-sample."""
+    header = ["GPU", "config", "fitted on", "eff dense", "eff sparse", "fixed dense", "fixed sparse", "rows",
+              "MAE", "right side", "rule MAE", "rule right"]
+    right = set(range(3, len(header)))
+
+    def row(label: str, hw: str, cal: Any, m: Metrics) -> list[str]:
+        return [label, hw, " + ".join(cal.fitted_on), f"{cal.efficiency_dense:.2f}", f"{cal.efficiency_sparse:.2f}",
+                f"{cal.launch_dense_ns / 1000:.2f} us", f"{cal.launch_sparse_ns / 1000:.2f} us", str(m.n),
+                _f(m.mae, ".3f"), _pct(None if m.right_side is None else m.right_side * 100), _f(m.rule_mae, ".3f"),
+                _pct(None if m.rule_right_side is None else m.rule_right_side * 100)]
+
+    body = [row(f.left_out, f.score.hardware, f.calibration, f.score.metrics) for f in result.folds]
+    ins = [row(s.gpu, s.hardware, result.in_sample, s.metrics) for s in result.in_sample_scores]
+    ins.append(row("all", "", result.in_sample, result.in_sample_overall))
+    return "\n".join([
+        f"Leave one GPU out (main regimes {', '.join(result.main_regimes)}, measured <= {result.bound:g}x): "
+        "efficiencies and fixed costs (ns) shared by the GPUs fitted on; each config keeps its spec-sheet "
+        "numbers and its own dram.sustained_fraction", _table(header, body, right), "",
+        "In-sample: one shared fit on every GPU", _table(header, ins, right)])
 
 
 def format_report(result: ValidationResult, with_rows: bool = True) -> str:
