@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 from conftest import HW, WL
 
 from accelsim import load_hardware, load_workload, run
 from accelsim.energy import COMPONENTS, TENSORS, power_profile, static_watts
+from accelsim.hardware.families import read_hardware_data
 from accelsim.hardware.model import hardware_from_dict
 from accelsim.workloads.model import workload_from_dict
 
@@ -80,7 +80,7 @@ def test_power_cap_throttles_a_long_run_and_latency_rises() -> None:
 
 def test_same_run_without_a_cap_does_not_throttle() -> None:
     model = load_workload(WL / "llama2-7b-prefill.yaml", {"seq": 256})
-    d = yaml.safe_load((HW / "a100-like.yaml").read_text())
+    d = read_hardware_data(HW / "a100-like.yaml").data  # the config with its family merged in
     del d["energy"]["power_cap"]
     hw = hardware_from_dict(d)
     res = run(model, hw, "2:4", keep_tiles=True)
