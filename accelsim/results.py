@@ -107,15 +107,15 @@ class KernelTotals(NamedTuple):
                 "launch": self.launch}
 
     def in_nominal_cycles(self, fraction: float) -> KernelTotals:
-        """These totals, counted at ``fraction`` of the nominal clock, as nominal-clock cycles (time x nominal
-        clock): every cycle count / ``fraction``, rounded; the four causes still add up to the total. Bytes,
-        groups and the binding resource are the clock's own. ``fraction`` 1.0 returns the same values."""
+        """These totals, counted at ``fraction`` of the nominal clock, as nominal-clock cycles (time x nominal clock):
+        each cycle count / ``fraction``, rounded, causes adding up to the total; bytes and binding as they were."""
         if fraction == 1.0:
             return self
         c, d, la = round(self.compute / fraction), round(self.stall_decode / fraction), round(self.launch / fraction)
         total = max(round(self.total / fraction), c + d + la)
         return self._replace(total=total, compute=c, stall_memory=total - c - d - la, stall_decode=d, launch=la,
-                             busy_memory=round(self.busy_memory / fraction), busy_decode=round(self.busy_decode / fraction))
+                             busy_memory=round(self.busy_memory / fraction),
+                             busy_decode=round(self.busy_decode / fraction))
 
 
 class LayerTotals(NamedTuple):

@@ -185,6 +185,11 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         problem = _add_energy(results, bases, model.dtype, hw)
         if problem:
             warnings.append(problem)
+    floor = sum(1 for r in results if r.clock is not None and r.clock["limit"] == "clock_floor")
+    if floor and hw.energy is not None and hw.energy.power_cap is not None:
+        cap = hw.energy.power_cap
+        warnings.append(f"{floor:,} layer(s) draw more than energy.power_cap.tdp_w {cap.tdp_w:g} W even at "
+                        f"min_clock_fraction {cap.min_clock_fraction:g}: they run at that floor, above the cap")
     fp = footprint(model, kernels, hw)
     if fp["fits"] is False:
         warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
