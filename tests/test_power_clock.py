@@ -236,7 +236,7 @@ def test_sweep_rows_equal_run_bit_for_bit_with_a_cap(llama) -> None:
                 assert got["latency_us"] == t["latency_us"] and got["cycles"] == t["cycles"]["total"]
                 assert got["dense_cycles"] == t["dense_total_cycles"]
                 assert got["speedup_vs_dense"] == t["speedup_vs_dense"]
-                assert got["clock_ghz"] == t["clock"]["effective_ghz"]
+                assert got["effective_clock_ghz"] == t["clock"]["effective_ghz"]
                 assert got["power_capped_layers"] == t["clock"]["power_capped_layers"]
                 assert got["energy_j"] == float(f"{t['energy']['total_j']:.6g}")
                 assert (got["power_capped_layers"] > 0) == (tdp is not None)
@@ -251,7 +251,7 @@ def test_a_swept_cap_changes_the_sweep_table(tmp_path: Path) -> None:
     rows = {table.get(r, "energy.power_cap.tdp_w"): r for r in table.rows}
     low, high = rows[150], rows[400]
     assert table.get(low, "latency_us") > table.get(high, "latency_us")
-    assert table.get(low, "clock_ghz") < table.get(high, "clock_ghz") == A100.clock_ghz
+    assert table.get(low, "effective_clock_ghz") < table.get(high, "effective_clock_ghz") == A100.clock_ghz
     assert table.get(low, "power_capped_layers") > 0 == table.get(high, "power_capped_layers")
 
 

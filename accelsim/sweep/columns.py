@@ -15,7 +15,7 @@ METRICS = (
     "macs", "macs_executed", "dram_bytes", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
     "metadata_bytes", "metadata_share", "layers", "layers_sparse", "fallback_layers", "fallback_rate",
     "fallback_time_share", "binding", "binding_share", "energy_j", "dense_energy_j", "perf_per_watt_vs_dense",
-    "clock_ghz", "power_capped_layers",
+    "effective_clock_ghz", "power_capped_layers",
 )
 POINT_COLUMNS = ("point", "origin", "hw_hash")
 TEXT_COLUMNS = frozenset({"origin", "hw_hash", "workload", "sparsity", "reason", "binding"})
