@@ -23,7 +23,10 @@ Power-limited clock (``energy.power_cap``; one governor, two time scales). Assum
   ``tdp_w``, where t(f) is the kernel re-simulated at f x clock_ghz (DRAM bandwidth and latency
   are fixed in bytes/s and ns, so a memory-bound kernel loses little time at a lower clock).
   Dense and sparse kernels settle each at their own clock. If even min_clock_fraction draws more
-  than the TDP, the kernel runs at the floor (limit ``clock_floor``). The solve brackets f and
+  than the TDP, the kernel runs at the floor (limit ``clock_floor``). Per kernel is exact for
+  kernels longer than ``time_constant_s``; short kernels between low-power ones (norms, element-
+  wise ops) could borrow headroom from their neighbours under a limiter that averages power, so
+  there it is conservative (the transient below shows the difference). The solve brackets f and
   stops within CLOCK_TOLERANCE of the clock or POWER_TOLERANCE below the TDP; the settled
   clock's power never exceeds the TDP (but at the floor).
 - transient (``apply_power_cap``; ``plot power``): power is binned in windows of ``window_s``; an
