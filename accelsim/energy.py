@@ -41,8 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -242,8 +241,7 @@ def highest_clock(cap: PowerCap, power: Callable[[float], float], nominal_w: flo
     return lo, p_lo, "power_cap"
 
 
-@dataclass(frozen=True)
-class SettledClock:
+class SettledClock(NamedTuple):
     """A kernel at its power-limited clock (:func:`settle_clock`)."""
 
     fraction: float        # of the nominal clock

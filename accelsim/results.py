@@ -58,9 +58,9 @@ TENSORS = ("a_values", "a_metadata", "b", "c")
 # What set a kernel's clock (``KernelResult.clock["limit"]``): nominal (the cap did not bind), power_cap (the
 # highest clock whose power fits tdp_w), clock_floor (even min_clock_fraction draws more than the TDP), and at
 # the nominal clock without a governor: no_power_cap (no energy.power_cap), no_energy (no energy figures).
+# TILE_CYCLE_COLUMNS: per-tile record columns that count cycles (rescaled with the clock).
 CLOCK_LIMITS = ("nominal", "power_cap", "clock_floor", "no_power_cap", "no_energy")
 CAPPED_LIMITS = frozenset({"power_cap", "clock_floor"})
-# Per-tile record columns that count cycles (rescaled with the clock); the others count bytes or groups.
 TILE_CYCLE_COLUMNS = ("load_start", "load_end", "decode_start", "decode_end", "compute_start", "compute_end",
                       "wb_start", "wb_end", "compute_cycles", "stall_memory", "stall_decode")
 
@@ -286,21 +286,24 @@ class KernelResult:
                            clock is not None and clock["power_capped"])
 
     def in_nominal_cycles(self, fraction: float, clock: dict[str, Any]) -> KernelResult:
-        """This result, simulated at ``fraction`` of the nominal clock, with its cycles counted as
-        nominal-clock cycles (:meth:`KernelTotals.in_nominal_cycles`), per-tile records rescaled alike,
-        and ``clock`` echoed (``cycles_at_clock`` is added)."""
+        """This result, simulated at ``fraction`` of the nominal clock, with its cycles counted as nominal-clock
+        cycles (:meth:`KernelTotals.in_nominal_cycles`), tile records alike, ``clock`` echoed (plus
+        ``cycles_at_clock``). Shares the dicts it leaves alone with this result (a cache entry's view)."""
+        if fraction == 1.0:  # the hot path: a shallow copy with the clock echoed
+            out = object.__new__(KernelResult)
+            out.__dict__.update(self.__dict__, clock={**clock, "cycles_at_clock": self.cycles["total"]})
+            return out
         actual = self.layer_totals().totals
         t, tiles, util = actual.in_nominal_cycles(fraction), self.tiles, self.utilization
-        if fraction != 1.0:
-            util = util * actual.total / t.total if t.total else util
-            if tiles is not None:
-                tiles = tiles.copy()
-                for col in TILE_CYCLE_COLUMNS:
-                    tiles[col] = tiles[col] / fraction
-                tiles.setflags(write=False)
-        return self.replace(cycles=t.cycles(), busy=t.busy(), tiles=tiles, utilization=util,
-                            counts={**self.counts, "clock_fraction": fraction},
-                            clock={**clock, "cycles_at_clock": actual.total})
+        util = util * actual.total / t.total if t.total else util
+        if tiles is not None:
+            tiles = tiles.copy()
+            for col in TILE_CYCLE_COLUMNS:
+                tiles[col] = tiles[col] / fraction
+            tiles.setflags(write=False)
+        return dataclasses.replace(self, cycles=t.cycles(), busy=t.busy(), tiles=tiles, utilization=util,
+                                   counts={**self.counts, "clock_fraction": fraction},
+                                   clock={**clock, "cycles_at_clock": actual.total})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON body of this layer (no per-tile records, no ``counts``)."""
@@ -435,12 +438,9 @@ class RunResult:
         }
 
     def clock_totals(self, t: ModelTotals | None = None) -> dict[str, Any]:
-        """The clocks the layers ran at: nominal, time-weighted effective (overall, per path and of the
-        dense baseline), how many layers the power cap slowed, and what governed the clock."""
-        t = t or self.model_totals()
-        nominal = self.clock_ghz
+        """Clocks: nominal, time-weighted effective (overall, per path, dense baseline), layers capped, governor."""
+        t, nominal, dense_weighted = t or self.model_totals(), self.clock_ghz, 0.0
         paths: dict[str, list[int]] = {}
-        dense_weighted = 0.0
         limits: set[str] = set()
         for r in self.layers:
             c = r.clock or {"ghz": nominal, "cycles_at_clock": r.cycles["total"], "limit": "nominal"}
