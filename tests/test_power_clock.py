@@ -291,3 +291,11 @@ def test_uncapped_helper_drops_only_the_cap() -> None:
     assert free.energy.power_cap is None and free.clock_ghz == A100.clock_ghz
     assert free.energy.mac_pj == A100.energy.mac_pj
     assert uncapped(free) is free
+
+
+def test_a_capped_result_reads_back_byte_identical() -> None:
+    from accelsim.results import RunResult
+    res = run(load_workload(WL / "gemm-microbench.yaml"), _with_cap(A100, tdp_w=120.0), "2:4")
+    back = RunResult.from_json(res.to_json())
+    assert back.to_json() == res.to_json() and back.totals["clock"] == res.totals["clock"]
+    assert back.totals["clock"]["power_capped_layers"] > 0
