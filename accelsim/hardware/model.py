@@ -234,11 +234,16 @@ class StaticPower(Strict):
 
 
 class PowerCap(Strict):
-    """A sustained power limit enforced by a simple clock governor."""
+    """A sustained power limit: each kernel settles at the highest clock whose power fits (``energy.py``)."""
 
     tdp_w: PosFloat = Field(description="Power limit in watts, compared with the moving-average power.")
     time_constant_s: PosFloat = Field(0.005, description="Time constant of the exponential moving average.")
     min_clock_fraction: Fraction = Field(0.3, description="Lowest clock the governor may set, as a fraction.")
+    voltage_at_min_clock: Fraction = Field(
+        0.7, description="Core voltage at min_clock_fraction, as a fraction of the voltage at the nominal clock; "
+                         "voltage is linear in clock between the two (DVFS), and core dynamic energy per "
+                         "operation scales with voltage squared. 1.0: frequency-only scaling. ESTIMATE: GPU "
+                         "boards run ~0.7-0.8 V at their lowest clocks and ~1.0-1.1 V at boost.")
     gain: PosFloat = Field(0.5, description="Governor step: clock *= 1 + gain * (tdp - avg) / tdp per window.")
     window_s: PosFloat = Field(2e-5, description="Governor update interval (power is binned at this width).")
 

@@ -290,8 +290,9 @@ class ServingModel:
         """Requests/s this deployment sustains at most, for requests of ``size`` (and ``output_tokens``).
 
         One-shot: full batches (``max_batch``) back to back on every instance. LLM (an estimate): decode
-        batches as full as ``max_batch`` and the KV budget allow, each request prefilled alone. Nominal
-        clock (variability off). An offered rate above it makes the queue grow without bound. ``shapes``:
+        batches as full as ``max_batch`` and the KV budget allow, each request prefilled alone. No throttle
+        episodes (variability off); kernels at their power-limited clocks, as every run. An offered rate
+        above it makes the queue grow without bound. ``shapes``:
         service times a run already has, by (batch, padded size), so no shape is asked for twice.
         """
         cfg = self.config
@@ -316,9 +317,9 @@ class ServingModel:
 
     def _load(self, arrivals_desc: Mapping[str, Any], size: int | None, output_tokens: int | None = None, *,
               shapes: dict[tuple[int, Any], float] | None = None) -> LoadAssessment:
-        basis = ("full batches back to back on every instance, nominal clock" if not self.is_llm else
+        basis = ("full batches back to back on every instance, no throttle episodes" if not self.is_llm else
                  "estimate: full decode batches (max_batch or the KV budget), each request prefilled alone, "
-                 "nominal clock")
+                 "no throttle episodes")
         try:
             cap: float | None = self.capacity_rps(size, output_tokens, shapes=shapes)
         except AccelsimError as exc:  # e.g. a full batch does not fit the hardware
