@@ -249,6 +249,7 @@ class SettledClock(NamedTuple):
     power_w: float | None  # the kernel's power at that clock (None: not evaluated, see limit)
     totals: KernelTotals   # its totals at that clock, in nominal-clock cycles
     actual: KernelTotals   # the same totals counted in cycles of that clock
+    energy_j: float | None = None  # its energy at that clock, when the governor already computed it
 
     @property
     def capped(self) -> bool:
@@ -282,9 +283,12 @@ def settle_clock(hw: Hardware, kernel: Any, totals_at: Callable[[float], KernelT
         seen[f] = (actual.in_nominal_cycles(f), actual)
         return kernel_power(hw, kernel, seen[f][0], f)
 
-    f, p, limit = highest_clock(cap, power, kernel_power(hw, kernel, nominal, 1.0))
+    comp = _kernel_terms(hw, kernel.dtype, kernel, nominal, 1.0)  # at the nominal clock: kernel_power(.., 1.0)
+    seconds = nominal.total / (hw.clock_ghz * 1e9)
+    nominal_w = power_at_clock(sum(comp[:5]), comp[5], seconds, static_watts(hw), dynamic_scale(hw, 1.0))
+    f, p, limit = highest_clock(cap, power, nominal_w)
     scaled, actual = seen[f]
-    return SettledClock(f, limit, p, scaled, actual)
+    return SettledClock(f, limit, p, scaled, actual, sum(comp) if f == 1.0 else None)
 
 
 def uncapped(hw: Hardware) -> Hardware:
