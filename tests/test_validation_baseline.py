@@ -11,7 +11,13 @@ from accelsim.analysis.calibration import COARSE_GRID
 from accelsim.analysis.calibration.across_gpus import leave_one_gpu_out
 from accelsim.analysis.calibration.fields import with_calibration
 from accelsim.analysis.gpu_validation import rule_of_thumb, validate_hw
-from accelsim.analysis.measurements import MeasurementError, canonical_dtype, parse_measurements, read_measurements
+from accelsim.analysis.measurements import (
+    MeasurementError,
+    canonical_dtype,
+    match_row,
+    parse_measurements,
+    read_measurements,
+)
 from accelsim.errors import AccelsimError
 from accelsim.report.validation_text import format_logo, format_report
 
@@ -104,3 +110,27 @@ def test_leave_one_gpu_out_needs_two_gpus() -> None:
     rows, hw = _small_logo_inputs()
     with pytest.raises(AccelsimError, match="at least two GPUs"):
         leave_one_gpu_out(rows, {"A100": hw["A100"]})
+
+
+def test_a_source_qualified_key_maps_those_rows_to_another_sku() -> None:
+    rows = read_measurements(REFERENCE / "gpu" / "a100_fp16_24_speedups.csv")
+    keys = ["A100", "A100@vllmbench"]
+    slidesparse = [r for r in rows if "vllmbench" in r.source]
+    assert slidesparse and all(match_row(r, keys) == "A100@vllmbench" for r in slidesparse)
+    assert all(match_row(r, keys) == "A100" for r in rows if "vllmbench" not in r.source)
+    assert match_row(rows[0], ["H100@vllmbench"]) is None  # the GPU must match too
+    result = validate_hw(rows, {"A100": load_hardware(HW / "a100-like.yaml"),
+                                "A100@vllmbench": load_hardware(HW / "a100-pcie-like.yaml")})
+    by_line = {r.line: r for r in result.rows}
+    assert {by_line[r.line].hw for r in slidesparse} == {"a100-pcie-like"}
+    assert {r.hw for r in result.rows if r.line not in {s.line for s in slidesparse}} == {"a100-like"}
+
+
+def test_leave_one_gpu_out_leaves_a_gpu_out_with_all_its_keys() -> None:
+    rows, hw = _small_logo_inputs()
+    hw = {"A100": hw["A100"], "A100@vllmbench": load_hardware(HW / "a100-pcie-like.yaml"), "H100": hw["H100"]}
+    res = leave_one_gpu_out(rows, hw, grid=COARSE_GRID)
+    assert [f.left_out for f in res.folds] == ["A100", "H100"]
+    assert res.folds[0].calibration.fitted_on == ("H100",)
+    assert set(res.folds[1].calibration.fitted_on) <= {"A100", "A100@vllmbench"}
+    assert res.folds[0].score.hardware == "a100-like + a100-pcie-like"

@@ -22,7 +22,7 @@ from accelsim.analysis.measurements import (
     MAIN_REGIMES,
     SPARSE_BOUND,
     Measurement,
-    match_gpu,
+    match_row,
     source_label,
 )
 from accelsim.analysis.validation_results import (
@@ -181,7 +181,7 @@ def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
     if not hw_map:
         raise AccelsimError("validate_hw: the hardware map is empty; give at least one gpu=config")
     sims = {key: Simulator(hw, (hw_sources or {}).get(key, "<hardware>")) for key, hw in hw_map.items()}
-    out_rows = [_score(row, match_gpu(row.gpu, hw_map), hw_map, sims, sparsity, bound, main_regimes)
+    out_rows = [_score(row, match_row(row, hw_map), hw_map, sims, sparsity, bound, main_regimes)
                 for row in rows]
     return _summarise(out_rows, tuple(main_regimes), bound, sparsity, hw_map, hw_sources)
 

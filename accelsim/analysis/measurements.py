@@ -204,6 +204,25 @@ def read_measurements(path: str | Path) -> list[Measurement]:
 
 # ---------------------------------------------------------------------------------------- matching
 
+def gpu_name(key: str) -> str:
+    """The GPU a hw-map key names: ``A100@vllmbench`` -> ``A100`` (a key without ``@`` is its own name)."""
+    return key.partition("@")[0]
+
+
+def match_row(row: Measurement, keys: Iterable[str]) -> str | None:
+    """The hw-map key for a measured row. A key ``GPU@SOURCE`` takes the rows of GPU whose source contains
+    SOURCE (case-insensitive; e.g. ``A100@vllmbench`` for the SlideSparse rows, measured on PCIe parts);
+    other rows of GPU take the plain key (:func:`match_gpu`)."""
+    keys = list(keys)
+    best = None
+    for key in keys:
+        gpu, sep, source = key.partition("@")
+        if sep and source and match_gpu(row.gpu, [gpu]) is not None and source.lower() in row.source.lower():
+            if best is None or len(key) > len(best):
+                best = key
+    return best if best is not None else match_gpu(row.gpu, [k for k in keys if "@" not in k])
+
+
 def match_gpu(gpu: str, keys: Iterable[str]) -> str | None:
     """The hw-map key for a row's GPU name: the exact name, else the longest key that is a prefix of it.
 

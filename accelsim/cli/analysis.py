@@ -310,7 +310,9 @@ def add_validate_hw(sub: options.Subparsers) -> None:
     vh.add_argument("--leave-one-gpu-out", action="store_true",
                     help="also fit the calibrated fields shared by all mapped GPUs but one and predict the one "
                          "left out (needs two or more GPUs; about a minute)")
-    vh.add_argument("--hw-map", action="append", required=True, metavar="GPU=CONFIG",
-                    help="which config simulates which GPU, e.g. A100=hwconfigs/a100-like.yaml (repeatable)")
+    vh.add_argument("--hw-map", action="append", required=True, metavar="GPU[@SOURCE]=CONFIG",
+                    help="which config simulates which GPU, e.g. A100=hwconfigs/a100-like.yaml (repeatable); "
+                         "GPU@SOURCE=CONFIG takes the rows of GPU whose source contains SOURCE, e.g. "
+                         "A100@vllmbench=hwconfigs/a100-pcie-like.yaml")
     options.add_out(vh, "directory for validation.json/.csv and the scatter plot")
     vh.set_defaults(func=cmd_validate_hw)

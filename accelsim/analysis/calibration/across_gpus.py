@@ -26,7 +26,7 @@ from accelsim.analysis.calibration.fields import (
 )
 from accelsim.analysis.calibration.fitting import BodyTables, body_tables, fit
 from accelsim.analysis.gpu_validation import validate_hw
-from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, Measurement, match_gpu
+from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, Measurement, gpu_name, match_row
 from accelsim.analysis.validation_results import Metrics
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
@@ -111,34 +111,41 @@ def fit_shared(rows_by_gpu: Mapping[str, Sequence[Measurement]], hw_by_gpu: Mapp
                              res.objective)
 
 
-def _score(gpu: str, rows: Sequence[Measurement], hw: Hardware, cal: SharedCalibration,
+def _score(gpu: str, rows: Sequence[Measurement], parts: Mapping[str, Hardware], cal: SharedCalibration,
            main_regimes: Sequence[str], bound: float) -> GpuScore:
-    part = with_calibration(hw, cal.for_part(hw))
-    res = validate_hw(rows, {gpu: part}, main_regimes=main_regimes, bound=bound)
-    return GpuScore(gpu, hw.name, res.overall)
+    """A GPU's rows scored on its configs (one per hw-map key of that GPU) with ``cal`` applied to each."""
+    calibrated = {key: with_calibration(hw, cal.for_part(hw)) for key, hw in parts.items()}
+    res = validate_hw(rows, calibrated, main_regimes=main_regimes, bound=bound)
+    return GpuScore(gpu, " + ".join(dict.fromkeys(hw.name for hw in parts.values())), res.overall)
 
 
 def leave_one_gpu_out(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
                       grid: Sequence[float] = DEFAULT_GRID, penalty: float = 0.1,
                       main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND,
                       progress: Callable[[str], None] | None = None) -> LeaveOneGpuOut:
-    """For each GPU of ``hw_map``: fit shared values on the others, score it; then fit on all and score each."""
-    if len(hw_map) < 2:
-        raise AccelsimError("leave-one-GPU-out needs at least two GPUs in the hardware map")
+    """For each GPU of ``hw_map``: fit shared values on the others, score it; then fit on all and score each.
+
+    A GPU is a key's name before any ``@SOURCE`` qualifier: ``A100`` and ``A100@vllmbench`` (its rows
+    from one source, mapped to another SKU's config) are one GPU, left out together.
+    """
     keys = list(hw_map)
-    fit_rows = {g: select_rows(rows, g, keys, main_regimes=main_regimes, bound=bound) for g in keys}
-    own_rows = {g: [r for r in rows if match_gpu(r.gpu, keys) == g] for g in keys}
+    gpus = list(dict.fromkeys(gpu_name(k) for k in keys))
+    if len(gpus) < 2:
+        raise AccelsimError("leave-one-GPU-out needs at least two GPUs in the hardware map")
+    fit_rows = {k: select_rows(rows, k, keys, main_regimes=main_regimes, bound=bound) for k in keys}
+    parts = {g: {k: hw_map[k] for k in keys if gpu_name(k) == g} for g in gpus}
+    own_rows = {g: [r for r in rows if (k := match_row(r, keys)) is not None and gpu_name(k) == g] for g in gpus}
     folds = []
-    for gpu in keys:
+    for gpu in gpus:
         if progress:
             progress(f"fitting without {gpu}")
-        others = {g: fit_rows[g] for g in keys if g != gpu}
-        cal = fit_shared(others, {g: hw_map[g] for g in others}, grid=grid, penalty=penalty)
-        folds.append(LogoFold(gpu, cal, _score(gpu, own_rows[gpu], hw_map[gpu], cal, main_regimes, bound)))
+        others = {k: fit_rows[k] for k in keys if gpu_name(k) != gpu}
+        cal = fit_shared(others, {k: hw_map[k] for k in others}, grid=grid, penalty=penalty)
+        folds.append(LogoFold(gpu, cal, _score(gpu, own_rows[gpu], parts[gpu], cal, main_regimes, bound)))
     if progress:
         progress("fitting on every GPU")
     every = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty)
-    scores = tuple(_score(g, own_rows[g], hw_map[g], every, main_regimes, bound) for g in keys)
+    scores = tuple(_score(g, own_rows[g], parts[g], every, main_regimes, bound) for g in gpus)
     return LeaveOneGpuOut(tuple(folds), every, scores, _pooled(scores), bound, tuple(main_regimes))
 
 
