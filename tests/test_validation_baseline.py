@@ -18,6 +18,7 @@ from accelsim.analysis.measurements import (
     parse_measurements,
     read_measurements,
 )
+from accelsim.cli import main
 from accelsim.errors import AccelsimError
 from accelsim.report.validation_text import format_logo, format_report
 
@@ -134,3 +135,10 @@ def test_leave_one_gpu_out_leaves_a_gpu_out_with_all_its_keys() -> None:
     assert res.folds[0].calibration.fitted_on == ("H100",)
     assert set(res.folds[1].calibration.fitted_on) <= {"A100", "A100@vllmbench"}
     assert res.folds[0].score.hardware == "a100-like + a100-pcie-like"
+
+
+@pytest.mark.parametrize("item", ["@vllmbench=hwconfigs/a100-pcie-like.yaml", "A100@=hwconfigs/a100-like.yaml"])
+def test_a_source_key_needs_both_parts(item: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["validate-hw", str(REFERENCE / "gpu" / "a100_fp16_24_speedups.csv"), "--hw-map", item])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "GPU@SOURCE=CONFIG with both parts named" in err
