@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.analysis.records import OMIT_IF_NONE, Record
 from accelsim.energy import power_profile as _energy_power_profile
 from accelsim.energy import uncapped
 from accelsim.errors import ConfigError
 from accelsim.hardware.model import Hardware
+from accelsim.records import OMIT_IF_NONE, Record
 from accelsim.results import RunResult
 from accelsim.simulation import run
 from accelsim.workloads.model import Workload
