@@ -2,7 +2,7 @@
 
 Library code: nothing here prints or writes. Measurements come from :mod:`accelsim.analysis.measurements`.
 Each row is simulated as a one-GEMM workload, dense and 2:4, on the hardware its GPU name maps
-to (:func:`~accelsim.analysis.measurements.match_gpu`); the predicted speedup is the dense total over the
+to (:func:`~accelsim.analysis.measurements.match_row`); the predicted speedup is the dense total over the
 sparse total. Metrics per GPU / dtype / regime: MAE and MAPE of the speedup, the share of rows on the
 right side of 1.0x, and Spearman's rank correlation. Rows whose measured speedup exceeds the 2:4 bound
 (2.0x: the dense baseline ran below its own peak) are reported but never scored. The result is a frozen
@@ -172,7 +172,7 @@ def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
                 sparsity: str = "2:4", hw_sources: Mapping[str, str] | None = None) -> ValidationResult:
     """Simulate every measured row on its mapped hardware and score the predictions.
 
-    ``hw_map`` maps GPU names (or name prefixes, see :func:`~accelsim.analysis.measurements.match_gpu`) to
+    ``hw_map`` maps GPU names, name prefixes or ``GPU@SOURCE`` keys (see :func:`~accelsim.analysis.measurements.match_row`) to
     hardware configs; ``hw_sources`` optionally names the file each came from. The result holds every row
     (measured, predicted, error, status), the metrics per GPU / dtype / regime (``groups``), per GPU / dtype
     over the main regimes (``main``), over all scored main-regime rows (``overall``), the unscored rows and
