@@ -173,10 +173,10 @@ def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
     """Simulate every measured row on its mapped hardware and score the predictions.
 
     ``hw_map`` maps GPU names, name prefixes or ``GPU@SOURCE`` keys (see
-    :func:`~accelsim.analysis.measurements.match_row`) to hardware configs; ``hw_sources`` optionally names
-    the file each came from. The result holds every row (measured, predicted, error, status), the metrics per GPU / dtype / regime (``groups``), per GPU / dtype
-    over the main regimes (``main``), over all scored main-regime rows (``overall``), the unscored rows and
-    notes.
+    :func:`~accelsim.analysis.measurements.match_row`) to hardware configs; ``hw_sources`` optionally
+    names the file each came from. The result holds every row (measured, predicted, error, status), the
+    metrics per GPU / dtype / regime (``groups``), per GPU / dtype over the main regimes (``main``), over
+    all scored main-regime rows (``overall``), the unscored rows and notes.
     """
     if not hw_map:
         raise AccelsimError("validate_hw: the hardware map is empty; give at least one gpu=config")
