@@ -55,6 +55,15 @@ TILE_DTYPE = np.dtype([
 BINDING_NAMES = ("compute", "memory", "decode", "launch")
 TENSORS = ("a_values", "a_metadata", "b", "c")
 
+# What set a kernel's clock (``KernelResult.clock["limit"]``): nominal (the cap did not bind), power_cap (the
+# highest clock whose power fits tdp_w), clock_floor (even min_clock_fraction draws more than the TDP), and at
+# the nominal clock without a governor: no_power_cap (no energy.power_cap), no_energy (no energy figures).
+# TILE_CYCLE_COLUMNS: per-tile record columns that count cycles (rescaled with the clock).
+CLOCK_LIMITS = ("nominal", "power_cap", "clock_floor", "no_power_cap", "no_energy")
+CAPPED_LIMITS = frozenset({"power_cap", "clock_floor"})
+TILE_CYCLE_COLUMNS = ("load_start", "load_end", "decode_start", "decode_end", "compute_start", "compute_end",
+                      "wb_start", "wb_end", "compute_cycles", "stall_memory", "stall_decode")
+
 
 class KernelTotals(NamedTuple):
     """The scalars of one simulated kernel that every total is built from (runs and sweeps alike)."""
@@ -97,6 +106,17 @@ class KernelTotals(NamedTuple):
         return {"compute": self.compute, "memory": self.busy_memory, "decode": self.busy_decode,
                 "launch": self.launch}
 
+    def in_nominal_cycles(self, fraction: float) -> KernelTotals:
+        """These totals, counted at ``fraction`` of the nominal clock, as nominal-clock cycles (time x nominal clock):
+        each cycle count / ``fraction``, rounded, causes adding up to the total; bytes and binding as they were."""
+        if fraction == 1.0:
+            return self
+        c, d, la = round(self.compute / fraction), round(self.stall_decode / fraction), round(self.launch / fraction)
+        total = max(round(self.total / fraction), c + d + la)
+        return self._replace(total=total, compute=c, stall_memory=total - c - d - la, stall_decode=d, launch=la,
+                             busy_memory=round(self.busy_memory / fraction),
+                             busy_decode=round(self.busy_decode / fraction))
+
 
 class LayerTotals(NamedTuple):
     """One layer's (or ``count`` identical layers') share of a model total."""
@@ -107,6 +127,8 @@ class LayerTotals(NamedTuple):
     macs: int
     macs_executed: int
     count: int = 1  # type: ignore[assignment]  # shadows tuple.count on purpose: the natural name
+    clock_cycles: int | None = None  # cycles counted at the kernel's own clock (None: totals.total, nominal)
+    capped: bool = False  # the power cap lowered the kernel's clock
 
 
 @dataclass(frozen=True)
@@ -125,6 +147,8 @@ class ModelTotals:
     fallback_cycles: int
     binding_cycles: dict[str, int]  # cycles of the layers each resource binds
     dense_total_cycles: int
+    clock_cycles: int = 0  # cycles counted at each layer's own clock (= total when every clock is nominal)
+    capped_layers: int = 0  # layers whose clock the power cap lowered
 
     @property
     def total(self) -> int:
@@ -143,6 +167,10 @@ class ModelTotals:
     def fallback_share_of_time(self) -> float:
         return round(self.fallback_cycles / self.total, 6) if self.total else 0.0
 
+    def effective_clock_ghz(self, nominal_ghz: float) -> float:
+        """The time-weighted mean clock: cycles at each layer's clock over nominal-clock cycles (time)."""
+        return round(nominal_ghz * self.clock_cycles / self.total, 6) if self.total else nominal_ghz
+
     def binding(self) -> tuple[str, float]:
         """The resource binding most of the model's cycles, and that share of them."""
         best = max(BINDING_NAMES, key=lambda b: (self.binding_cycles[b], -BINDING_NAMES.index(b)))
@@ -154,12 +182,15 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
     total = compute = stall_mem = stall_dec = launch = 0
     dram = [0, 0, 0, 0]
     sram = [0, 0, 0, 0]
-    macs = macs_exec = n_layers = requested = fallback = fallback_cycles = 0
+    macs = macs_exec = n_layers = requested = fallback = fallback_cycles = clock_cycles = capped = 0
     paths: dict[str, int] = {}
     bind = dict.fromkeys(BINDING_NAMES, 0)
-    for t, path, req, m, mx, n in layers:
+    for t, path, req, m, mx, n, at_clock, is_capped in layers:
         cyc = n * t.total
         total += cyc
+        clock_cycles += n * (t.total if at_clock is None else at_clock)
+        if is_capped:
+            capped += n
         compute += n * t.compute
         stall_mem += n * t.stall_memory
         stall_dec += n * t.stall_decode
@@ -188,16 +219,20 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
         dram=dict(zip(TENSORS, dram, strict=True)), sram=dict(zip(TENSORS, sram, strict=True)), macs=macs,
         macs_executed=macs_exec, layers=n_layers, layers_by_path=dict(sorted(paths.items())),
         requested_layers=requested, fallback_layers=fallback, fallback_cycles=fallback_cycles, binding_cycles=bind,
-        dense_total_cycles=dense_total_cycles)
+        dense_total_cycles=dense_total_cycles, clock_cycles=clock_cycles, capped_layers=capped)
 
 
 @dataclass(frozen=True, eq=False)
 class KernelResult:
     """Simulated cost of one kernel (layer). Frozen; equal to another when their JSON forms are.
 
-    ``counts`` (decode groups and vector ops, which energy is computed from) and ``tiles`` (per-tile
-    records, :data:`TILE_DTYPE`) are not part of the JSON: a result read back has neither.
-    """
+    ``counts`` (decode groups, vector ops and the clock fraction, which energy is computed from) and
+    ``tiles`` (per-tile records, :data:`TILE_DTYPE`) are not part of the JSON: a result read back has neither.
+
+    Cycles are nominal-clock cycles (time x the config's ``clock_ghz``); ``clock`` (None in results
+    written before clocks were echoed): ``ghz`` (the kernel's own), ``limit`` (:data:`CLOCK_LIMITS`),
+    ``power_capped``, ``cycles_at_clock`` (cycles of its own clock), ``power_w`` (at that clock, when a
+    cap governs) and ``dense_ghz`` (its dense baseline's, when that is another kernel)."""
 
     name: str
     op: str
@@ -219,6 +254,7 @@ class KernelResult:
     counts: dict[str, float] = field(default_factory=dict)
     tiles: np.ndarray | None = field(default=None, repr=False)
     energy: dict[str, Any] | None = None
+    clock: dict[str, Any] | None = None
 
     @property
     def speedup_vs_dense(self) -> float:
@@ -244,7 +280,30 @@ class KernelResult:
         t = KernelTotals(c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], d["a_values"],
                          d["a_metadata"], d["b"], d["c"], s["a_values"], s["a_metadata"], s["b"], s["c"], b["memory"],
                          b["decode"], self.binding, float(self.counts.get("decode_groups", 0.0)))
-        return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed)
+        clock = self.clock
+        return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed, 1,
+                           None if clock is None else clock["cycles_at_clock"],
+                           clock is not None and clock["power_capped"])
+
+    def in_nominal_cycles(self, fraction: float, clock: dict[str, Any]) -> KernelResult:
+        """This result, simulated at ``fraction`` of the nominal clock, with its cycles counted as nominal-clock
+        cycles (:meth:`KernelTotals.in_nominal_cycles`), tile records alike, ``clock`` echoed (plus
+        ``cycles_at_clock``). Shares the dicts it leaves alone with this result (a cache entry's view)."""
+        if fraction == 1.0:  # the hot path: a shallow copy with the clock echoed
+            out = object.__new__(KernelResult)
+            out.__dict__.update(self.__dict__, clock={**clock, "cycles_at_clock": self.cycles["total"]})
+            return out
+        actual = self.layer_totals().totals
+        t, tiles, util = actual.in_nominal_cycles(fraction), self.tiles, self.utilization
+        util = util * actual.total / t.total if t.total else util
+        if tiles is not None:
+            tiles = tiles.copy()
+            for col in TILE_CYCLE_COLUMNS:
+                tiles[col] = tiles[col] / fraction
+            tiles.setflags(write=False)
+        return dataclasses.replace(self, cycles=t.cycles(), busy=t.busy(), tiles=tiles, utilization=util,
+                                   counts={**self.counts, "clock_fraction": fraction},
+                                   clock={**clock, "cycles_at_clock": actual.total})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON body of this layer (no per-tile records, no ``counts``)."""
@@ -257,6 +316,7 @@ class KernelResult:
             "busy": self.busy, "tiling": self.tiling,
             "speedup_vs_dense": round(self.speedup_vs_dense, 6), "dense_cycles": self.baseline_cycles,
             **({"energy": self.energy} if self.energy is not None else {}),
+            **({"clock": self.clock} if self.clock is not None else {}),
         }
 
     @classmethod
@@ -266,7 +326,8 @@ class KernelResult:
         total = data["cycles"]["total"]
         dense = data["dense_cycles"] if "dense_cycles" in data else round(data["speedup_vs_dense"] * total)
         fields = {k: copy.deepcopy(data[k]) for k in _LAYER_KEYS}
-        return cls(**fields, dense_cycles=int(dense), energy=copy.deepcopy(data.get("energy")))
+        return cls(**fields, dense_cycles=int(dense), energy=copy.deepcopy(data.get("energy")),
+                   clock=copy.deepcopy(data.get("clock")))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, KernelResult):
@@ -373,7 +434,28 @@ class RunResult:
             **({"energy": self.energy_totals()} if self.layers and self.layers[0].energy is not None else {}),
             "fallback": {"layers": t.fallback_layers, "cycles": t.fallback_cycles,
                          "share_of_time": t.fallback_share_of_time()},
+            **({"clock": self.clock_totals(t)} if self.layers and self.layers[0].clock is not None else {}),
         }
+
+    def clock_totals(self, t: ModelTotals | None = None) -> dict[str, Any]:
+        """Clocks: nominal, time-weighted effective (overall, per path, dense baseline), layers capped, governor."""
+        t, nominal, dense_weighted = t or self.model_totals(), self.clock_ghz, 0.0
+        paths: dict[str, list[int]] = {}
+        limits: set[str] = set()
+        for r in self.layers:
+            c = r.clock or {"ghz": nominal, "cycles_at_clock": r.cycles["total"], "limit": "nominal"}
+            acc = paths.setdefault(r.path, [0, 0])
+            acc[0], acc[1] = acc[0] + c["cycles_at_clock"], acc[1] + r.cycles["total"]
+            dense_weighted += c.get("dense_ghz", c["ghz"]) * r.baseline_cycles
+            limits.add(c["limit"])
+        cap = (self.hardware.get("energy") or {}).get("power_cap")
+        governor = next((x for x in ("no_energy", "no_power_cap") if x in limits), "power_cap")
+        dense = self.dense_total_cycles
+        return {"nominal_ghz": nominal, "effective_ghz": t.effective_clock_ghz(nominal),
+                "by_path": {p: round(nominal * a / b, 6) if b else nominal for p, (a, b) in sorted(paths.items())},
+                "dense_baseline_ghz": round(dense_weighted / dense, 6) if dense else nominal,
+                "power_capped_layers": t.capped_layers, "governor": governor,
+                "tdp_w": cap["tdp_w"] if cap and governor == "power_cap" else None}
 
     def energy_totals(self) -> dict[str, Any]:
         """Model energy by component and tensor, power, inferences per joule, and dense vs this run."""

@@ -1,4 +1,9 @@
-"""Run a workload on a hardware config: lower, simulate each kernel (and its dense baseline)."""
+"""Run a workload on a hardware config: lower, simulate each kernel (and its dense baseline).
+
+Every kernel runs at its power-limited clock (:func:`accelsim.energy.settle_clock`: the nominal clock
+unless the config's ``energy.power_cap`` binds); cycles are nominal-clock cycles (time x clock_ghz)
+and each layer echoes its clock (``KernelResult.clock``).
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,53 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from accelsim.energy import layer_energy
-from accelsim.engine import simulate
+from accelsim.energy import at_clock, layer_energy, settle_clock
+from accelsim.engine import simulate, simulate_totals
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, lower
-from accelsim.results import KernelResult, RunResult, build_meta, rounded
+from accelsim.results import KernelResult, KernelTotals, RunResult, build_meta, rounded
 from accelsim.workloads.model import Conv2d, Gemm, Workload
 
 
 class Simulator:
-    """Simulates kernels on one hardware config, once per distinct kernel (cached)."""
+    """Simulates kernels on one hardware config, once per distinct kernel (cached).
+
+    ``sim(kernel)`` is the kernel at the nominal clock; ``sim.settled(kernel)`` at its power-limited
+    clock, in nominal-clock cycles, with its clock echoed (what a run reports).
+    """
 
     def __init__(self, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = False) -> None:
         self.hw = hw
         self.source = source
         self.keep_tiles = keep_tiles
         self._cache: dict[tuple, KernelResult] = {}
+        self._settled: dict[tuple, KernelResult] = {}
+        self._at: dict[tuple[float, tuple], KernelTotals] = {}
+
+    def settled(self, kernel: Kernel) -> KernelResult:
+        """``kernel`` at the clock the power cap lets it sustain (cycles counted at the nominal clock)."""
+        key = kernel.cache_key()
+        hit = self._settled.get(key)
+        if hit is None:
+            nominal = self(kernel)
+
+            def totals_at(f: float) -> KernelTotals:
+                if f == 1.0:
+                    return nominal.layer_totals().totals
+                k = (f, key)
+                t = self._at.get(k)
+                if t is None:
+                    t = self._at[k] = simulate_totals(kernel, at_clock(self.hw, f), self.source)
+                return t
+
+            clock = settle_clock(self.hw, kernel, totals_at)
+            res = nominal if clock.fraction == 1.0 else simulate(kernel, at_clock(self.hw, clock.fraction),
+                                                                 self.source, keep_tiles=self.keep_tiles)
+            hit = self._settled[key] = res.in_nominal_cycles(clock.fraction, clock.echo(self.hw))
+        return hit
 
     def __call__(self, kernel: Kernel) -> KernelResult:
         key = kernel.cache_key()
@@ -47,9 +80,11 @@ def choose_path(kernel: Kernel, cycles: int, dense_cycles: int, policy: str) -> 
 
 
 def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelResult:
+    clock = res.clock if base is res or res.clock is None or base.clock is None else \
+        {**res.clock, "dense_ghz": base.clock["ghz"]}
     return res.replace(name=kernel.name, op=kernel.op, reason=kernel.reason, path=kernel.path,
                        pattern_requested=kernel.pattern_requested, pattern_executed=kernel.pattern_executed,
-                       dense_cycles=base.cycles["total"])
+                       dense_cycles=base.cycles["total"], clock=clock)
 
 
 def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str, Any]:
@@ -133,8 +168,8 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     bases: list[KernelResult] = []
     dense_total = 0
     for i, kernel in enumerate(kernels):
-        res = sim(kernel)
-        base = sim(kernel.as_dense()) if kernel.sparse else res
+        res = sim.settled(kernel)
+        base = sim.settled(kernel.as_dense()) if kernel.sparse else res
         chosen = choose_path(kernel, res.cycles["total"], base.cycles["total"], policy)
         if chosen is not kernel:
             kernel = kernels[i] = chosen
@@ -150,6 +185,11 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         problem = _add_energy(results, bases, model.dtype, hw)
         if problem:
             warnings.append(problem)
+    floor = sum(1 for r in results if r.clock is not None and r.clock["limit"] == "clock_floor")
+    if floor and hw.energy is not None and hw.energy.power_cap is not None:
+        cap = hw.energy.power_cap
+        warnings.append(f"{floor:,} layer(s) draw more than energy.power_cap.tdp_w {cap.tdp_w:g} W even at "
+                        f"min_clock_fraction {cap.min_clock_fraction:g}: they run at that floor, above the cap")
     fp = footprint(model, kernels, hw)
     if fp["fits"] is False:
         warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "

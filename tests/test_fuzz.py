@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from accelsim.cli import main  # noqa: E402
+from accelsim.hardware.families import read_hardware_data  # noqa: E402
 
 EXAMPLES = 60
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -136,7 +137,7 @@ def small_workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("config", ["a100-like.yaml", "tpu-like.yaml", "edge-npu.yaml"])
 def test_fuzzed_hardware_configs(config: str, small_workload: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    base = yaml.safe_load((HW / config).read_text())
+    base = read_hardware_data(HW / config).data  # a GPU config merged with its family: fuzzed as one file
     tmp = tmp_path_factory.mktemp("hw")
 
     @FUZZ

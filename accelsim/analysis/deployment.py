@@ -49,12 +49,12 @@ from accelsim.analysis.deployment_summary import (
     support_matrix,
 )
 from accelsim.analysis.reality import RealityCheck, reality_check
-from accelsim.analysis.records import OMIT_IF_NONE, Record, freeze
 from accelsim.analysis.sensitivity import Sensitivity, sensitivity
 from accelsim.errors import AccelsimError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware
 from accelsim.lowering import POLICIES, REASON_CODES, lower
+from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import RunResult, build_meta
 from accelsim.simulation import Simulator, peak_macs_per_cycle, run
 from accelsim.workloads.model import Workload

@@ -15,10 +15,10 @@ import copy
 import dataclasses
 from typing import Any
 
-from accelsim.analysis.records import Record
 from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware, hardware_from_dict
 from accelsim.lowering import FALLBACK_REASONS, REASON_CODES, Kernel, resolve_pattern, sparse_view
+from accelsim.records import Record
 from accelsim.results import KernelResult, RunResult
 from accelsim.simulation import Simulator
 from accelsim.workloads.model import Workload

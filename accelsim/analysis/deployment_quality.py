@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.analysis.records import Record, freeze
 from accelsim.errors import AccelsimError
 from accelsim.formats import SparsityFormat, parse_format
+from accelsim.records import Record, freeze
 from accelsim.results import RunResult
 from accelsim.workloads.model import WEIGHT_OPS, Workload
 

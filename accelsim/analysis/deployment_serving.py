@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from accelsim.analysis.records import OMIT_IF_NONE, Record, freeze
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
+from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.serving import ServingModel
 from accelsim.simulation import Simulator
 from accelsim.workloads.model import Workload

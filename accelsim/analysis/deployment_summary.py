@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from accelsim.analysis.reality import RealityCheck
-from accelsim.analysis.records import Record, freeze
+from accelsim.records import Record, freeze
 from accelsim.results import KernelResult, RunResult
 from accelsim.workloads.model import Workload
 

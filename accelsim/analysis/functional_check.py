@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.analysis.records import OMIT_IF_NONE, Record, freeze
 from accelsim.engine import simulate
 from accelsim.engine import tiling as tl
 from accelsim.engine.functional import nm_gemm_tiles
@@ -40,6 +39,7 @@ from accelsim.formats.nm import (
 from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.lowering import REASON_CODES, Kernel, lower_layer
+from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.workloads.model import Gemm
 
 __all__ = ["Compressed", "FunctionalCheck", "GemmShape", "Pruned", "TilePlan", "compress", "decompress",

@@ -31,6 +31,9 @@ KNOWN_REGIMES = ("kernel-gemm", "inference-linear", "decode-regime linear", "tra
 # table: a decode linear is a GEMV-like kernel with padding, training adds runtime pruning and backward GEMMs.
 MAIN_REGIMES = ("kernel-gemm", "inference-linear")
 SPARSE_BOUND = 2.0  # 2:4 halves the multiplies; a measured speedup above 2x means a weak dense baseline
+# Spellings of a dtype that name a variant of one accelsim dtype: fp8's two encodings run at one rate.
+DTYPE_VARIANTS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8"}
+_PRESUMED = re.compile(r"^(?P<dtype>[a-z0-9_]+)\s*\(presumed\)$")
 
 
 class MeasurementError(ConfigError):
@@ -54,9 +57,22 @@ class Measurement:
     notes: str
     regime: str
     backend: str
+    dtype_written: str | None = None  # the CSV's spelling when it differs (a variant, or "(presumed)")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if self.dtype_written is None:
+            del d["dtype_written"]
+        return d
+
+
+def canonical_dtype(written: str) -> str:
+    """The accelsim dtype a CSV spelling names: ``fp8_e4m3`` -> ``fp8``, ``fp16 (presumed)`` -> ``fp16``."""
+    text = written.strip().lower()
+    presumed = _PRESUMED.match(text)
+    if presumed:
+        text = presumed.group("dtype")
+    return DTYPE_VARIANTS.get(text, text)
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -147,10 +163,12 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
         gpu = (rec.get("gpu") or "").strip()
         if not gpu:
             raise MeasurementError(source, f"line {line}, column gpu", "is empty")
-        dtype = (rec.get("dtype") or "").strip().lower()
+        written = (rec.get("dtype") or "").strip()
+        dtype = canonical_dtype(written)
         if dtype not in DTYPE_BYTES:
             raise MeasurementError(source, f"line {line}, column dtype",
-                                   f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")
+                                   f"unknown dtype {written.lower()!r}; known: {', '.join(DTYPE_BYTES)} "
+                                   f"(and {', '.join(DTYPE_VARIANTS)}; 'X (presumed)')")
         m, n, k = (_number(rec.get(c, ""), source, line, c, int, True) for c in ("m", "n", "k"))
         dense = _number(rec.get("dense_time_us", ""), source, line, "dense_time_us", float, False)
         sparse = _number(rec.get("sparse_time_us", ""), source, line, "sparse_time_us", float, False)
@@ -161,7 +179,8 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
         regime = (rec.get("regime") or "").strip() or regime_of(notes)
         rows.append(Measurement(line=line, gpu=gpu, dtype=dtype, m=m, n=n, k=k, dense_us=dense, sparse_us=sparse,
                                 speedup=float(speedup), source=(rec.get("source") or "").strip(), notes=notes,
-                                regime=regime, backend=backend_of(notes)))
+                                regime=regime, backend=backend_of(notes),
+                                dtype_written=written if written.lower() != dtype else None))
     if not rows:
         raise MeasurementError(source, None, "no measurement rows after the header")
     return rows
@@ -184,6 +203,25 @@ def read_measurements(path: str | Path) -> list[Measurement]:
 
 
 # ---------------------------------------------------------------------------------------- matching
+
+def gpu_name(key: str) -> str:
+    """The GPU a hw-map key names: ``A100@vllmbench`` -> ``A100`` (a key without ``@`` is its own name)."""
+    return key.partition("@")[0]
+
+
+def match_row(row: Measurement, keys: Iterable[str]) -> str | None:
+    """The hw-map key for a measured row. A key ``GPU@SOURCE`` takes the rows of GPU whose source contains
+    SOURCE (case-insensitive; e.g. ``A100@vllmbench`` for the SlideSparse rows, measured on PCIe parts);
+    other rows of GPU take the plain key (:func:`match_gpu`)."""
+    keys = list(keys)
+    best = None
+    for key in keys:
+        gpu, sep, source = key.partition("@")
+        if sep and source and match_gpu(row.gpu, [gpu]) is not None and source.lower() in row.source.lower():
+            if best is None or len(key) > len(best):
+                best = key
+    return best if best is not None else match_gpu(row.gpu, [k for k in keys if "@" not in k])
+
 
 def match_gpu(gpu: str, keys: Iterable[str]) -> str | None:
     """The hw-map key for a row's GPU name: the exact name, else the longest key that is a prefix of it.

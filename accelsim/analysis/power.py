@@ -1,14 +1,15 @@
 """Power-limited runs: power over time of a dense and a sparse run, and what the power cap's governor does.
 
-:func:`profile_power` takes one run (made with ``keep_tiles=True`` on a config with an energy
-block) and returns its :class:`PowerProfile`: power in fixed windows over ``repeats`` back-to-back
-inferences (:func:`accelsim.energy.power_profile`), the run under the config's power cap (the
-governor lowers the clock while the smoothed power is above the cap's TDP: capped latency, clock
-over time) and the uncapped figures. :func:`compare_power` pairs a dense and a sparse run;
-:func:`power_limited` simulates both for a workload and compares them. ``accelsim plot power``
-draws the comparison (:func:`accelsim.report.plots.plot_power`).
-
-What ``accelsim run`` does with a power cap is not changed here.
+:func:`profile_power` takes one run at the nominal clock (made with ``keep_tiles=True`` on
+``energy.uncapped(hw)``, a config with an energy block) and returns its :class:`PowerProfile`: power
+in fixed windows over ``repeats`` back-to-back inferences (:func:`accelsim.energy.power_profile`),
+the run under the transient governor (it lowers the clock while the smoothed power is above the
+cap's TDP: capped latency, clock over time), the uncapped figures and, when given the same run on
+``hw`` itself, its steady state: each kernel at its power-limited clock, what ``run``, ``sweep``,
+``serve`` and ``report`` use (:func:`accelsim.energy.settle_clock`; the transient loop draws the
+same power-vs-clock relation and settles there on a steady load). :func:`compare_power` pairs a
+dense and a sparse run; :func:`power_limited` simulates both for a workload and compares them.
+``accelsim plot power`` draws the comparison (:func:`accelsim.report.plots.plot_power`).
 """
 
 from __future__ import annotations
@@ -18,16 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.analysis.records import OMIT_IF_NONE, Record
 from accelsim.energy import power_profile as _energy_power_profile
+from accelsim.energy import uncapped
 from accelsim.errors import ConfigError
 from accelsim.hardware.model import Hardware
+from accelsim.records import OMIT_IF_NONE, Record
 from accelsim.results import RunResult
 from accelsim.simulation import run
 from accelsim.workloads.model import Workload
 
-__all__ = ["GovernedRun", "PowerComparison", "PowerProfile", "PowerTrace", "UncappedRun", "compare_power",
-           "power_limited", "profile_power"]
+__all__ = ["GovernedRun", "PowerComparison", "PowerProfile", "PowerTrace", "SteadyRun", "UncappedRun",
+           "compare_power", "power_limited", "profile_power"]
 
 
 def _frozen_array(values: Any) -> np.ndarray:
@@ -71,8 +73,19 @@ class UncappedRun(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class SteadyRun(Record):
+    """The run with every kernel at its steady power-limited clock (what ``accelsim run`` reports), repeated."""
+
+    latency_s: float
+    effective_clock_ghz: float  # time-weighted
+    clock_by_path_ghz: dict[str, float]
+    power_capped_layers: int  # per inference
+    avg_power_w: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PowerProfile(Record):
-    """One run's power over time, uncapped and under the governor."""
+    """One run's power over time, uncapped and under the governor (transient, and steady when known)."""
 
     label: str
     trace: PowerTrace
@@ -80,6 +93,7 @@ class PowerProfile(Record):
     uncapped: UncappedRun
     repeats: int
     window_s: float
+    steady: SteadyRun | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -94,9 +108,18 @@ class PowerComparison(Record):
     profiles: tuple[PowerProfile, ...]  # dense first, then the sparse run
 
 
+def _steady(result: RunResult, repeats: int) -> SteadyRun:
+    t = result.totals
+    clock = t.get("clock") or {"effective_ghz": result.clock_ghz, "by_path": {}, "power_capped_layers": 0}
+    return SteadyRun(latency_s=repeats * t["latency_us"] * 1e-6, effective_clock_ghz=clock["effective_ghz"],
+                     clock_by_path_ghz=dict(clock["by_path"]), power_capped_layers=clock["power_capped_layers"],
+                     avg_power_w=t["energy"]["avg_power_w"] if "energy" in t else None)
+
+
 def profile_power(result: RunResult, hw: Hardware, *, label: str, repeats: int = 1,
-                  window_s: float | None = None) -> PowerProfile:
-    """Power over time of ``result`` (run with ``keep_tiles=True``) ``repeats`` times back to back, capped or not."""
+                  window_s: float | None = None, steady: RunResult | None = None) -> PowerProfile:
+    """Power over time of ``result`` (run at the nominal clock with ``keep_tiles=True``) ``repeats`` times back
+    to back, capped or not; ``steady``: the same workload run on ``hw`` (its steady power-limited clocks)."""
     prof = _energy_power_profile(result, hw, repeats, window_s)
     tr, cap, unc = prof["trace"], prof["capped"], prof["uncapped"]
     return PowerProfile(
@@ -111,24 +134,31 @@ def profile_power(result: RunResult, hw: Hardware, *, label: str, repeats: int =
         uncapped=UncappedRun(**unc),
         repeats=prof["repeats"],
         window_s=prof["window_s"],
+        steady=_steady(steady, repeats) if steady is not None else None,
     )
 
 
-def compare_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: int = 1) -> PowerComparison:
-    """Power profiles of a dense and a sparse run of one workload on ``hw`` (both run with ``keep_tiles=True``)."""
+def compare_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: int = 1,
+                  steady: tuple[RunResult, RunResult] | None = None) -> PowerComparison:
+    """Power profiles of a dense and a sparse run of one workload on ``uncapped(hw)`` (both with
+    ``keep_tiles=True``); ``steady``: the (dense, sparse) runs on ``hw`` itself."""
     if hw.energy is None:
         raise ConfigError("<hardware>", "energy", "this hardware config has no energy block")
     cap = hw.energy.power_cap
     return PowerComparison(
         hardware=hw.name, workload=str(dense.workload.get("name", "")), sparsity=sparse.sparsity,
         tdp_w=cap.tdp_w if cap is not None else None, repeats=repeats,
-        profiles=(profile_power(dense, hw, label="dense", repeats=repeats),
-                  profile_power(sparse, hw, label=sparse.sparsity or "sparse", repeats=repeats)))
+        profiles=(profile_power(dense, hw, label="dense", repeats=repeats, steady=steady[0] if steady else None),
+                  profile_power(sparse, hw, label=sparse.sparsity or "sparse", repeats=repeats,
+                                steady=steady[1] if steady else None)))
 
 
 def power_limited(model: Workload, hw: Hardware, sparsity: str | None, *, repeats: int = 1,
                   hw_source: str = "<hardware>") -> PowerComparison:
-    """Simulate ``model`` sparse (``sparsity``; None: its plan) and dense on ``hw``; compare their power."""
-    sparse = run(model, hw, sparsity, hw_source=hw_source, keep_tiles=True)
-    dense = run(model, hw, "dense", hw_source=hw_source, keep_tiles=True)
-    return compare_power(dense, sparse, hw, repeats)
+    """Simulate ``model`` sparse (``sparsity``; None: its plan) and dense on ``hw``, at the nominal clock (the
+    traces) and at the steady power-limited clocks; compare their power."""
+    nominal = uncapped(hw)
+    sparse = run(model, nominal, sparsity, hw_source=hw_source, keep_tiles=True)
+    dense = run(model, nominal, "dense", hw_source=hw_source, keep_tiles=True)
+    steady = (run(model, hw, "dense", hw_source=hw_source), run(model, hw, sparsity, hw_source=hw_source))
+    return compare_power(dense, sparse, hw, repeats, steady)

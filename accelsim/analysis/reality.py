@@ -26,12 +26,12 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from accelsim.analysis.records import OMIT_IF_NONE, Record, freeze
 from accelsim.errors import AccelsimError
 from accelsim.formats import parse_format
 from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware, hardware_from_dict
 from accelsim.lowering import FALLBACK_REASONS, Kernel, lower
+from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import RunResult
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload

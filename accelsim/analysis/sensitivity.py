@@ -11,9 +11,9 @@ import copy
 import dataclasses
 from typing import Any
 
-from accelsim.analysis.records import Record
 from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.records import Record
 from accelsim.simulation import run
 from accelsim.workloads.model import Workload
 

@@ -31,12 +31,14 @@ class Metrics:
     max_abs: float | None = None
     dense_time_mape: float | None = None
     sparse_time_mape: float | None = None
+    rule_mae: float | None = None  # the FLOPs rule of thumb (gpu_validation.rule_of_thumb) on the same rows
+    rule_right_side: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (without the time errors when there are no rows, as validation.json always had)."""
+        """Plain data (without the time errors and the rule of thumb when there are no rows)."""
         d = asdict(self)
         if not self.n:
-            del d["dense_time_mape"], d["sparse_time_mape"]
+            del d["dense_time_mape"], d["sparse_time_mape"], d["rule_mae"], d["rule_right_side"]
         return d
 
 

@@ -241,9 +241,15 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_step(step: str) -> None:
+    print(f"accelsim validate-hw: {step}", file=sys.stderr)
+
+
 def cmd_validate_hw(args: argparse.Namespace) -> int:
     """Predicted vs measured speedups; the exit code says whether they agree."""
-    code, text = validate_hw_command(args.measurements, args.hw_map, args.out)
+    measurements = args.measurements[0] if len(args.measurements) == 1 else args.measurements
+    code, text = validate_hw_command(measurements, args.hw_map, args.out, logo=args.leave_one_gpu_out,
+                                     progress=_say_step)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return code
 
@@ -298,8 +304,15 @@ def add_plot(sub: options.Subparsers) -> None:
 def add_validate_hw(sub: options.Subparsers) -> None:
     """The validate-hw subcommand."""
     vh = sub.add_parser("validate-hw", help="predicted vs measured 2:4 speedups on real GPUs")
-    vh.add_argument("measurements", help="CSV in the format of shared/reference/gpu/a100_fp16_24_speedups.csv")
-    vh.add_argument("--hw-map", action="append", required=True, metavar="GPU=CONFIG",
-                    help="which config simulates which GPU, e.g. A100=hwconfigs/a100-like.yaml (repeatable)")
+    vh.add_argument("measurements", nargs="+",
+                    help="CSV(s) in the format of shared/reference/gpu/a100_fp16_24_speedups.csv (line numbers "
+                         "in the output are per file)")
+    vh.add_argument("--leave-one-gpu-out", action="store_true",
+                    help="also fit the calibrated fields shared by all mapped GPUs but one and predict the one "
+                         "left out (needs two or more GPUs; about a minute)")
+    vh.add_argument("--hw-map", action="append", required=True, metavar="GPU[@SOURCE]=CONFIG",
+                    help="which config simulates which GPU, e.g. A100=hwconfigs/a100-like.yaml (repeatable); "
+                         "GPU@SOURCE=CONFIG takes the rows of GPU whose source contains SOURCE, e.g. "
+                         "A100@vllmbench=hwconfigs/a100-pcie-like.yaml")
     options.add_out(vh, "directory for validation.json/.csv and the scatter plot")
     vh.set_defaults(func=cmd_validate_hw)

@@ -8,7 +8,7 @@ import sys
 from accelsim.analysis.functional_check import functional_check
 from accelsim.cli import options
 from accelsim.cli.common import emit, output_format
-from accelsim.cli.file_kinds import KINDS, schema_text, validate_file
+from accelsim.cli.file_kinds import KINDS, provenance_text, schema_text, validate_file
 from accelsim.errors import AccelsimError
 from accelsim.fileio import resolve_target
 from accelsim.report.functional_text import format_check
@@ -22,6 +22,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.files:
         try:
             print(validate_file(path))
+            table = provenance_text(path) if args.provenance else None
+            if table:
+                print(table)
         except AccelsimError as exc:
             bad.append(path)
             lines = exc.lines()  # one file's own problems: at most ten, then "and N more"
@@ -75,6 +78,9 @@ def add_validate(sub: options.Subparsers) -> None:
     v = sub.add_parser("validate", help="check hardware configs, workloads, sweep specs, runtime configs and "
                                         "variants files (the kind is recognised from the keys)")
     v.add_argument("files", nargs="+")
+    v.add_argument("--provenance", action="store_true",
+                   help="hardware configs: also list every number with its kind (spec, derived, family-calibrated, "
+                        "estimate), sources and derivation")
     v.set_defaults(func=cmd_validate)
 
 

@@ -15,7 +15,10 @@ from typing import Any
 
 from accelsim.config.schema import read_yaml
 from accelsim.errors import ConfigError
-from accelsim.hardware.model import Hardware, hardware_from_dict, hardware_schema
+from accelsim.hardware.families import EXTENDS_KEY, FAMILY_KEY, PROVENANCE_KEY, read_hardware_data
+from accelsim.hardware.model import Hardware, hardware_schema, load_hardware_with_provenance
+from accelsim.hardware.provenance import Provenance, provenance
+from accelsim.report.provenance_text import format_provenance
 from accelsim.serving.config import RuntimeConfig
 from accelsim.serving.variants import VariantsFile, load_variants
 from accelsim.sweep import load_spec
@@ -39,8 +42,20 @@ def _workload(path: Path, data: dict[str, Any], src: str) -> str:
     return f"{src}: ok (workload '{wl.name}', {len(wl.layers)} layers)"
 
 
+def hardware_file_provenance(path: Path, data: dict[str, Any]) -> tuple[str, Provenance]:
+    """(what the file is, its provenance) of a hardware config or family file; ConfigError if invalid."""
+    if FAMILY_KEY in data:
+        hd = read_hardware_data(path, family=True)
+        prov = provenance(hd)
+        return f"hardware family '{data[FAMILY_KEY]}'", prov
+    hw, prov = load_hardware_with_provenance(path)
+    extends = f", extends {data[EXTENDS_KEY]}" if EXTENDS_KEY in data else ""
+    return f"hardware '{hw.name}'{extends}", prov
+
+
 def _hardware(path: Path, data: dict[str, Any], src: str) -> str:
-    return f"{src}: ok (hardware '{hardware_from_dict(data, src).name}')"
+    what, prov = hardware_file_provenance(path, data)
+    return f"{src}: ok ({what}; {prov.summary()})" if prov.declared else f"{src}: ok ({what})"
 
 
 def _sweep(path: Path, data: dict[str, Any], src: str) -> str:
@@ -83,7 +98,7 @@ def detect_kind(data: Any, source: str) -> str:
         return "sweep"
     if "variants" in keys:
         return "variants"
-    if keys & (set(Hardware.model_fields) - {"name"}):
+    if keys & ((set(Hardware.model_fields) - {"name"}) | {EXTENDS_KEY, FAMILY_KEY, PROVENANCE_KEY}):
         return "hardware"
     if keys and keys <= set(RuntimeConfig.model_fields):
         return "runtime"
@@ -97,6 +112,15 @@ def validate_file(path: str | Path) -> str:
     src = str(path)
     data, _ = read_yaml(path)
     return FILE_KINDS[detect_kind(data, src)].verdict(Path(path), data, src)
+
+
+def provenance_text(path: str | Path) -> str | None:
+    """The per-value provenance table of a hardware config or family file (None for other kinds)."""
+    data, _ = read_yaml(path)
+    if detect_kind(data, str(path)) != "hardware":
+        return None
+    _, prov = hardware_file_provenance(Path(path), data)
+    return format_provenance(prov, str(path))
 
 
 def schema_text(kind: str) -> str:

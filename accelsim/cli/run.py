@@ -79,6 +79,8 @@ def format_table(result: RunResult) -> str:
             f"A metadata {_fmt_int(dram['a_metadata'])}, B {_fmt_int(dram['b'])}, C {_fmt_int(dram['c'])} | "
             f"dense total {_fmt_int(t['dense_total_cycles'])} cycles")
     lines = [title, line(head), sep, *[line(r) for r in rows[:-1]], sep, line(rows[-1]), foot]
+    if "clock" in t:
+        lines.append(clock_line(t["clock"], len(body["layers"]), wl.get("dtype", "")))
     if "energy" in t:
         e = t["energy"]
         comp = e["by_component_j"]
@@ -98,10 +100,29 @@ def format_table(result: RunResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+_NOMINAL_WHY = {"no_power_cap": "the config has no energy.power_cap, so no power limit applies",
+                "no_energy": "no energy figures for this config / dtype, so the power cap cannot apply"}
+
+
+def clock_line(c: dict, layers: int, dtype: str) -> str:
+    """The table's clock line: nominal and effective clocks, and what governed them (said also when nothing did)."""
+    head = f"clock {c['nominal_ghz']:g} GHz nominal"
+    if c["governor"] in _NOMINAL_WHY:
+        why = _NOMINAL_WHY[c["governor"]] + (f" ({dtype})" if c["governor"] == "no_energy" and dtype else "")
+        return f"{head}, every layer at it: {why}"
+    paths = ", ".join(f"{p} {g:.3f}" for p, g in c["by_path"].items())
+    if not c["power_capped_layers"]:
+        return f"{head}, every layer at it: power cap {c['tdp_w']:g} W not reached"
+    return (f"{head} | power cap {c['tdp_w']:g} W bound {c['power_capped_layers']:,} of {layers:,} layers: "
+            f"effective {c['effective_ghz']:.3f} GHz (time-weighted; {paths}; dense baseline "
+            f"{c['dense_baseline_ghz']:.3f})")
+
+
 CSV_FIELDS = ["name", "op", "m", "n", "k", "path", "pattern_requested", "pattern_executed", "reason",
               "cycles_total", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
               "macs", "macs_executed", "utilization", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
-              "sram_a_values", "sram_a_metadata", "sram_b", "sram_c", "binding", "speedup_vs_dense"]
+              "sram_a_values", "sram_a_metadata", "sram_b", "sram_c", "binding", "speedup_vs_dense", "clock_ghz",
+              "power_capped"]
 
 
 def format_csv(result: RunResult) -> str:
@@ -116,7 +137,9 @@ def format_csv(result: RunResult) -> str:
                     lay["pattern_requested"] or "", lay["pattern_executed"] or "", lay["reason"] or "",
                     c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], lay["macs"],
                     lay["macs_executed"], lay["utilization"], d["a_values"], d["a_metadata"], d["b"], d["c"],
-                    s["a_values"], s["a_metadata"], s["b"], s["c"], lay["binding"], lay["speedup_vs_dense"]])
+                    s["a_values"], s["a_metadata"], s["b"], s["c"], lay["binding"], lay["speedup_vs_dense"],
+                    lay["clock"]["ghz"] if "clock" in lay else "",
+                    lay["clock"]["power_capped"] if "clock" in lay else ""])
     return buf.getvalue()
 
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from accelsim.analysis.calibration.across_gpus import leave_one_gpu_out
 from accelsim.analysis.gpu_validation import validate_hw
-from accelsim.analysis.measurements import read_measurements
+from accelsim.analysis.measurements import Measurement, read_measurements
 from accelsim.errors import AccelsimError
 from accelsim.fileio import write_atomic
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.report.validation_plots import save_scatter, scatter_figure
-from accelsim.report.validation_text import format_report, rows_csv
+from accelsim.report.validation_text import format_logo, format_report, rows_csv
 from accelsim.results import dumps_finite
 
 
@@ -27,6 +28,10 @@ def parse_hw_map(items: Sequence[str]) -> tuple[dict[str, Hardware], dict[str, s
         gpu, path = gpu.strip(), path.strip()
         if not sep or not gpu or not path:
             raise AccelsimError(f"--hw-map: expected GPU=CONFIG (e.g. A100=hwconfigs/a100-like.yaml), got {item!r}")
+        name, at, source = gpu.partition("@")
+        if not name.strip() or (at and not source.strip()):
+            raise AccelsimError(f"--hw-map: {item!r}: expected GPU=CONFIG or GPU@SOURCE=CONFIG with both parts "
+                                "named, e.g. A100@vllmbench=hwconfigs/a100-pcie-like.yaml")
         if gpu in hw_map:
             raise AccelsimError(f"--hw-map: GPU {gpu!r} is mapped twice")
         hw_map[gpu] = load_hardware(path)
@@ -34,8 +39,16 @@ def parse_hw_map(items: Sequence[str]) -> tuple[dict[str, Hardware], dict[str, s
     return hw_map, sources
 
 
-def validate_hw_command(measurements_csv: str | Path, hw_map: Sequence[str],
-                        out_dir: str | Path | None = None) -> tuple[int, str]:
+def read_all(paths: str | Path | Sequence[str | Path]) -> list[Measurement]:
+    """The rows of one or several measurement CSVs, in order (line numbers are per file)."""
+    if isinstance(paths, str | Path):
+        return read_measurements(paths)
+    return [row for path in paths for row in read_measurements(path)]
+
+
+def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_map: Sequence[str],
+                        out_dir: str | Path | None = None, *, logo: bool = False,
+                        progress: Callable[[str], None] | None = None) -> tuple[int, str]:
     """Handler for ``accelsim validate-hw MEASUREMENTS.csv --hw-map GPU=CONFIG... [--out DIR]``.
 
     Returns (exit code, text report). Exit 0 when at least one row was scored, 1 when none could
@@ -44,10 +57,13 @@ def validate_hw_command(measurements_csv: str | Path, hw_map: Sequence[str],
     User errors (bad CSV, bad map, bad config) raise :class:`~accelsim.errors.AccelsimError`
     with a one-line message naming the file, line and column.
     """
-    rows = read_measurements(measurements_csv)
+    rows = read_all(measurements_csv)
     hws, sources = parse_hw_map(list(hw_map))
-    result = replace(validate_hw(rows, hws, hw_sources=sources), measurements=str(measurements_csv))
+    label = measurements_csv if isinstance(measurements_csv, str | Path) else ", ".join(map(str, measurements_csv))
+    result = replace(validate_hw(rows, hws, hw_sources=sources), measurements=str(label))
     text = format_report(result)
+    if logo:
+        text += "\n\n" + format_logo(leave_one_gpu_out(rows, hws, progress=progress))
     if out_dir is not None:
         out = Path(out_dir)
         try:

@@ -30,6 +30,16 @@ from accelsim.hardware.base import (  # noqa: F401 (re-exported: config sections
     Triple,
     Unlimited,
 )
+from accelsim.hardware.families import (
+    EXTENDS_KEY,
+    FAMILY_KEY,
+    META_KEYS,
+    PROVENANCE_KEY,
+    HardwareData,
+    read_hardware_data,
+)
+from accelsim.hardware.provenance import Provenance, peak_problems, provenance
+from accelsim.hardware.provenance import Section as ProvenanceSection
 from accelsim.hardware.systolic import SystolicCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.tensor_core import TensorCoreCompute  # noqa: F401 (re-exported)
 from accelsim.textsafe import short_repr
@@ -224,11 +234,16 @@ class StaticPower(Strict):
 
 
 class PowerCap(Strict):
-    """A sustained power limit enforced by a simple clock governor."""
+    """A sustained power limit: each kernel settles at the highest clock whose power fits (``energy.py``)."""
 
     tdp_w: PosFloat = Field(description="Power limit in watts, compared with the moving-average power.")
     time_constant_s: PosFloat = Field(0.005, description="Time constant of the exponential moving average.")
     min_clock_fraction: Fraction = Field(0.3, description="Lowest clock the governor may set, as a fraction.")
+    voltage_at_min_clock: Fraction = Field(
+        0.7, description="Core voltage at min_clock_fraction, as a fraction of the voltage at the nominal clock; "
+                         "voltage is linear in clock between the two (DVFS), and core dynamic energy per "
+                         "operation scales with voltage squared. 1.0: frequency-only scaling. ESTIMATE: GPU "
+                         "boards run ~0.7-0.8 V at their lowest clocks and ~1.0-1.1 V at boost.")
     gain: PosFloat = Field(0.5, description="Governor step: clock *= 1 + gain * (tdp - avg) / tdp per window.")
     window_s: PosFloat = Field(2e-5, description="Governor update interval (power is binned at this width).")
 
@@ -302,27 +317,64 @@ class Hardware(Strict):
 
 
 def hardware_from_dict(data: dict[str, Any], source: str = "<hardware>") -> Hardware:
-    """Validate a plain dict into Hardware."""
+    """Validate a plain dict into Hardware (already merged: ``extends`` is resolved by :func:`load_hardware`)."""
+    for key in META_KEYS:
+        if isinstance(data, dict) and key in data:
+            raise ConfigError(source, key, "is read from hardware config files only (extends: families resolved "
+                                           "relative to the file, provenance: checked against it); load the file "
+                                           "with load_hardware, or leave this key out of inline hardware data")
     return configio.validate(Hardware, data, source)
 
 
 def load_hardware(path: str | Path, overrides: list[str] | None = None) -> Hardware:
-    """Load and validate a hardware YAML; ``overrides`` are ``dotted.path=value`` strings."""
-    data, _ = configio.read_yaml(path)
+    """Load and validate a hardware YAML; ``overrides`` are ``dotted.path=value`` strings.
+
+    The file may ``extends:`` a family file (:mod:`accelsim.hardware.families`); the merged config is
+    what is validated and hashed. Its ``provenance:`` section is checked (:mod:`accelsim.hardware.provenance`).
+    """
+    return load_hardware_with_provenance(path, overrides)[0]
+
+
+def load_hardware_with_provenance(path: str | Path,
+                                  overrides: list[str] | None = None) -> tuple[Hardware, Provenance]:
+    """:func:`load_hardware`, also returning where each number of the file comes from.
+
+    Without overrides, published tensor rates (``provenance.tensor_tflops``) must match
+    cores x macs_per_cycle x 2 x clock within 2 %.
+    """
+    hd = read_hardware_data(path)
+    data = hd.data
     src = str(path)
     if "layers" in data and "core" not in data:
         raise ConfigError(src, None, "this is a workload file (it has 'layers'), expected a hardware config")
+    prov = provenance(hd)
     set_by: dict[str, str] = {}
     for item in overrides or []:
         data = apply_override(data, item, src)
         set_by[".".join(k for k in item.partition("=")[0].strip().split(".") if k)] = item
     try:
-        return hardware_from_dict(data, src)
+        hw = hardware_from_dict(data, src)
     except ConfigError as exc:
-        if not set_by:
+        if not set_by and len(hd.layers) == 1:
             raise
-        raise ConfigError.many(src, [(key, _from_override(key, problem, set_by)) for key, problem in exc.problems],
-                               exc.unlisted) from None
+        raise ConfigError.many(src, [(key, _from_family(key, _from_override(key, problem, set_by), hd))
+                                     for key, problem in exc.problems], exc.unlisted) from None
+    if not overrides:
+        problems = peak_problems(hw, prov)
+        if problems:
+            raise ConfigError.many(src, problems)
+    return hw, prov
+
+
+def hardware_provenance(path: str | Path) -> Provenance:
+    """Where each number of a hardware config file comes from (spec, derived, family-calibrated, estimate)."""
+    return load_hardware_with_provenance(path)[1]
+
+
+def _from_family(key: str | None, problem: str, hd: HardwareData) -> str:
+    """``problem``, naming the family file that set ``key``, if it was not the config itself."""
+    file = hd.origin_of(key)
+    return f"{problem} (set in {file})" if file and "(from --hw-set" not in problem else problem
 
 
 def _from_override(key: str | None, problem: str, set_by: dict[str, str]) -> str:
@@ -364,8 +416,22 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
 
 
 def hardware_schema() -> str:
-    """JSON Schema of the hardware config, for editor completion."""
-    return json.dumps(Hardware.model_json_schema(), indent=2, sort_keys=True)
+    """JSON Schema of the hardware config, for editor completion (with the file-only keys extends,
+    family and provenance)."""
+    schema = Hardware.model_json_schema()
+    section = ProvenanceSection.model_json_schema(ref_template="#/$defs/{model}")
+    schema.setdefault("$defs", {}).update(section.pop("$defs", {}))
+    schema["$defs"]["ProvenanceSection"] = section
+    schema["properties"][EXTENDS_KEY] = {
+        "type": "string", "description": "A family file this config builds on (path relative to this file); "
+                                         "merged key by key, this file's values win."}
+    schema["properties"][FAMILY_KEY] = {
+        "type": "string", "description": "Marks a family file (shared by a generation and software stack) and "
+                                         "names it; a family file is extended, not loaded on its own."}
+    schema["properties"][PROVENANCE_KEY] = {
+        "$ref": "#/$defs/ProvenanceSection", "description": "Where each number comes from: spec, derived, "
+                                                            "family-calibrated or estimate."}
+    return json.dumps(schema, indent=2, sort_keys=True)
 
 
 def _rebuild_compute_union() -> None:

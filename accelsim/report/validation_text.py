@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: a renderer does not import the simulation
     from accelsim.analysis.calibration import Calibration5Result
-    from accelsim.analysis.validation_results import GroupResult, RowResult, ValidationResult
+    from accelsim.analysis.calibration.across_gpus import LeaveOneGpuOut
+    from accelsim.analysis.validation_results import GroupResult, Metrics, RowResult, ValidationResult
 
 CSV_FIELDS = ("line", "gpu", "hw", "dtype", "m", "n", "k", "regime", "main", "backend", "source_label",
               "measured_speedup", "predicted_speedup", "error", "abs_error", "ape_pct", "right_side",
@@ -44,14 +45,15 @@ def _table(header: list[str], body: list[list[str]], right: set[int]) -> str:
 def format_groups(groups: Sequence[GroupResult]) -> str:
     """The per GPU / dtype / regime metrics table."""
     header = ["gpu", "hw", "dtype", "regime", "rows", "scored", "MAE", "MAPE", "right side", "Spearman",
-              "bias", "dense t err", "sparse t err"]
+              "bias", "dense t err", "sparse t err", "rule MAE", "rule right"]
     body = []
     for g in groups:
         m = g.metrics
         body.append([g.gpu, str(g.hw), g.dtype, g.regime, str(g.rows), str(m.n), _f(m.mae, ".3f"), _pct(m.mape),
                      (f"{m.right_side_rows}/{m.n} ({(m.right_side or 0.0) * 100:.0f}%)" if m.n else "-"),
-                     _f(m.spearman, ".2f"), _f(m.bias, "+.3f"), _pct(m.dense_time_mape), _pct(m.sparse_time_mape)])
-    return _table(header, body, {4, 5, 6, 7, 8, 9, 10, 11, 12})
+                     _f(m.spearman, ".2f"), _f(m.bias, "+.3f"), _pct(m.dense_time_mape), _pct(m.sparse_time_mape),
+                     _f(m.rule_mae, ".3f"), _pct(None if m.rule_right_side is None else m.rule_right_side * 100)])
+    return _table(header, body, {4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14})
 
 
 def format_rows(rows: Sequence[RowResult]) -> str:
@@ -70,10 +72,41 @@ def format_rows(rows: Sequence[RowResult]) -> str:
     return _table(header, body, {0, 4, 5, 6, 7, 8, 9, 10, 11})
 
 
+def overall_line(m: Metrics) -> str:
+    """One line: the model over all scored main-regime rows, next to the FLOPs rule of thumb."""
+    if not m.n:
+        return "overall: no scored rows"
+    return (f"overall ({m.n} scored rows): model MAE {_f(m.mae, '.3f')}, right side "
+            f"{(m.right_side or 0.0) * 100:.0f}%; rule of thumb by FLOPs (0.8x < 1 GFLOP, 1.2x < 100 GFLOP, "
+            f"else 1.55x) MAE {_f(m.rule_mae, '.3f')}, right side {(m.rule_right_side or 0.0) * 100:.0f}%")
+
+
+def format_logo(result: LeaveOneGpuOut) -> str:
+    """Leave-one-GPU-out: per left-out GPU the shared values fitted without it and its score, then in-sample."""
+    header = ["GPU", "config", "fitted on", "eff dense", "eff sparse", "fixed dense", "fixed sparse", "rows",
+              "MAE", "right side", "rule MAE", "rule right"]
+    right = set(range(3, len(header)))
+
+    def row(label: str, hw: str, cal: Any, m: Metrics) -> list[str]:
+        return [label, hw, " + ".join(cal.fitted_on), f"{cal.efficiency_dense:.2f}", f"{cal.efficiency_sparse:.2f}",
+                f"{cal.launch_dense_ns / 1000:.2f} us", f"{cal.launch_sparse_ns / 1000:.2f} us", str(m.n),
+                _f(m.mae, ".3f"), _pct(None if m.right_side is None else m.right_side * 100), _f(m.rule_mae, ".3f"),
+                _pct(None if m.rule_right_side is None else m.rule_right_side * 100)]
+
+    body = [row(f.left_out, f.score.hardware, f.calibration, f.score.metrics) for f in result.folds]
+    ins = [row(s.gpu, s.hardware, result.in_sample, s.metrics) for s in result.in_sample_scores]
+    ins.append(row("all", "", result.in_sample, result.in_sample_overall))
+    return "\n".join([
+        f"Leave one GPU out (main regimes {', '.join(result.main_regimes)}, measured <= {result.bound:g}x): "
+        "efficiencies and fixed costs (ns) shared by the GPUs fitted on; each config keeps its spec-sheet "
+        "numbers and its own dram.sustained_fraction", _table(header, body, right), "",
+        "In-sample: one shared fit on every GPU", _table(header, ins, right)])
+
+
 def format_report(result: ValidationResult, with_rows: bool = True) -> str:
     """The text report: main table, all groups, notes, and (optionally) every row."""
     parts = ["Main regimes (" + ", ".join(result.main_regimes) + ") per GPU / dtype",
-             format_groups(result.main), "",
+             format_groups(result.main), overall_line(result.overall), "",
              "Per GPU / dtype / regime", format_groups(result.groups), ""]
     parts += [f"note: {n}" for n in result.notes]
     if with_rows:

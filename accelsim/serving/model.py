@@ -17,6 +17,7 @@ import numpy as np
 
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.hardware.model import Hardware
+from accelsim.records import freeze
 from accelsim.serving.arrivals import parse_size_spec, poisson_arrivals, read_trace, sample_sizes, trace_column
 from accelsim.serving.batching import simulate_batching
 from accelsim.serving.config import DEFAULT_OUTPUT_TOKENS, SEED_STREAMS, RuntimeConfig, ServingError, pad_to
@@ -31,7 +32,6 @@ from accelsim.serving.run_record import (
     ServiceTime,
     ServingRun,
     VariabilityReport,
-    frozen_data,
 )
 from accelsim.serving.service import SimulatedService, canonical_pattern, kv_bytes_per_token, resolve_hardware
 from accelsim.serving.stats import cdf, sla_outcome, stats_ms
@@ -208,14 +208,14 @@ class ServingModel:
             sla=sla_outcome(lat, sla_p99_ms, "latency"),
             variability=self._variability(tr.throttled_batches, int(tr.batch_count.size)),
             service_cache=ServiceCache(shapes=tr.cache_entries, simulations=getattr(self.service, "simulations", None)),
-            cdf=frozen_data({"latency": cdf(lat)}),
+            cdf=freeze({"latency": cdf(lat)}),
         )
 
     def _header(self, arrivals_desc: dict, n: int, measured: int, size_desc: Any) -> dict[str, Any]:
         """The fields every run has: what ran, on which arrivals and sizes, with which config."""
         return {"mode": "llm" if self.is_llm else "batch", "name": self.name, "sparsity": self.sparsity,
                 **{k: self.info[k] for k in ("hardware", "workload", "decode_workload") if k in self.info},
-                "arrivals": frozen_data(arrivals_desc), "sizes": frozen_data(size_desc), "requests": n,
+                "arrivals": freeze(arrivals_desc), "sizes": freeze(size_desc), "requests": n,
                 "measured": measured, "config": self.config}
 
     def _variability(self, throttled: int, units: int) -> VariabilityReport:
@@ -282,7 +282,7 @@ class ServingModel:
             service_cache=ServiceCache(shapes=tr.prefill_cache_entries + tr.decode_cache_entries,
                                        simulations=(getattr(self.service, "simulations", 0) or 0)
                                        + (getattr(self.decode_service, "simulations", 0) or 0)),
-            cdf=frozen_data({"ttft": cdf(ttft), "tpot": cdf(tpot), "latency": cdf(lat)}),
+            cdf=freeze({"ttft": cdf(ttft), "tpot": cdf(tpot), "latency": cdf(lat)}),
         )
 
     def capacity_rps(self, size: int | None = None, output_tokens: int | None = None, *,
@@ -290,8 +290,9 @@ class ServingModel:
         """Requests/s this deployment sustains at most, for requests of ``size`` (and ``output_tokens``).
 
         One-shot: full batches (``max_batch``) back to back on every instance. LLM (an estimate): decode
-        batches as full as ``max_batch`` and the KV budget allow, each request prefilled alone. Nominal
-        clock (variability off). An offered rate above it makes the queue grow without bound. ``shapes``:
+        batches as full as ``max_batch`` and the KV budget allow, each request prefilled alone. No throttle
+        episodes (variability off); kernels at their power-limited clocks, as every run. An offered rate
+        above it makes the queue grow without bound. ``shapes``:
         service times a run already has, by (batch, padded size), so no shape is asked for twice.
         """
         cfg = self.config
@@ -316,9 +317,9 @@ class ServingModel:
 
     def _load(self, arrivals_desc: Mapping[str, Any], size: int | None, output_tokens: int | None = None, *,
               shapes: dict[tuple[int, Any], float] | None = None) -> LoadAssessment:
-        basis = ("full batches back to back on every instance, nominal clock" if not self.is_llm else
+        basis = ("full batches back to back on every instance, no throttle episodes" if not self.is_llm else
                  "estimate: full decode batches (max_batch or the KV budget), each request prefilled alone, "
-                 "nominal clock")
+                 "no throttle episodes")
         try:
             cap: float | None = self.capacity_rps(size, output_tokens, shapes=shapes)
         except AccelsimError as exc:  # e.g. a full batch does not fit the hardware

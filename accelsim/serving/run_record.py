@@ -13,34 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
+from accelsim.records import plain
 from accelsim.serving.config import JitterSource, RuntimeConfig, ThrottleSource
 
 __all__ = ["LatencyStats", "QuantileTable", "SlaOutcome", "LoadAssessment", "BatchStats", "ServiceTime",
-           "DecodeBatchStats", "KvCacheReport", "VariabilityReport", "ServiceCache", "ServingRun", "frozen_data",
-           "plain_data"]
+           "DecodeBatchStats", "KvCacheReport", "VariabilityReport", "ServiceCache", "ServingRun"]
 
 QUANTILES = ("mean", "p50", "p95", "p99", "max")
-
-
-def frozen_data(value: Any) -> Any:
-    """A deep read-only copy of plain data: dicts become read-only mappings, lists tuples."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: frozen_data(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(frozen_data(v) for v in value)
-    return value
-
-
-def plain_data(value: Any) -> Any:
-    """Plain data again (a fresh copy): read-only mappings as dicts, tuples as lists."""
-    if isinstance(value, Mapping):
-        return {k: plain_data(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain_data(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -268,7 +249,7 @@ class ServingRun:
         for key in ("hardware", "workload", "decode_workload"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        out.update({"arrivals": plain_data(self.arrivals), "sizes": plain_data(self.sizes),
+        out.update({"arrivals": plain(self.arrivals), "sizes": plain(self.sizes),
                     "requests": self.requests, "measured": self.measured, "config": self.config.to_dict()})
         if not self.is_llm:
             out.update({"latency_ms": self.latency_ms.to_dict(), "queueing_delay_ms": self.queueing_delay_ms.to_dict(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-FORMAT_VERSION = 1  # of the results folder (plan.json, chunk files); part of the spec hash
+FORMAT_VERSION = 2  # of the results folder (plan.json, chunk files); part of the spec hash (2: clock columns)
 PLAN = "plan"  # sparsity label: the workload's own plan
 
 # Metric columns, in table order (after the point, workload, parameter and sparsity columns).
@@ -15,6 +15,7 @@ METRICS = (
     "macs", "macs_executed", "dram_bytes", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
     "metadata_bytes", "metadata_share", "layers", "layers_sparse", "fallback_layers", "fallback_rate",
     "fallback_time_share", "binding", "binding_share", "energy_j", "dense_energy_j", "perf_per_watt_vs_dense",
+    "effective_clock_ghz", "power_capped_layers",
 )
 POINT_COLUMNS = ("point", "origin", "hw_hash")
 TEXT_COLUMNS = frozenset({"origin", "hw_hash", "workload", "sparsity", "reason", "binding"})

@@ -5,7 +5,8 @@ A worker gets a :class:`WorkContext` (what every point shares, sent once) and li
 (workload, set-parameter combination, sparsity) order. The lean path lowers each workload once
 per distinct lowering target and simulates each distinct kernel once per distinct engine key;
 the reference path (``lean=False``) builds every row through :func:`accelsim.simulation.run`.
-Both sum the same :class:`~accelsim.results.LayerTotals` with :func:`~accelsim.results.model_totals`.
+Both sum the same :class:`~accelsim.results.LayerTotals` with :func:`~accelsim.results.model_totals`,
+and both settle each kernel at its power-limited clock with :func:`accelsim.energy.settle_clock`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelsim.energy import energy_tables_cover, kernel_energy
+from accelsim.energy import SettledClock, at_clock, energy_tables_cover, kernel_energy, power_cap_of, settle_clock
 from accelsim.engine import EngineHardware, hardware_key, simulate_totals
 from accelsim.errors import InfeasibleError
 from accelsim.hardware.model import Hardware, hardware_from_dict
@@ -59,6 +60,7 @@ class _WorkerState:
         self.models: dict[tuple[int, int], Workload] = {}
         self.lowered: dict[tuple[Any, ...], list[_Group]] = {}
         self.totals: dict[tuple[Any, ...], KernelTotals] = {}
+        self.settled: dict[tuple[Any, ...], SettledClock] = {}
 
 
 _STATE: _WorkerState | None = None
@@ -110,7 +112,8 @@ def _metrics(t: ModelTotals, peak: float, clock_ghz: float, energy: float | None
             round(dram[1] / dram_total, 6) if dram_total else 0.0, t.layers, t.layers_by_path.get("sparse", 0),
             t.fallback_layers, round(t.fallback_layers / t.requested_layers, 6) if t.requested_layers else 0.0,
             t.fallback_share_of_time(), binding, share, _sig(energy), _sig(dense_energy),
-            _sig(dense_energy / energy) if energy and dense_energy is not None else None)
+            _sig(dense_energy / energy) if energy and dense_energy is not None else None,
+            t.effective_clock_ghz(clock_ghz), t.capped_layers)
 
 
 def _infeasible(exc: InfeasibleError) -> Row:
@@ -126,13 +129,19 @@ class _Point:
         self.target = lowering_target(hw)  # the lowering cache key
         self.engine = hardware_key(hw)  # with a kernel's cache_key(), the simulation cache key
         self.prepared = EngineHardware(hw)  # what every kernel's simulation reads of hw, computed once
+        cap = power_cap_of(hw)
+        # with the engine key, what a settled clock depends on: the energy model when a cap governs
+        self.governor = "" if cap is None or hw.energy is None else hw.energy.model_dump_json()
         self.energy: dict[tuple[str, Any], float] = {}  # (dtype, kernel cache key) -> J, on this point's hardware
 
-    def kernel_energy(self, dtype: str, kernel: Kernel, totals: KernelTotals) -> float:
+    def kernel_energy(self, dtype: str, kernel: Kernel, clock: SettledClock) -> float:
         key = (dtype, kernel.cache_key())
         e = self.energy.get(key)
         if e is None:
-            e = self.energy[key] = kernel_energy(self.hw, dtype, kernel, totals)
+            if clock.energy_j is not None and dtype == kernel.dtype:  # the governor's own sum at this clock
+                e = self.energy[key] = clock.energy_j
+            else:
+                e = self.energy[key] = kernel_energy(self.hw, dtype, kernel, clock.totals, clock.fraction)
         return e
 
 
@@ -150,6 +159,8 @@ def _row(model: Workload, keys: _Point, sparsity: str | None, policy: str, st: _
     cache = st.totals
     if len(cache) >= st.MAX_TOTALS:
         cache.clear()
+    if len(st.settled) >= st.MAX_TOTALS:
+        st.settled.clear()
 
     def sim(kernel: Kernel) -> KernelTotals:
         k = (keys.engine, kernel.cache_key())
@@ -160,21 +171,38 @@ def _row(model: Workload, keys: _Point, sparsity: str | None, policy: str, st: _
             cache[k] = hit
         return hit
 
+    def settled(kernel: Kernel) -> SettledClock:
+        k = (keys.engine, keys.governor, kernel.cache_key())
+        hit = st.settled.get(k)
+        if hit is None:
+            def totals_at(f: float) -> KernelTotals:
+                if f == 1.0:
+                    return sim(kernel)
+                hw_f = at_clock(hw, f)
+                kf = (hardware_key(hw_f), kernel.cache_key())
+                t = cache.get(kf)
+                if t is None:
+                    t = cache[kf] = simulate_totals(kernel, hw_f, keys.source)
+                return t
+
+            hit = st.settled[k] = settle_clock(hw, kernel, totals_at)
+        return hit
+
     with_energy = energy_tables_cover(hw, model.dtype)
     energy = dense_energy = 0.0
     dense_total = 0
     layers = []
     for g in low:
         kernel = g.kernel
-        res = sim(kernel)
-        base = sim(g.base) if g.base is not None else res
-        run_kernel = choose_path(kernel, res.total, base.total, policy)
+        res = settled(kernel)
+        base = settled(g.base) if g.base is not None else res
+        run_kernel = choose_path(kernel, res.totals.total, base.totals.total, policy)
         if run_kernel is not kernel:
             res = base
         n = g.count
-        dense_total += n * base.total
-        layers.append(LayerTotals(res, run_kernel.path, bool(run_kernel.pattern_requested), run_kernel.macs,
-                                  run_kernel.macs_executed, n))
+        dense_total += n * base.totals.total
+        layers.append(LayerTotals(res.totals, run_kernel.path, bool(run_kernel.pattern_requested), run_kernel.macs,
+                                  run_kernel.macs_executed, n, res.actual.total, res.capped))
         if with_energy:
             e = keys.kernel_energy(model.dtype, run_kernel, res)
             energy += n * e

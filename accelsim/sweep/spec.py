@@ -39,6 +39,7 @@ import yaml
 from accelsim.config.schema import canonical_hash, read_yaml
 from accelsim.config.templating import evaluate
 from accelsim.errors import ConfigError
+from accelsim.hardware.families import read_hardware_data
 from accelsim.hardware.model import hardware_from_dict
 from accelsim.sweep.columns import FIXED_COLUMNS, FORMAT_VERSION, PLAN, cost_names, table_columns
 from accelsim.sweep.points import Point, build_points
@@ -171,7 +172,7 @@ class _Hardware:
                 self.source, self.data = f"{source}: hardware", copy.deepcopy(value)
             else:
                 path = resolve_file(value, base, source, "hardware")
-                self.data, _ = read_yaml(path)
+                self.data = read_hardware_data(path).data  # extends: resolved, the families merged in
                 self.source = str(path)
                 if "layers" in self.data and "core" not in self.data:
                     raise ConfigError(source, "hardware", f"{value} is a workload file, expected a hardware config")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, Measurement, match_gpu
+from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, Measurement, match_row
 from accelsim.errors import AccelsimError
 from accelsim.hardware.kinds import kind_of, kinds
 from accelsim.hardware.model import Hardware, hardware_from_dict
@@ -98,4 +98,4 @@ def select_rows(rows: Sequence[Measurement], gpu: str, keys: Sequence[str] | Non
                 main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND) -> list[Measurement]:
     """The rows a fit may use: matched to ``gpu`` (among ``keys``), main regime, measured <= bound."""
     keys = list(keys) if keys is not None else [gpu]
-    return [r for r in rows if match_gpu(r.gpu, keys) == gpu and r.regime in main_regimes and r.speedup <= bound]
+    return [r for r in rows if match_row(r, keys) == gpu and r.regime in main_regimes and r.speedup <= bound]
