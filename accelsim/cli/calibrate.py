@@ -1,30 +1,44 @@
-"""accelsim calibrate: the five-field fit of a tensor-core config to measured speedups, printed."""
+"""accelsim calibrate: fit the calibrated fields of one tensor-core config, or of a family of them, printed."""
 
 from __future__ import annotations
 
 import argparse
 
 from accelsim.analysis.calibration import COARSE_GRID, DEFAULT_FRACTIONS, DEFAULT_GRID, calibrate5
+from accelsim.analysis.calibration.across_gpus import fit_family
 from accelsim.analysis.measurements import read_measurements
 from accelsim.cli import options
 from accelsim.cli.common import progress_bar
+from accelsim.cli.validate_hw import parse_hw_map, read_all
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import load_hardware
-from accelsim.report.validation_text import format_search
+from accelsim.report.validation_text import format_family_fit, format_search
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    """Search the DRAM fraction, fit the four inner fields at each, print the table and the best values."""
+    """One config: search the DRAM fraction and fit the inner fields. A family (--hw-map): one shared fit."""
+    grid = COARSE_GRID if args.grid == "coarse" else DEFAULT_GRID
+    if args.hw_map:
+        if args.hw or args.gpu:
+            raise AccelsimError("calibrate: give either --hw-map (a family) or --hw with --gpu (one config)")
+        hws, _ = parse_hw_map(list(args.hw_map))
+        fam = fit_family(read_all(args.measurements), hws, grid=grid, penalty=args.penalty)
+        print(format_family_fit(fam))
+        return 0
+    if not (args.hw and args.gpu):
+        raise AccelsimError("calibrate: --hw and --gpu are required (or --hw-map for a family fit)")
+    if len(args.measurements) != 1:
+        raise AccelsimError("calibrate --hw: give one measurement CSV (several: use --hw-map)")
     try:
         fractions = [float(x) for x in args.fractions.split(",") if x.strip()]
     except ValueError:
         raise AccelsimError(f"--fractions: expected numbers, got {args.fractions!r}") from None
-    rows = read_measurements(args.measurements)
+    rows = read_measurements(args.measurements[0])
     hw = load_hardware(args.hw)
     bar, update = progress_bar(unit="fit")
     with bar:
-        res = calibrate5(rows, hw, args.gpu, fractions, penalty=args.penalty, loso=args.loso,
-                         grid=COARSE_GRID if args.grid == "coarse" else DEFAULT_GRID, progress=update)
+        res = calibrate5(rows, hw, args.gpu, fractions, penalty=args.penalty, loso=args.loso, grid=grid,
+                         progress=update)
     print(f"{res.rows} main-regime rows of {args.gpu}; shipped config: MAE {res.before.mae:.4f}, "
           f"objective {res.before.objective:.4f}")
     print(format_search(res))
@@ -33,11 +47,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def add_calibrate(sub: options.Subparsers) -> None:
     """The calibrate subcommand."""
-    c = sub.add_parser("calibrate", help="fit the five calibrated fields of a tensor-core config to measured 2:4 "
-                                         "speedups (accelsim validate-hw CSV)")
-    c.add_argument("measurements", help="measurement CSV (accelsim validate-hw format)")
-    options.add_hw(c, "tensor-core hardware config (YAML)")
-    c.add_argument("--gpu", required=True, help="GPU name (prefix) of the rows to fit, e.g. A100")
+    c = sub.add_parser("calibrate", help="fit the calibrated fields of a tensor-core config (or of a family of "
+                                         "configs, --hw-map) to measured 2:4 speedups (accelsim validate-hw CSV)")
+    c.add_argument("measurements", nargs="+", help="measurement CSV(s) (accelsim validate-hw format)")
+    c.add_argument("--hw", help="tensor-core hardware config (YAML): fit this one config")
+    c.add_argument("--gpu", help="with --hw: GPU name (prefix) of the rows to fit, e.g. A100")
+    c.add_argument("--hw-map", action="append", metavar="GPU[@SOURCE]=CONFIG",
+                   help="a family fit: the configs of one family and the rows each simulates (repeatable, as in "
+                        "validate-hw); prints the shared efficiencies and fixed costs (us) and each part's cycles")
     c.add_argument("--fractions", default=",".join(f"{f:g}" for f in DEFAULT_FRACTIONS),
                    help="comma-separated dram.sustained_fraction candidates (default: %(default)s)")
     c.add_argument("--grid", choices=("default", "coarse"), default="default",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: a renderer does not import the simulation
     from accelsim.analysis.calibration import Calibration5Result
-    from accelsim.analysis.calibration.across_gpus import LeaveOneGpuOut
+    from accelsim.analysis.calibration.across_gpus import FamilyFit, LeaveOneGpuOut
     from accelsim.analysis.validation_results import GroupResult, Metrics, RowResult, ValidationResult
 
 CSV_FIELDS = ("line", "gpu", "hw", "dtype", "m", "n", "k", "regime", "main", "backend", "source_label",
@@ -101,6 +101,20 @@ def format_logo(result: LeaveOneGpuOut) -> str:
         "efficiencies and fixed costs (ns) shared by the GPUs fitted on; each config keeps its spec-sheet "
         "numbers and its own dram.sustained_fraction", _table(header, body, right), "",
         "In-sample: one shared fit on every GPU", _table(header, ins, right)])
+
+
+def format_family_fit(result: FamilyFit) -> str:
+    """A family fit: the shared values (fixed costs in us), each config's cycles, and the score before/after."""
+    cal = result.calibration
+    parts = _table(["hw-map key", "config", "launch dense (cycles)", "launch sparse (cycles)"],
+                   [[k, n, str(int(d)), str(int(s))] for k, n, d, s in result.parts], {2, 3})
+    lines = [f"Family fit on {cal.rows} rows ({', '.join(cal.fitted_on)}): efficiency dense "
+             f"{cal.efficiency_dense:.2f}, sparse {cal.efficiency_sparse:.2f}; "
+             f"fixed cost dense {cal.launch_dense_ns / 1000:.3f} us, "
+             f"sparse {cal.launch_sparse_ns / 1000:.3f} us (objective {cal.objective:.4f})", parts, ""]
+    for label, score in (("as given", result.before), ("fitted", result.after)):
+        lines.append(f"{label:>8}: {overall_line(score.metrics)}")
+    return "\n".join(lines)
 
 
 def format_report(result: ValidationResult, with_rows: bool = True) -> str:

@@ -149,6 +149,37 @@ def leave_one_gpu_out(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware
     return LeaveOneGpuOut(tuple(folds), every, scores, _pooled(scores), bound, tuple(main_regimes))
 
 
+@dataclass(frozen=True)
+class FamilyFit:
+    """One fit shared by the configs of a family: the values, each config's cycles, and the in-sample scores."""
+
+    calibration: SharedCalibration
+    parts: tuple[tuple[str, str, int, int], ...]  # (hw-map key, config name, dense cycles, sparse cycles)
+    before: GpuScore  # the family's rows with the configs as given (shipped values)
+    after: GpuScore   # ... with the fitted values applied
+
+
+def fit_family(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
+               grid: Sequence[float] = DEFAULT_GRID, penalty: float = 0.1,
+               main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND) -> FamilyFit:
+    """Fit the family's shared efficiencies and fixed costs (ns) on the rows of every config in ``hw_map``.
+
+    Each config keeps its spec-sheet numbers and converts the fixed costs to its own cycles (rounded to 10,
+    as the configs store them). ``before``/``after`` score all the family's rows (main regimes).
+    """
+    keys = list(hw_map)
+    fit_rows = {k: select_rows(rows, k, keys, main_regimes=main_regimes, bound=bound) for k in keys}
+    cal = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty)
+    own = [r for r in rows if match_row(r, keys) is not None]
+    parts = tuple((k, hw.name, int(round(cal.launch_dense_ns * hw.clock_ghz, -1)),
+                   int(round(cal.launch_sparse_ns * hw.clock_ghz, -1))) for k, hw in hw_map.items())
+    label = " + ".join(dict.fromkeys(gpu_name(k) for k in keys))
+    before = validate_hw(own, dict(hw_map), main_regimes=main_regimes, bound=bound)
+    names = " + ".join(dict.fromkeys(hw.name for hw in hw_map.values()))
+    return FamilyFit(cal, parts, GpuScore(label, names, before.overall),
+                     _score(label, own, hw_map, cal, main_regimes, bound))
+
+
 def _pooled(scores: Sequence[GpuScore]) -> Metrics:
     """Row-weighted MAE and right-side share over GPUs (model and rule of thumb)."""
     total = sum(s.metrics.n for s in scores)
