@@ -166,7 +166,7 @@ def test_a_toy_format_flows_through_lowering_engine_and_footprint(hw_name: str) 
         layer = simulate(kern, hw, keep_tiles=False)
         assert layer.bytes["dram"]["a_metadata"] == 0 and layer.bytes["sram"]["a_values"] > 0
         res = run(model, hw)
-        assert res.layers[0].speedup_vs_dense > 1.3
+        assert res.layers[0].speedup_vs_dense > 1.2
         assert res.footprint["weights_deployed_bytes"] * 2 == res.footprint["weights_dense_bytes"]
         (promoted,) = lower(_gemm("2:4"), hw)  # a format the part does not list falls back
         assert promoted.path == "dense" and promoted.reason == "pattern_unsupported"

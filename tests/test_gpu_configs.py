@@ -20,9 +20,10 @@ from accelsim.workloads.model import workload_from_dict
 GPU_CONFIGS = ["a100-like", "a100-pcie-like", "h100-like", "h100-pcie-like", "h200-like", "b200-like", "l40s-like",
                "rtx3060-like", "rtx3090-like", "rtx4070tisuper-like", "rtx4090-like", "rtx5080-like", "rtx5090-like"]
 FAMILIES = sorted((HW / "families").glob("*.yaml"))
-A100_FIT = {"core.compute.efficiency.dense": 0.85, "core.compute.efficiency.sparse": 0.70,
-            "dram.sustained_fraction": 0.75}
-A100_LAUNCH_US = {"dense": 3.865, "sparse": 4.468}
+# calibration by family (docs/validation.md): efficiency dense, sparse; fixed cost dense, sparse (us)
+FAMILY_FIT = {"ampere-datacenter": (0.79, 0.62, 5.0, 4.45), "hopper": (0.5, 0.4, 4.15, 4.7),
+              "ada": (0.71, 0.71, 12.25, 10.3)}
+CARRIED_FROM = {"ampere-consumer": "ada", "blackwell-consumer": "ada", "blackwell-datacenter": "hopper"}
 # spec-sheet figures no public source in reach confirmed: kept as documented estimates (and listed in the report)
 UNSOURCED = {("rtx4070tisuper-like", "l2.bytes")}
 
@@ -107,27 +108,34 @@ def test_every_listed_dtype_runs_a_4096_gemm_dense_and_2_4(name: str) -> None:
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda p: p.stem)
-def test_every_family_carries_the_a100_fit_marked_family_calibrated(family: Path) -> None:
+def test_every_family_carries_its_own_fit_or_says_whose(family: Path) -> None:
     hd = read_hardware_data(family, family=True)
     data, prov = hd.data, yaml.safe_load(family.read_text())["provenance"]
-    for path, value in A100_FIT.items():
-        node = data
-        for key in path.split("."):
-            node = node[key]
-        assert node == value, (family.stem, path)
-        entry = prov["fields"][path]
-        assert entry["kind"] == "family-calibrated" and "not yet refitted" in entry["how"]
+    source = CARRIED_FROM.get(family.stem, family.stem)
+    eff_dense, eff_sparse, us_dense, us_sparse = FAMILY_FIT[source]
+    assert data["core"]["compute"]["efficiency"] == {"dense": eff_dense, "sparse": eff_sparse}
     assert {k: v["value"] for k, v in prov["calibrated"].items()} == {
-        f"launch_overhead_us.{p}": us for p, us in A100_LAUNCH_US.items()}
+        "launch_overhead_us.dense": us_dense, "launch_overhead_us.sparse": us_sparse}
+    for path in ("core.compute.efficiency.dense", "core.compute.efficiency.sparse"):
+        entry = prov["fields"][path]
+        if family.stem in FAMILY_FIT:  # fitted on its own rows
+            assert entry["kind"] == "family-calibrated" and "fitted on the" in entry["how"]
+        else:  # no measurements: an estimate that names the family it comes from
+            assert entry["kind"] == "estimate" and f"carried from the {source.capitalize()} family fit" in entry["how"]
+    # the DRAM fraction is no longer identifiable from the reference rows (L2 reuse): an estimate, and says so
+    assert prov["fields"]["dram.sustained_fraction"]["kind"] == "estimate"
+    assert "not identifiable" in family.read_text()
 
 
 @pytest.mark.parametrize("name", GPU_CONFIGS)
 def test_launch_costs_are_the_family_microseconds_at_the_part_clock(name: str) -> None:
     hw, prov = load_hardware_with_provenance(HW / f"{name}.yaml")
+    family = Path(read_hardware_data(HW / f"{name}.yaml").origin["core.compute.efficiency.dense"]).stem
     for path in ("dense", "sparse"):
         us = prov.calibrated[f"launch_overhead_us.{path}"].value
         assert getattr(hw.launch_overhead_cycles, path) == round(us * hw.clock_ghz * 1000, -1)
-        assert prov.of(f"launch_overhead_cycles.{path}").kind == "family-calibrated"
+        kind = "family-calibrated" if family in FAMILY_FIT else "estimate"
+        assert prov.of(f"launch_overhead_cycles.{path}").kind == kind, (name, family)
 
 
 def test_families_hold_what_parts_share_and_parts_their_spec_sheet() -> None:
@@ -226,7 +234,7 @@ def test_validate_echoes_provenance(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     assert "energy.power_cap.tdp_w" in text and "core.compute.efficiency.sparse" in text
     row = next(line for line in text.splitlines() if line.strip().startswith("core.compute.efficiency.sparse"))
-    assert "family-calibrated" in row and row.rstrip().endswith("families/blackwell-datacenter.yaml]")
+    assert "estimate" in row and row.rstrip().endswith("families/blackwell-datacenter.yaml]")
     assert "fp4" in text and "18000" in text  # the published fp4 rate is recorded
 
 
@@ -234,6 +242,6 @@ def test_a_sweep_over_a_part_config_reads_its_family() -> None:
     spec = spec_from_dict({"name": "bw", "hardware": str(HW / "l40s-like.yaml"),
                            "workloads": [str(ROOT / "workloads" / "gemm-microbench.yaml")],
                            "grid": {"dram.bandwidth_gb_s": [500, 864]}, "sparsity": ["2:4"]})
-    assert spec.hardware_data["core"]["compute"]["efficiency"] == {"dense": 0.85, "sparse": 0.7}
+    assert spec.hardware_data["core"]["compute"]["efficiency"] == {"dense": 0.71, "sparse": 0.71}  # ada's fit
     assert "extends" not in spec.hardware_data and "provenance" not in spec.hardware_data
     assert len(spec.points) == 2

@@ -31,7 +31,7 @@ def test_large_compute_bound_gemm_gains_between_1_3_and_2x() -> None:
 def test_small_gemms_are_slower_sparse(size: int) -> None:
     lay = _layer(size, size, size)
     assert lay.speedup_vs_dense < 1.0
-    assert lay.binding == "launch"  # the sparse kernel's larger fixed cost dominates
+    assert lay.binding in ("launch", "compute")  # fixed costs, or a few CTAs at the lower sparse efficiency
 
 
 def test_memory_bound_gemm_is_bounded_by_the_byte_ratio() -> None:

@@ -257,9 +257,9 @@ def test_bert_base_capacity_at_p99_budget_dense_vs_24(a100) -> None:
         lo, hi = cap.bracket_rps
         assert hi / lo - 1 <= cap.rtol
         assert any(not e.holds and e.rate_rps == pytest.approx(hi) for e in cap.evaluations)
-    # figures (seed 0, 20,000 requests per evaluation, rtol 0.5 %; a100-like as calibrated in the working tree
-    # on this writing): dense 3,342 req/s, 2:4 4,059 req/s (1.21x). The bounds leave room for recalibration.
-    assert 3000 < caps["dense"].max_rate_rps < 3900
+    # figures (seed 0, 20,000 requests per evaluation, rtol 0.5 %; a100-like with the ampere-datacenter family
+    # fit): dense 2,998 req/s, 2:4 3,685 req/s (1.23x). The bounds leave room for recalibration.
+    assert 2700 < caps["dense"].max_rate_rps < 3900
     assert 1.10 < caps["2:4"].max_rate_rps / caps["dense"].max_rate_rps < 1.30
 
 
@@ -298,7 +298,7 @@ def test_serve_side_by_side_capacity_and_plots(tmp_path) -> None:
 
 def test_quality_at_equal_budget_from_the_shipped_example() -> None:
     q = quality_at_budget(VARIANTS, A100, config={"max_batch": 16, "max_wait_ms": 2.0})
-    assert q.budget_ms == 20.0 and q.rate_rps == 1200.0  # the file's defaults
+    assert q.budget_ms == 25.0 and q.rate_rps == 1200.0  # the file's defaults
     holds = {v.name: v.holds for v in q.variants}
     assert holds == {"bert-base-dense": True, "bert-base-2:4": True, "bert-large-dense": False,
                      "bert-large-2:4": True}

@@ -50,7 +50,7 @@ def add_calibrate(sub: options.Subparsers) -> None:
     c = sub.add_parser("calibrate", help="fit the calibrated fields of a tensor-core config (or of a family of "
                                          "configs, --hw-map) to measured 2:4 speedups (accelsim validate-hw CSV)")
     c.add_argument("measurements", nargs="+", help="measurement CSV(s) (accelsim validate-hw format)")
-    c.add_argument("--hw", help="tensor-core hardware config (YAML): fit this one config")
+    options.add_hw(c, "tensor-core hardware config (YAML): fit this one config", required=False)
     c.add_argument("--gpu", help="with --hw: GPU name (prefix) of the rows to fit, e.g. A100")
     c.add_argument("--hw-map", action="append", metavar="GPU[@SOURCE]=CONFIG",
                    help="a family fit: the configs of one family and the rows each simulates (repeatable, as in "
