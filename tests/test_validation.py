@@ -13,13 +13,11 @@ from accelsim import load_hardware
 from accelsim.analysis.calibration import (
     CALIBRATED_FIELDS,
     COARSE_GRID,
-    DEFAULT_FRACTIONS,
     Calibration,
     body_tables,
     calibrate,
     calibrate5,
     current_calibration,
-    fit,
     leave_one_source_out,
     pooled,
     select_rows,
