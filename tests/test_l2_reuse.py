@@ -252,12 +252,27 @@ LARGE = [(4096, 4096, 4096), (16384, 16384, 16384), (65536, 65536, 65536), (4096
          (65536, 4096, 6144), (6144, 16384, 65536), (16384, 4096, 65536)]
 
 
-@pytest.mark.parametrize("hw_name", GPUS)
+SHIPPED_GPUS = ["a100-like", "a100-pcie-like", "h100-like", "h100-pcie-like", "h200-like", "b200-like", "l40s-like",
+                "rtx3060-like", "rtx3090-like", "rtx4070tisuper-like", "rtx4090-like", "rtx5080-like", "rtx5090-like"]
+
+
+# the L2 -> SM port (l2.bandwidth_bytes_per_cycle) is an estimate scaled from A100 per SM; on these parts,
+# whose SMs run 2-4x A100's tensor rate, it binds some large kernels (widened, they bind on compute)
+PORT_BOUND_ALLOWED = {"h100-like", "h100-pcie-like", "h200-like", "l40s-like"}
+
+
+NOT_YET = {
+    "b200-like": "some m, n, k >= 4096 fp16 GEMMs stay DRAM-heavy (DRAM cycles above 0.75 of compute) with its "
+                 "estimated tiles and L2 port",
+    "l40s-like": "16384^3 2:4 re-reads A 5.8x and B 16.5x from DRAM despite the 96 MB L2 (rtx4090-like, 72 MB: "
+                 "no re-read problem); the reuse-distance walk on 142 SMs needs a look"}
+
+
+@pytest.mark.parametrize("hw_name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[n]))
+                                     if n in NOT_YET else n for n in SHIPPED_GPUS])
 def test_no_large_fp16_bf16_gemm_binds_on_memory(hw_name: str) -> None:
-    """m, n, k >= 4096, dense and 2:4, fp16 and bf16: DRAM is never the bottleneck, and on a100-like and
-    rtx4090-like nothing binds on memory. h100-like and h200-like sparse kernels bind on the L2 -> SM
-    port (l2.bandwidth_bytes_per_cycle, an estimate scaled from A100 per SM), not on DRAM: with that port
-    widened they bind on compute."""
+    """m, n, k >= 4096, dense and 2:4, fp16 and bf16, every shipped GPU config: DRAM is never the
+    bottleneck; on the parts outside PORT_BOUND_ALLOWED nothing binds on memory at all."""
     hw = load_hardware(HW / f"{hw_name}.yaml")
     wide = load_hardware(HW / f"{hw_name}.yaml", overrides=[f"l2.bandwidth_bytes_per_cycle={1 << 20}"])
     dram_per_cycle = hw.dram_bytes_per_cycle()
@@ -272,8 +287,9 @@ def test_no_large_fp16_bf16_gemm_binds_on_memory(hw_name: str) -> None:
                     port_bound.append((dtype, shape, sparsity))
                     kernel = lower(_gemm(*shape, dtype=dtype), wide, sparsity)[0]
                     assert simulate(kernel, wide, keep_tiles=False).binding == "compute", (dtype, shape, sparsity)
-    if hw_name in ("a100-like", "rtx4090-like"):
-        assert port_bound == []
+    if hw_name in PORT_BOUND_ALLOWED:  # sparse (and a few dense) kernels bind on the estimated L2 -> SM port
+        return
+    assert port_bound == []
 
 
 def test_llama_prefill_reads_its_2_4_weights_about_once() -> None:
