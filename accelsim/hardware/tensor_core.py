@@ -79,7 +79,8 @@ class TensorCoreCompute(Strict):
 
     @model_validator(mode="after")
     def _tiles_align(self) -> TensorCoreCompute:
-        lists = [((path,), getattr(self.cta_tiles, path)) for path in ("dense", "sparse")]
+        lists: list[tuple[tuple[str, ...], list[list[int]]]] = [
+            ((path,), getattr(self.cta_tiles, path)) for path in ("dense", "sparse")]
         lists += [(("by_dtype", dtype, path), getattr(tiles, path)) for dtype, tiles in self.cta_tiles.by_dtype.items()
                   for path in ("dense", "sparse")]
         for where, tiles in lists:
