@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+from accelsim.dtypes import stored_bytes
 from accelsim.formats import SparsityFormat, best_container, parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.limits import check_kernel
@@ -17,7 +19,8 @@ REASON_CODES: dict[str, str] = {
     "activation_operands": "both operands are activations (attention QK^T / AV): weight sparsity cannot apply",
     "op_no_sparse_kernel": "the op type has no sparse kernel (grouped / depthwise convolution)",
     "no_sparse_support": "the hardware has no sparse datapath",
-    "pattern_unsupported": "no native pattern of the hardware contains the requested one",
+    "pattern_unsupported": "no native pattern of the hardware contains the requested one (among those that run "
+                           "the layer's element type: core.sparse.patterns.*.dtypes)",
     "dtype_unsupported": "the sparse datapath does not support this element type (core.sparse.dtypes)",
     "shape_below_minimum": "the weight's rows or columns are not a multiple of the library's minimum "
                            "(core.sparse.weight_shape_multiple)",
@@ -42,7 +45,7 @@ class Kernel:
     n: int
     k: int
     dtype: str
-    dtype_bytes: int
+    dtype_bytes: float  # an int for whole-byte dtypes; 0.75 / 0.5 for fp6 / fp4, int4 (accelsim.dtypes)
     path: str  # "sparse" | "dense" | "vector"
     pattern_requested: str | None
     pattern_executed: str | None
@@ -149,6 +152,7 @@ class LoweringTarget:
 
     natives: tuple[SparsityFormat, ...] | None  # native formats, config order; None: no sparse datapath
     metadata_bits: tuple[int, ...]  # metadata bits per kept value of each native format
+    pattern_dtypes: tuple[tuple[str, ...] | None, ...]  # element types each native format runs; None: all
     sparse_dtypes: tuple[str, ...] | None  # element types the sparse datapath runs; None: all
     weight_shape_multiple: tuple[int, int]  # (m, k) the sparse operand must be multiples of
     dense_operand_align: int
@@ -164,20 +168,42 @@ def lowering_target(hw: Hardware | LoweringTarget) -> LoweringTarget:
     natives = tuple(spec.native()) if spec is not None else None
     return LoweringTarget(
         natives=natives, metadata_bits=tuple(spec.metadata_bits(p) for p in natives or ()) if spec is not None else (),
+        pattern_dtypes=tuple(_pattern_dtypes(spec.native()[p].dtypes) for p in natives or ())
+        if spec is not None else (),
         sparse_dtypes=tuple(spec.dtypes) if spec is not None and spec.dtypes is not None else None,
         weight_shape_multiple=(1, 1) if spec is None else (spec.weight_shape_multiple.m, spec.weight_shape_multiple.k),
         dense_operand_align=spec.dense_operand_align if spec is not None else 1,
         vector_ops_per_element=tuple(sorted(hw.vector.ops_per_element.items())), depthwise=hw.vector.depthwise)
 
 
-def resolve_pattern(requested: SparsityFormat | None,
-                    hw: Hardware | LoweringTarget) -> tuple[SparsityFormat | None, str | None]:
-    """Native format that runs ``requested`` on ``hw`` (None = dense) and the reason code."""
+def _pattern_dtypes(dtypes: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if dtypes is None else tuple(dtypes)
+
+
+def natives_for(target: LoweringTarget, dtype: str) -> tuple[SparsityFormat, ...]:
+    """The native formats that run element type ``dtype`` (a format's own ``dtypes``, else the datapath's)."""
+    out = []
+    for fmt, own in zip(target.natives or (), target.pattern_dtypes, strict=True):
+        allowed = own if own is not None else target.sparse_dtypes
+        if allowed is None or dtype in allowed:
+            out.append(fmt)
+    return tuple(out)
+
+
+def resolve_pattern(requested: SparsityFormat | None, hw: Hardware | LoweringTarget,
+                    dtype: str | None = None) -> tuple[SparsityFormat | None, str | None]:
+    """Native format that runs ``requested`` on ``hw`` (None = dense) and the reason code.
+
+    With ``dtype``, only the native formats that run that element type are candidates.
+    """
     if requested is None:
         return None, None
-    natives = lowering_target(hw).natives
+    target = lowering_target(hw)
+    natives = target.natives
     if natives is None:
         return None, "no_sparse_support"
+    if dtype is not None:
+        natives = natives_for(target, dtype)
     if requested in natives:
         return requested, None
     container = best_container(requested, natives)
@@ -186,7 +212,23 @@ def resolve_pattern(requested: SparsityFormat | None,
     return container, "pattern_promoted"
 
 
-def _vector_kernel(layer: Any, dtype: str, e: int, target: LoweringTarget, requested: str | None,
+def dtype_fallback_note(kernels: list[Kernel], dtype: str, hw: Hardware | LoweringTarget) -> str | None:
+    """A warning when layers asked for a pattern the hardware runs natively, but not in ``dtype`` (e.g. 2:4 in
+    fp4 on a part whose fp4 sparse datapath is 4:8-paired): they ran dense (pattern_unsupported)."""
+    target = lowering_target(hw)
+    hit = [k for k in kernels if k.reason == "pattern_unsupported" and k.pattern_requested
+           and resolve_pattern(parse_format(k.pattern_requested), target)[0] is not None]
+    if not hit:
+        return None
+    runs = natives_for(target, dtype)
+    asked = ", ".join(sorted({str(k.pattern_requested) for k in hit}))
+    text = (f"{dtype} runs sparse on this hardware only as {', '.join(map(str, runs)) or 'nothing'} "
+            f"(core.sparse.patterns.*.dtypes): {len(hit):,} layer(s) asking for {asked} ran dense "
+            "(pattern_unsupported)")
+    return text + (f"; ask for {runs[0]} to run them sparse" if runs else "")
+
+
+def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, requested: str | None,
                    reason: str | None) -> Kernel:
     ops_table = dict(target.vector_ops_per_element)
     op = layer.op
@@ -213,10 +255,10 @@ def _vector_kernel(layer: Any, dtype: str, e: int, target: LoweringTarget, reque
         reads = out * (layer.inputs if op == "elementwise" else 1)
         writes = out
     return Kernel(layer.name, op, 0, 0, 0, dtype, e, "vector", requested, None, reason, elements=int(out),
-                  vector_ops=float(ops), read_bytes=int(reads * e), write_bytes=int(writes * e))
+                  vector_ops=float(ops), read_bytes=stored_bytes(reads, e), write_bytes=stored_bytes(writes, e))
 
 
-def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | None,
+def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str | None,
                 hw: Hardware | LoweringTarget, kept_dense: bool = False) -> Kernel:
     """One op to a Kernel. ``requested_text`` is the plan's format for it (None = dense)."""
     e = dtype_bytes
@@ -244,8 +286,10 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: int, requested_text: str | 
         mult_m, mult_k = target.weight_shape_multiple
         if target.sparse_dtypes is not None and dtype not in target.sparse_dtypes:
             executed, reason = None, "dtype_unsupported"
-        elif m % mult_m or k % mult_k:
-            executed, reason = None, "shape_below_minimum"
+        else:  # the native formats that run this dtype (e.g. fp4 runs only 4:8-paired)
+            executed, reason = resolve_pattern(requested, target, dtype)
+            if executed is not None and (m % mult_m or k % mult_k):
+                executed, reason = None, "shape_below_minimum"
     if executed is None:
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique)
     bits = target.metadata_bits[target.natives.index(executed)]  # type: ignore[union-attr]
@@ -267,12 +311,16 @@ def _sparse_padding(n: int, k: int, executed: SparsityFormat, align: int) -> dic
     return padding
 
 
-def sparse_view(layer: Any, dtype: str, dtype_bytes: int, requested_text: str,
+def sparse_view(layer: Any, dtype: str, dtype_bytes: float, requested_text: str,
                 hw: Hardware | LoweringTarget) -> Kernel | None:
     """The op's GEMM view run sparse on the native format containing ``requested_text``, whatever the op,
-    dtype and shape rules say (no reason code): for what-if analyses. None when no native format contains it."""
+    dtype and shape rules say (no reason code): for what-if analyses. None when no native format contains it.
+    A native format that runs ``dtype`` is preferred."""
     target = lowering_target(hw)
-    executed, _ = resolve_pattern(parse_format(requested_text), target)
+    requested = parse_format(requested_text)
+    executed, _ = resolve_pattern(requested, target, dtype)
+    if executed is None:
+        executed, _ = resolve_pattern(requested, target)
     if executed is None or layer.op in VECTOR_OPS:
         return None
     m, n, k = layer.gemm_shape()

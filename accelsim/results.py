@@ -460,9 +460,7 @@ class RunResult:
     def energy_totals(self) -> dict[str, Any]:
         """Model energy by component and tensor, power, inferences per joule, and dense vs this run."""
         seconds = self.total_cycles / (self.clock_ghz * 1e9)
-        # sum the per-layer energies as the body carries them (rounded), so a result read back from JSON
-        # adds up to the same last digit
-        parts = [rounded(r.energy) for r in self.layers if r.energy is not None]
+        parts = [rounded(r.energy) for r in self.layers if r.energy is not None]  # as the body carries them
         out = sum_energy(parts, seconds)
         dense_j = sum(p["dense_total_j"] for p in parts)
         out["dense_total_j"] = dense_j
@@ -553,8 +551,7 @@ class RunResult:
 
 
 def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
-    """Add per-op energies (at least one, each from ``energy.layer_energy``) into a model total."""
-    # exact sums (math.fsum): the same values give the same last digit in any order
+    """Add per-op energies (at least one, from ``energy.layer_energy``) into a model total (exact sums: fsum)."""
     comp = {c: math.fsum(p["by_component_j"][c] for p in parts) for c in parts[0]["by_component_j"]}
     tens = {t: math.fsum(p["by_tensor_j"][t] for p in parts) for t in parts[0]["by_tensor_j"]}
     total = math.fsum(comp.values())

@@ -11,13 +11,14 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from accelsim.dtypes import stored_bytes
 from accelsim.energy import at_clock, layer_energy, settle_clock
 from accelsim.engine import simulate, simulate_totals
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware
 from accelsim.limits import SizeLimitError, check_total
-from accelsim.lowering import POLICIES, Kernel, lower
+from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, lower
 from accelsim.results import KernelResult, KernelTotals, RunResult, build_meta, rounded
 from accelsim.workloads.model import Conv2d, Gemm, Workload
 
@@ -97,7 +98,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     for layer, kern in zip(model.layers, kernels, strict=True):
         if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
             m, _, k = layer.gemm_shape()
-            w = m * k * getattr(layer, "groups", 1) * e
+            w = stored_bytes(m * k * getattr(layer, "groups", 1), e)  # whole bytes per stored tensor
             dense_w += w
             fmt = kern.executed_format
             if fmt is not None:
@@ -106,16 +107,16 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
             else:
                 deployed += w
         elif layer.op == "embedding":
-            dense_w += layer.vocab * layer.dim * e
-            deployed += layer.vocab * layer.dim * e
+            dense_w += stored_bytes(layer.vocab * layer.dim, e)
+            deployed += stored_bytes(layer.vocab * layer.dim, e)
         if kern.vector:
             act = kern.read_bytes + kern.write_bytes
         else:
-            act = (kern.b_elements + kern.m * kern.n) * kern.batch * e
+            act = stored_bytes(kern.b_elements * kern.batch, e) + stored_bytes(kern.m * kern.n * kern.batch, e)
             if not kern.weight:
-                act += kern.m * kern.k * kern.batch * e
+                act += stored_bytes(kern.m * kern.k * kern.batch, e)
         act_peak = max(act_peak, act)
-    kv = model.kv_cache_elements * e
+    kv = stored_bytes(model.kv_cache_elements, e)
     total = deployed + metadata + act_peak + kv
     cap = hw.dram.capacity_bytes
     return {"weights_dense_bytes": int(dense_w), "weights_deployed_bytes": int(deployed + metadata),
@@ -181,6 +182,9 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
             progress(i + 1, len(kernels))
     _check_model_totals(model.name, results, dense_total)
     warnings = []
+    note = dtype_fallback_note(kernels, model.dtype, hw)
+    if note:
+        warnings.append(note)
     if hw.energy is not None:
         problem = _add_energy(results, bases, model.dtype, hw)
         if problem:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelsim.workloads.model import DTYPE_BYTES
+from accelsim.dtypes import DTYPE_BYTES, stored_bytes
 
 # A note is worth printing when the re-read traffic is at least this share of the unique bytes.
 REREAD_THRESHOLD = 0.2
@@ -72,7 +72,7 @@ def traffic_notes(body: dict[str, Any]) -> tuple[TrafficNote, ...]:
     elem = DTYPE_BYTES.get(str((body.get("workload") or {}).get("dtype")), 0)
     if spill and elem:
         name, size = _buffer(hw, "ofmap")
-        written = sum(_outputs(lay["shape"]) * elem for lay in spill)
+        written = sum(stored_bytes(_outputs(lay["shape"]), elem) for lay in spill)
         c_bytes = sum(int(lay["bytes"]["dram"]["c"]) for lay in spill)
         notes.append(TrafficNote("partial sums", tuple(lay["name"] for lay in spill), c_bytes, written, name, size))
     return tuple(notes)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from accelsim.dtypes import DTYPE_BYTES, stored_bytes
 from accelsim.engine import simulate
 from accelsim.engine import tiling as tl
 from accelsim.engine.functional import nm_gemm_tiles
@@ -38,7 +39,7 @@ from accelsim.formats.nm import (
 )
 from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware, load_hardware
-from accelsim.lowering import REASON_CODES, Kernel, lower_layer
+from accelsim.lowering import REASON_CODES, Kernel, lower_layer, lowering_target, natives_for
 from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.workloads.model import Gemm
 
@@ -56,7 +57,23 @@ _FLOAT_FORMATS: dict[str, tuple[int, float]] = {
     "bf16": (8, float(np.finfo(np.float32).max)),
     "fp8": (4, 448.0),  # e4m3
 }
-_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+# Sub-byte types are emulated exactly: values drawn from the type's grid, held in numpy containers
+# (int8 for int4, float32 for fp4 / fp6); products and sums of grid values are exact in the float64 /
+# int64 accumulator, so the check asks for zero error. Integer types: (low, high) inclusive.
+_INT_RANGES: dict[str, tuple[int, int]] = {"int8": (-127, 127), "int4": (-8, 7)}
+
+
+def minifloat_grid(exp_bits: int, man_bits: int, bias: int) -> np.ndarray:
+    """Non-negative values of an OCP MX minifloat with no inf/NaN (every exponent code is finite):
+    subnormals m / 2^man x 2^(1 - bias), normals (1 + m / 2^man) x 2^(e - bias)."""
+    mant = np.arange(2 ** man_bits) / 2 ** man_bits
+    values = [mant * 2.0 ** (1 - bias)]
+    values += [(1 + mant) * 2.0 ** (e - bias) for e in range(1, 2 ** exp_bits)]
+    return np.unique(np.concatenate(values))
+
+
+# fp4 = e2m1 (0, 0.5, 1, 1.5, 2, 3, 4, 6); fp6 = e2m3 (0 .. 7.5); see accelsim.dtypes
+MINIFLOATS: dict[str, np.ndarray] = {"fp4": minifloat_grid(2, 1, 1), "fp6": minifloat_grid(2, 3, 1)}
 
 
 # -- results --------------------------------------------------------------------------------------
@@ -198,9 +215,18 @@ def _round_significand(x: np.ndarray, bits: int, limit: float) -> np.ndarray:
 def _operands(rng: np.random.Generator, dtype: str, a_shape: tuple[int, int],
               b_shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """Seeded random A and B holding values exactly representable in ``dtype``."""
-    if dtype == "int8":
-        return (rng.integers(-127, 128, size=a_shape, dtype=np.int8),
-                rng.integers(-127, 128, size=b_shape, dtype=np.int8))
+    if dtype in _INT_RANGES:
+        lo, hi = _INT_RANGES[dtype]
+        return (rng.integers(lo, hi + 1, size=a_shape, dtype=np.int8),
+                rng.integers(lo, hi + 1, size=b_shape, dtype=np.int8))
+    if dtype in MINIFLOATS:
+        grid = MINIFLOATS[dtype]
+
+        def draw(shape: tuple[int, int]) -> np.ndarray:
+            sign = rng.choice(np.array([-1.0, 1.0]), size=shape)
+            return (sign * grid[rng.integers(0, len(grid), size=shape)]).astype(np.float32)
+
+        return draw(a_shape), draw(b_shape)
     bits, limit = _FLOAT_FORMATS[dtype]
     a = _round_significand(rng.standard_normal(a_shape), bits, limit)
     b = _round_significand(rng.standard_normal(b_shape), bits, limit)
@@ -209,8 +235,9 @@ def _operands(rng: np.random.Generator, dtype: str, a_shape: tuple[int, int],
 
 
 def _tolerance(dtype: str, scale: float) -> float:
-    """Absolute tolerance: half an ulp of ``dtype`` at the magnitude bound ``scale`` (0 for int8)."""
-    if dtype == "int8":
+    """Absolute tolerance: half an ulp of ``dtype`` at the magnitude bound ``scale``; 0 for the integer and
+    sub-byte types, whose products and sums are exact in the accumulator."""
+    if dtype in _INT_RANGES or dtype in MINIFLOATS:
         return 0.0
     bits, _ = _FLOAT_FORMATS[dtype]
     return 2.0 ** -bits * max(scale, np.finfo(np.float64).tiny)
@@ -224,8 +251,8 @@ def _hardware(tiling: object) -> Any:
     return None, None
 
 
-def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
-                meta_bits: int, dtype: str | None = None) -> TilePlan:
+def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
+                meta_bits: int, dtype: str | None = None, executed: str | None = None) -> TilePlan:
     """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM."""
     if hw is None:
         rows = cols = 32
@@ -235,7 +262,7 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
     else:
         comp = hw.core.compute
         if kind_of(hw).simulation == "cta_waves":  # tiles are the CTA tile the engine picks
-            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits, dtype)
+            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits, dtype, executed)
         rows, cols, dataflow, acc_bytes = comp.rows, comp.cols, comp.dataflow, comp.accumulator_bytes
         caps, double = hw.core.sram.buffer_bytes(), hw.core.sram.double_buffered
         name = hw.name
@@ -257,14 +284,16 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
                     tile_n=int(tn))
 
 
-def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: int,
-               meta_bits: int, dtype: str | None = None) -> TilePlan:
-    """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM."""
+def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
+               meta_bits: int, dtype: str | None = None, executed: str | None = None) -> TilePlan:
+    """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM (``executed``: the
+    native format's spelling, default ``keep:group``)."""
+    executed = executed or f"{keep}:{group}"
 
-    dtype = dtype or {1: "int8", 2: "fp16", 4: "fp32"}[elem_bytes]  # the rate table is per dtype (tf32 != fp32)
+    dtype = dtype or {1: "int8", 2: "fp16", 4: "fp32"}[int(elem_bytes)]  # the rate table is per dtype
     if keep < group:
-        kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "sparse", f"{keep}:{group}",
-                      f"{keep}:{group}", None, keep, group, meta_bits)
+        kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "sparse", executed, executed, None, keep,
+                      group, meta_bits)
     else:
         kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "dense", None, None, None)
     res = simulate(kern, hw, source, keep_tiles=False)
@@ -300,6 +329,9 @@ def _not_exercised_text(pattern: str, reason: str | None, hw: Any, m: int, k: in
         return f"{text}: {', '.join(bad)} (core.sparse.weight_shape_multiple); {fix} would run sparse"
     if reason == "dtype_unsupported":
         return f"{text}: {dtype} is not in core.sparse.dtypes ({', '.join(hw.core.sparse.dtypes)})"
+    if reason == "pattern_unsupported" and hw is not None and hw.core.sparse is not None:
+        runs = ", ".join(map(str, natives_for(lowering_target(hw), dtype))) or "none"
+        return f"{text}: the native patterns that run {dtype} ({runs}) do not contain {pattern}"
     return f"{text}: {REASON_CODES[reason]}" if reason in REASON_CODES else text
 
 
@@ -326,8 +358,8 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
                               f"{m}x{n}x{k} needs {elements:,} elements, the limit is {MAX_ELEMENTS:,}")
     if not 0 <= seed < 2**63:
         raise FunctionalError(f"--seed: expected an integer from 0 to 2^63-1, got {seed}")
-    if dtype not in _DTYPE_BYTES:
-        raise FunctionalError(f"dtype {dtype!r} is not one of {', '.join(_DTYPE_BYTES)}")
+    if dtype not in DTYPE_BYTES:
+        raise FunctionalError(f"dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
     req = _requested(pattern)
     hw, source = _hardware(tiling)
     exe, bits, reason = req, req.default_metadata_bits, None
@@ -335,7 +367,7 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
         exe, bits = DENSE, 0  # M:M lowers to dense, as in accelsim.lowering
     elif hw is not None:  # the same decision as lowering: native pattern, dtype and shape rules
 
-        kern = lower_layer(Gemm(name="functional", op="gemm", m=m, n=n, k=k), dtype, _DTYPE_BYTES[dtype],
+        kern = lower_layer(Gemm(name="functional", op="gemm", m=m, n=n, k=k), dtype, DTYPE_BYTES[dtype],
                            str(req), hw)
         reason = kern.reason
         if kern.sparse:
@@ -344,9 +376,10 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
             exe, bits = DENSE, 0
     exercised = req.is_dense or not exe.is_dense  # False: a sparse pattern was asked for and ran dense
     not_exercised = None if exercised else _not_exercised_text(str(req), reason, hw, m, k, dtype)
-    elem = _DTYPE_BYTES[dtype]
+    elem = DTYPE_BYTES[dtype]
     if tiling is None or hw is not None:
-        tiles_cfg = _plan_tiles(hw, source or "<hardware>", m, n, k, exe.keep, exe.group, elem, bits, dtype)
+        tiles_cfg = _plan_tiles(hw, source or "<hardware>", m, n, k, exe.keep, exe.group, elem, bits, dtype,
+                                str(exe))
     else:
         tiles_cfg = _explicit_tiles(tiling, exe.keep)
 
@@ -356,7 +389,7 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     comp = exe.compress(pruned, mask, metadata_bits=bits)
     c, tiles = execute_compressed(comp, b, tiles_cfg.tile_m, 1, tiles_cfg.tile_n,
                                   tile_k_values=tiles_cfg.tile_k_values, return_tiles=True)
-    if dtype == "int8":
+    if dtype in _INT_RANGES:
         ref = (a.astype(np.int64) * mask) @ b.astype(np.int64)
         scale = float(np.abs(ref).max())
     else:
@@ -367,8 +400,8 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     max_abs = float(err.max())
     ref_max = float(np.abs(ref).max())
     tol = _tolerance(dtype, scale)
-    dense_bytes = m * k * elem
-    value_bytes = comp.kept * elem
+    dense_bytes = stored_bytes(m * k, elem)  # whole bytes, rounded up for sub-byte types
+    value_bytes = stored_bytes(comp.kept, elem)
     compressed_bytes = value_bytes + comp.metadata_bytes
     return FunctionalCheck(
         shape=GemmShape(m=m, n=n, k=k),

@@ -31,8 +31,10 @@ KNOWN_REGIMES = ("kernel-gemm", "inference-linear", "decode-regime linear", "tra
 # table: a decode linear is a GEMV-like kernel with padding, training adds runtime pruning and backward GEMMs.
 MAIN_REGIMES = ("kernel-gemm", "inference-linear")
 SPARSE_BOUND = 2.0  # 2:4 halves the multiplies; a measured speedup above 2x means a weak dense baseline
-# Spellings of a dtype that name a variant of one accelsim dtype: fp8's two encodings run at one rate.
-DTYPE_VARIANTS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8"}
+# Spellings of a dtype that name a variant of one accelsim dtype: fp8's two encodings run at one rate,
+# as do fp6's (e2m3, e3m2); fp4 is e2m1.
+DTYPE_VARIANTS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8", "fp6_e2m3": "fp6",
+                  "fp6_e3m2": "fp6", "e2m3": "fp6", "e3m2": "fp6", "fp4_e2m1": "fp4", "e2m1": "fp4"}
 _PRESUMED = re.compile(r"^(?P<dtype>[a-z0-9_]+)\s*\(presumed\)$")
 
 

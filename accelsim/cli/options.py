@@ -13,7 +13,7 @@ from typing import NoReturn, TypeAlias
 from accelsim.lowering import POLICIES
 from accelsim.workloads.model import DTYPE_BYTES
 
-DTYPES = tuple(DTYPE_BYTES)  # fp32, tf32, fp16, bf16, fp8, int8
+DTYPES = tuple(DTYPE_BYTES)  # fp32, tf32, fp16, bf16, fp8, int8, fp6, fp4, int4
 
 SPARSITY_PLAN = "N:M pattern (default: the workload's plan)"
 SPARSITY_OR_DENSE = "N:M pattern or dense (default: the workload's plan)"

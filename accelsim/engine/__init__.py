@@ -260,7 +260,8 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
     unified = unified_bytes is not None
     best: tuple[float, list[_Segment], dict] | None = None
     smallest_need = None
-    for bm, bn, bk in getattr(comp.cta_tiles, path):
+    tiles = comp.cta_tiles.for_path(path, dtype)
+    for bm, bn, bk in tiles:
         a_tile = bm * (bk * kernel.keep_n / kernel.group_m) * (e + mbits / 8)
         b_tile = bk * bn * e
 
@@ -291,7 +292,7 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
                               f"the smallest needs {math.ceil(smallest_need or 0)} bytes even single-staged",
                               kernel.name)
     peak = comp.macs_per_cycle[dtype] * hw.cores
-    best[2]["candidates"] = len(getattr(comp.cta_tiles, path)) * len(set(getattr(comp.split_k, path)))
+    best[2]["candidates"] = len(tiles) * len(set(getattr(comp.split_k, path)))
     return best[1], best[2], peak
 
 

@@ -167,7 +167,7 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
 
 
 def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, keep: int, group: int,
-                  elem_bytes: int, meta_bits: int, acc_bytes: int, caps: dict[str, int],
+                  elem_bytes: float, meta_bits: int, acc_bytes: int, caps: dict[str, int],
                   double_buffered: bool, b_elements: int) -> dict:
     """Choose the stream chunk length and operand residency for one GEMM.
 

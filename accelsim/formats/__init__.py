@@ -5,6 +5,7 @@ A format family is registered here, one line each; everything else finds it thro
 
 from accelsim.formats.base import CompressedOperand, SparsityFormat
 from accelsim.formats.nm import Pattern
+from accelsim.formats.paired import PairedPattern
 from accelsim.formats.registry import (
     UnknownFormatError,
     best_container,
@@ -20,6 +21,7 @@ from accelsim.formats.registry import (
 )
 
 register(Pattern)  # N:M, e.g. "2:4"
+register(PairedPattern)  # pair-wise N:M, e.g. "4:8-paired" (int4 / fp4 tensor cores)
 
 __all__ = ["CompressedOperand", "SparsityFormat", "UnknownFormatError", "best_container", "contains", "families",
            "family", "normalize_format", "parse_format", "parse_spelling", "register", "registered", "unregister"]

@@ -131,9 +131,12 @@ class SparsityFormat(ABC):
         """Reduction length A keeps after compression (the dense-equivalent work shrinks to it)."""
         return -(-k // self.group) * self.keep
 
-    def value_bytes(self, rows: int, k: int, dtype_bytes: int) -> int:
-        """Bytes of A's kept values."""
-        return rows * self.k_compressed(k) * dtype_bytes
+    def value_bytes(self, rows: int, k: int, dtype_bytes: float) -> int:
+        """Bytes of A's kept values: whole bytes, rounded up for sub-byte element types (0.5 for fp4)."""
+        kept = rows * self.k_compressed(k)
+        if isinstance(dtype_bytes, int):
+            return kept * dtype_bytes
+        return -(-kept * round(dtype_bytes * 8) // 8)
 
     def metadata_bytes(self, rows: int, k: int, bits: int | None = None) -> float:
         """Bytes of A's metadata at ``bits`` per kept value (default: ``default_metadata_bits``)."""

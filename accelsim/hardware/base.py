@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from accelsim.config import schema as configio
+from accelsim.dtypes import DtypeName  # noqa: F401 (re-exported: config sections name dtypes with it)
 
 PosInt = Annotated[int, Field(gt=0, le=configio.MAX_DIM)]
 NonNegInt = Annotated[int, Field(ge=0, le=configio.MAX_DIM)]
@@ -17,7 +18,6 @@ NonNegFloat = Annotated[float, Field(ge=0, le=configio.MAX_FLOAT)]
 Unlimited = Literal["unlimited"]
 PosFloatOrUnlimited = Annotated[PosFloat | Unlimited, configio.one_message("a number greater than 0 or 'unlimited'")]
 Triple = Annotated[list[PosInt], Field(min_length=3, max_length=3)]
-DtypeName = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 

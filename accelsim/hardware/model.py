@@ -105,6 +105,10 @@ class PatternSupport(Strict):
         None, description="Metadata bits stored per kept value; default ceil(log2(M)) (2 for 2:4, 3 for 4:8).")
     speedup: PosFloat | None = Field(
         None, description="tensor_core only: sparse MAC rate (logical MACs) relative to dense; default M/N.")
+    dtypes: list[DtypeName] | None = Field(
+        None, description="Element types this pattern runs (e.g. 4:8-paired only for int4 / fp4); absent = every "
+                          "type the sparse datapath supports (core.sparse.dtypes). A type no listed pattern runs "
+                          "falls back (pattern_unsupported).")
 
 
 class WeightMultiple(Strict):
@@ -150,6 +154,24 @@ class SparseSpec(Strict):
             if pat is None:
                 raise ValueError(f"pattern {key!r} is dense; list only N:M patterns with N < M")
         return value
+
+    @model_validator(mode="after")
+    def _pattern_dtypes_supported(self) -> SparseSpec:
+        if self.dtypes is None:
+            return self
+        for key, spec in self.patterns.items():
+            extra = [d for d in spec.dtypes or () if d not in self.dtypes]
+            if extra:
+                raise configio.FieldError(("patterns", key, "dtypes"), f"{extra[0]} is not in core.sparse.dtypes "
+                                          f"({', '.join(self.dtypes)}): list it there too, or leave it out here")
+        return self
+
+    def runs(self, pattern: SparsityFormat, dtype: str) -> bool:
+        """Whether native ``pattern`` runs element type ``dtype`` (its own ``dtypes``, then core.sparse.dtypes)."""
+        spec = self.native()[pattern]
+        if spec.dtypes is not None:
+            return dtype in spec.dtypes
+        return self.dtypes is None or dtype in self.dtypes
 
     def native(self) -> dict[SparsityFormat, PatternSupport]:
         """Native formats keyed by the parsed format (config order)."""

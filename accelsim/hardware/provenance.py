@@ -227,14 +227,14 @@ def _check_keys(keys: list[str], sources: dict[str, str], label: str, where: str
 def peak_problems(hw: Hardware, prov: Provenance) -> list[tuple[str, str]]:
     """(key, problem) for each published tensor rate that cores x macs_per_cycle x 2 x clock misses by > 2 %.
 
-    Dtypes the config simulates must all be published (and the reverse); dtypes accelsim does not
-    simulate (fp4, fp6, int4) are records only.
+    Dtypes the config simulates must all be published (and the reverse: a published dtype accelsim
+    runs needs a rate). The sparse rate is checked against the native pattern that runs the dtype
+    (2:4 where it does; fp4 and int4 run 4:8-paired).
     """
     if not prov.tensor_tflops:
         return []
     macs: dict[str, float] = dict(getattr(hw.core.compute, "macs_per_cycle", {}))
     sparse = hw.core.sparse
-    two_four = next((p for p in sparse.native() if str(p) == "2:4"), None) if sparse is not None else None
     out: list[tuple[str, str]] = []
     for dtype in macs:
         if dtype not in prov.tensor_tflops:
@@ -253,11 +253,12 @@ def peak_problems(hw: Hardware, prov: Provenance) -> list[tuple[str, str]]:
             out.append((f"core.compute.macs_per_cycle.{dtype}", f"{hw.cores} cores x {macs[dtype]:g} x 2 x "
                         f"{hw.clock_ghz:g} GHz = {peak:.1f} TFLOPS, published {rate.dense:g} "
                         f"({PROVENANCE_KEY}.tensor_tflops.{dtype}.dense): more than 2 % apart"))
-        on_sparse = sparse is not None and two_four is not None and (sparse.dtypes is None or dtype in sparse.dtypes)
-        if rate.sparse is not None and on_sparse and two_four is not None and sparse is not None:
-            sp = peak * sparse.rate(two_four)
+        runs = [p for p in sparse.native() if sparse.runs(p, dtype)] if sparse is not None else []
+        native = next((p for p in runs if str(p) == "2:4"), runs[0] if runs else None)
+        if rate.sparse is not None and native is not None and sparse is not None:
+            sp = peak * sparse.rate(native)
             if abs(sp / rate.sparse - 1) > PEAK_TOLERANCE:
-                out.append((f"{PROVENANCE_KEY}.tensor_tflops.{dtype}.sparse", f"dense peak {peak:.1f} x 2:4 rate "
-                            f"{sparse.rate(two_four):g} = {sp:.1f} TFLOPS, published {rate.sparse:g}: more than "
+                out.append((f"{PROVENANCE_KEY}.tensor_tflops.{dtype}.sparse", f"dense peak {peak:.1f} x {native} rate "
+                            f"{sparse.rate(native):g} = {sp:.1f} TFLOPS, published {rate.sparse:g}: more than "
                             "2 % apart"))
     return out

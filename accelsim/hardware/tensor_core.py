@@ -25,11 +25,30 @@ class InstructionTiles(Strict):
     sparse: Triple
 
 
+TileList = Annotated[list[Triple], Field(min_length=1)]
+
+
+class DtypeTiles(Strict):
+    """The library's CTA tiles for one element type, dense and sparse."""
+
+    dense: TileList
+    sparse: TileList
+
+
 class CtaTiles(Strict):
     """Candidate CTA tiles [BM, BN, BK] of the library's dense and sparse kernels."""
 
-    dense: Annotated[list[Triple], Field(min_length=1)]
-    sparse: Annotated[list[Triple], Field(min_length=1)]
+    dense: TileList
+    sparse: TileList
+    by_dtype: dict[DtypeName, DtypeTiles] = Field(
+        default_factory=dict, description="Tiles of the library's kernels for one element type where they differ "
+        "from dense / sparse (e.g. fp4 kernels take BK = 256: the same 128-byte k-tile as fp16's 64); element types "
+        "not listed use dense / sparse.")
+
+    def for_path(self, path: str, dtype: str) -> list[list[int]]:
+        """The candidate tiles of the ``path`` ('dense' | 'sparse') kernel for ``dtype``."""
+        own = self.by_dtype.get(dtype)  # type: ignore[call-overload]
+        return list(getattr(own if own is not None else self, path))
 
 
 class SplitK(Strict):
@@ -97,11 +116,16 @@ class TensorCoreCompute(Strict):
 
     @model_validator(mode="after")
     def _tiles_align(self) -> TensorCoreCompute:
-        for path in ("dense", "sparse"):
+        lists: list[tuple[tuple[str, ...], list[list[int]]]] = [
+            ((path,), getattr(self.cta_tiles, path)) for path in ("dense", "sparse")]
+        lists += [(("by_dtype", dtype, path), getattr(tiles, path)) for dtype, tiles in self.cta_tiles.by_dtype.items()
+                  for path in ("dense", "sparse")]
+        for where, tiles in lists:
+            path = where[-1]
             mma = getattr(self.mma, path)
-            for i, tile in enumerate(getattr(self.cta_tiles, path)):
+            for i, tile in enumerate(tiles):
                 if any(t % m for t, m in zip(tile, mma, strict=True)):
-                    raise configio.FieldError(("cta_tiles", path, i),
+                    raise configio.FieldError(("cta_tiles", *where, i),
                                               f"CTA tile {tile} is not a multiple of the {path} MMA tile {mma}")
         return self
 

@@ -10,12 +10,12 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from accelsim.config import schema as configio
 from accelsim.config.templating import expand
+from accelsim.dtypes import DTYPE_BYTES, DtypeName
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
 
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
-Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+Dtype = DtypeName  # fp32 ... int8, and the sub-byte fp6, fp4, int4 (accelsim.dtypes)
 Pair = Annotated[list[PosInt], Field(min_length=2, max_length=2)]
 PadPair = Annotated[list[NonNegInt], Field(min_length=2, max_length=2)]
 Stride = Annotated[PosInt | Pair, configio.one_message("an integer > 0 or a [height, width] pair of them")]
@@ -242,7 +242,8 @@ class Workload(Strict):
         return self
 
     @property
-    def dtype_bytes(self) -> int:
+    def dtype_bytes(self) -> float:
+        """Bytes per element: an int for whole-byte dtypes, 0.75 / 0.5 for fp6 / fp4 and int4 (accelsim.dtypes)."""
         return DTYPE_BYTES[self.dtype]
 
     def to_dict(self) -> dict[str, Any]:

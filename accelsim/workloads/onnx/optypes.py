@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 # Element types -> workload dtype; the first float-typed graph input (then initializer) decides.
-FLOAT_DTYPES = {1: "fp32", 10: "fp16", 16: "bf16", 17: "fp8", 18: "fp8", 19: "fp8", 20: "fp8", 11: "fp32"}
-INT_DTYPES = {3: "int8", 2: "int8"}  # INT8, UINT8
+FLOAT_DTYPES = {1: "fp32", 10: "fp16", 16: "bf16", 17: "fp8", 18: "fp8", 19: "fp8", 20: "fp8", 11: "fp32",
+                23: "fp4"}  # 23: FLOAT4E2M1 (onnx 1.18)
+INT_DTYPES = {3: "int8", 2: "int8", 22: "int4", 21: "int4"}  # INT8, UINT8, INT4, UINT4 (onnx 1.16)
 
 LAYOUT_OPS = {"Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Constant", "Shape",
               "Size"}
