@@ -48,8 +48,8 @@ def test_dtype_spellings_of_the_published_rows() -> None:
 
 
 def test_unknown_dtype_names_the_spellings() -> None:
-    with pytest.raises(MeasurementError, match=r"line 2, column dtype.*unknown dtype 'fp6'.*fp8_e4m3"):
-        parse_measurements(HEADER + "A100,fp6,64,64,64,,,1.0,src,kernel-gemm\n", "x.csv")
+    with pytest.raises(MeasurementError, match=r"line 2, column dtype.*unknown dtype 'fp3'.*fp8_e4m3"):
+        parse_measurements(HEADER + "A100,fp3,64,64,64,,,1.0,src,kernel-gemm\n", "x.csv")
 
 
 def test_rule_of_thumb_is_scored_on_the_same_rows_as_the_model() -> None:

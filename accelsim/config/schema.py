@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import re
 import typing
 from collections.abc import Sequence
@@ -267,6 +268,8 @@ def _exponent_hint(value: Any) -> str:
     if not isinstance(value, str) or not _YAML11_TEXT_EXPONENT.match(value.strip()):
         return ""
     number = float(value)
+    if not math.isfinite(number):  # '1e999': no number to suggest
+        return f" (YAML 1.1 reads {value.strip()} as text; as a number it would overflow)"
     plain = f"{int(number)}" if number.is_integer() and abs(number) < 1e16 else f"{number!r}"
     mantissa, exponent = f"{number:e}".split("e")
     return f" (YAML 1.1 reads {value.strip()} as text; write {plain} or {float(mantissa)!r}e{exponent})"
