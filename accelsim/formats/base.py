@@ -84,6 +84,12 @@ class SparsityFormat(ABC):
         """
 
     @classmethod
+    def at_sparsity(cls, sparsity: float) -> SparsityFormat | None:
+        """This family's format with exactly ``sparsity`` (share of zeros, 0..1) as users write it, or None
+        when the family has no format at that level ("which pattern pays" compares families with it)."""
+        return None
+
+    @classmethod
     def number_hint(cls, value: int) -> str | None:
         """A hint for a spelling YAML read as the number ``value`` (e.g. an unquoted 2:4), or None."""
         return None

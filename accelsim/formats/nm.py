@@ -75,6 +75,16 @@ class Pattern(SparsityFormat):
         return Pattern(n, m)
 
     @classmethod
+    def at_sparsity(cls, sparsity: float) -> Pattern | None:
+        """N:M with exactly ``sparsity`` zeros: the first group size M in 4, 8, 16, 32, 64, then 2..64, that
+        makes N = (1 - sparsity) M a whole number >= 1 (50 % -> 2:4, 75 % -> 1:4, 87.5 % -> 1:8, 90 % -> 1:10)."""
+        for m in (4, 8, 16, 32, 64, *range(2, MAX_GROUP + 1)):
+            n = (1.0 - sparsity) * m
+            if abs(n - round(n)) < 1e-9 and 1 <= round(n) < m:
+                return Pattern(round(n), m)
+        return None
+
+    @classmethod
     def number_hint(cls, value: int) -> str | None:
         n, m = divmod(value, 60)
         if 1 <= n < 60:

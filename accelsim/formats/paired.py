@@ -73,6 +73,12 @@ class PairedPattern(SparsityFormat):
             raise ValueError(f"N and M must be even in {short_repr(text)}: values are kept in pairs")
         return PairedPattern(n, m)
 
+    @classmethod
+    def at_sparsity(cls, sparsity: float) -> PairedPattern | None:
+        """Pair-wise N:M with exactly ``sparsity`` zeros over groups of 8 (50 % -> 4:8-paired, 75 % -> 2:8-paired)."""
+        n = (1.0 - sparsity) * 8
+        return PairedPattern(round(n), 8) if abs(n - round(n)) < 1e-9 and round(n) in (2, 4, 6) else None
+
     def __str__(self) -> str:
         return f"{self.n}:{self.m}-paired"
 

@@ -1,0 +1,107 @@
+"""Which pattern pays, as a chart and a table: speedup and weight footprint vs sparsity, one line per format.
+
+Input is the :class:`~accelsim.analysis.patterns.PatternsComparison` of
+:func:`accelsim.analysis.patterns.compare_patterns`. Library code: nothing here prints or writes files;
+matplotlib through :class:`~matplotlib.figure.Figure` with the Agg canvas (no pyplot).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from accelsim.fileio import figure_files
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from accelsim.analysis.patterns import FormatAtLevel, PatternsComparison
+
+BASENAME = "patterns"
+DPI = 100
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def _families(data: PatternsComparison) -> list[str]:
+    return list(dict.fromkeys(r.family for r in data.results))
+
+
+def render_patterns(data: PatternsComparison) -> Figure:
+    """Left: model speedup over dense vs sparsity; right: deployed weight bytes over dense. Hollow markers:
+    the format was asked for but every layer fell back dense (the point is the fallback's time)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    fig = Figure(figsize=(12.0, 5.0))
+    FigureCanvasAgg(fig)
+    ax1, ax2 = fig.subplots(1, 2)
+    for i, fam in enumerate(_families(data)):
+        color = COLORS[i % len(COLORS)]
+        pts = [r for r in data.results if r.family == fam and r.format is not None]
+        if not pts:
+            continue
+        xs = [r.level * 100 for r in pts]
+        ax1.plot(xs, [r.speedup for r in pts], color=color, label=fam, linewidth=1.6)
+        ax2.plot(xs, [r.weights_deployed_bytes / r.weights_dense_bytes if r.weights_dense_bytes else 1.0
+                      for r in pts], color=color, label=fam, linewidth=1.6)
+        for r in pts:
+            hollow = r.all_fell_back
+            ax1.plot([r.level * 100], [r.speedup], marker="o", markersize=7, color=color,
+                     markerfacecolor="white" if hollow else color)
+            ran_as = [p for p in r.patterns_executed if p != r.format]
+            note = " (fallback)" if hollow else (f" (runs as {', '.join(ran_as)})" if ran_as else "")
+            ax1.annotate(str(r.format) + note, (r.level * 100, r.speedup or 0.0),
+                         textcoords="offset points", xytext=(5, 5), fontsize=8, color=color)
+    ax1.axhline(1.0, color="#444444", linestyle="--", linewidth=1)
+    ax1.set_xlabel("sparsity (share of zeros, %)")
+    ax1.set_ylabel("model speedup over dense")
+    ax1.set_title("speedup vs sparsity")
+    ax2.axhline(1.0, color="#444444", linestyle="--", linewidth=1)
+    ax2.set_xlabel("sparsity (share of zeros, %)")
+    ax2.set_ylabel("weights as deployed / dense (incl. metadata)")
+    ax2.set_title("weight footprint vs sparsity")
+    handles, labels = ax1.get_legend_handles_labels()
+    handles.append(Line2D([], [], marker="o", color="#444444", markerfacecolor="white", linestyle="none"))
+    labels.append("every layer fell back dense")
+    ax1.legend(handles, labels, fontsize=8, frameon=False, loc="best")
+    fig.suptitle(f"Which pattern pays: {data.workload} on {data.hardware}", fontsize=12)
+    fig.text(0.5, 0.005, "held fixed: " + data.held_fixed, ha="center", va="bottom", fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    return fig
+
+
+def chart_files(fig: Figure, out_dir: str | os.PathLike[str]) -> dict[Path, bytes]:
+    """``{out_dir/patterns.png: bytes, .../patterns.svg: bytes}`` (deterministic) for ``fileio.write_all``."""
+    return figure_files(fig, Path(out_dir) / BASENAME, ("png", "svg"), DPI)
+
+
+def level_label(level: float) -> str:
+    """``0.875`` -> ``"87.5%"`` (as the analysis keys its per-level results)."""
+    return f"{level * 100:.6g}%"
+
+
+def _row(r: FormatAtLevel) -> list[str]:
+    if r.format is None:
+        return [level_label(r.level), r.family, "-", "-", "-", "-", "-", "not expressible at this level"]
+    reasons = ", ".join(f"{k} x{v}" for k, v in r.fallback_reasons.items()) or "-"
+    ran_as = [p for p in r.patterns_executed if p != r.format]
+    fmt = r.format + (f" (as {', '.join(ran_as)})" if ran_as else "")
+    return [level_label(r.level), r.family, fmt, f"{r.speedup:.3f}x", f"{r.sparse_layers}/{r.requested_layers}",
+            f"{r.weights_deployed_bytes / 1e6:,.1f} MB", f"{r.metadata_share * 100:.1f}%",
+            (r.biggest_loss or "-") + (f"; fallback: {reasons}" if r.fallback_layers else "")]
+
+
+def patterns_table(data: PatternsComparison) -> str:
+    """One line per (level, format): speedup, layers sparse, weights, metadata share, biggest ladder loss."""
+    header = ["level", "family", "format", "speedup", "sparse", "weights", "metadata", "biggest loss; fallbacks"]
+    body = [_row(r) for r in data.results]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    lines = [f"WHICH PATTERN PAYS  {data.workload} on {data.hardware} (dense {data.dense_total_cycles:,} cycles)",
+             "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]
+    lines.append("best per level: " + ", ".join(f"{k} {v}" for k, v in data.best_per_level.items()))
+    lines.append("held fixed: " + data.held_fixed)
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""Which pattern pays (issue 18): every registered format at equal sparsity on one config."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import HW, WL
+
+from accelsim import load_hardware, run
+from accelsim.analysis.patterns import compare_patterns, level_label, parse_levels
+from accelsim.cli import main
+from accelsim.errors import AccelsimError
+from accelsim.formats import Pattern, families
+from accelsim.workloads.model import load_workload
+
+A100 = load_hardware(HW / "a100-like.yaml")
+GEMMS = load_workload(WL / "gemm-microbench.yaml")
+
+
+def test_levels_parse_as_shares_of_zeros() -> None:
+    assert parse_levels("50%, 75%,90%") == (0.5, 0.75, 0.9)
+    assert parse_levels("0.875,87.5%") == (0.875,)
+    assert level_label(0.875) == "87.5%"
+    for bad, words in (("abc", "expected sparsity levels"), ("100%", "between 0% and 100%"), ("", "at least one"),
+                       ("-5%", "between")):
+        with pytest.raises(AccelsimError, match=words):
+            parse_levels(bad)
+
+
+def test_nm_names_its_format_at_exact_levels() -> None:
+    assert [str(Pattern.at_sparsity(s)) for s in (0.5, 0.75, 0.875, 0.9)] == ["2:4", "1:4", "1:8", "1:10"]
+    assert Pattern.at_sparsity(0.333) is None  # no N:M with M <= 64 has exactly 33.3 % zeros
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return compare_patterns(GEMMS, A100, (0.5, 0.9))
+
+
+def test_every_family_appears_at_every_level(comparison) -> None:
+    assert {(r.level, r.family) for r in comparison.results} == {
+        (lv, f.title) for lv in (0.5, 0.9) for f in families()}
+
+
+def test_a_format_point_is_the_run_of_that_format(comparison) -> None:
+    nm50 = next(r for r in comparison.results if r.level == 0.5 and r.format == "2:4")
+    direct = run(GEMMS, A100, "2:4")
+    assert nm50.total_cycles == direct.total_cycles
+    assert nm50.speedup == pytest.approx(direct.dense_total_cycles / direct.total_cycles)
+    fp = direct.footprint
+    assert nm50.weights_deployed_bytes == fp["weights_deployed_bytes"]
+    assert nm50.metadata_share == pytest.approx(fp["weights_metadata_bytes"] / fp["weights_deployed_bytes"])
+    assert nm50.ladder[0].rung == "nominal" and nm50.ladder[-1].speedup == pytest.approx(nm50.speedup)
+    assert set(nm50.layer_speedups) == {lay.name for lay in direct.layers if lay.pattern_requested}
+
+
+def test_a_level_the_datapath_cannot_exploit_runs_as_its_container(comparison) -> None:
+    """1:10 (90 %) runs on a100-like's 2:4 datapath: no faster than 2:4, and the result says it ran as 2:4."""
+    nm90 = next(r for r in comparison.results if r.level == 0.9 and r.family == "N:M")
+    nm50 = next(r for r in comparison.results if r.level == 0.5 and r.family == "N:M")
+    assert nm90.format == "1:10" and nm90.patterns_executed == ("2:4",)
+    assert nm90.total_cycles == nm50.total_cycles
+    assert nm90.biggest_loss == "+ pattern the hardware runs"
+
+
+def test_fallbacks_are_counted_with_their_reasons(comparison) -> None:
+    paired = next(r for r in comparison.results if r.level == 0.5 and r.format == "4:8-paired")
+    assert paired.all_fell_back and paired.speedup == pytest.approx(1.0)
+    assert paired.fallback_reasons == {"pattern_unsupported": paired.requested_layers}  # fp16: 2:4 only
+    none90 = next(r for r in comparison.results if r.level == 0.9 and r.family == "pair-wise N:M")
+    assert none90.format is None and none90.speedup is None
+    # the model is slower with 2:4 on a100-like (small GEMMs, few CTAs): the best at 50 % is dense, and per
+    # layer the one 2:4 wins on (g1024, 1.25x) says 2:4, the others dense
+    nm50 = next(r for r in comparison.results if r.level == 0.5 and r.format == "2:4")
+    assert comparison.best_per_level["50%"] == ("2:4" if nm50.speedup > 1 else "dense") == "dense"
+    layers = comparison.best_per_layer["50%"]
+    assert layers["g1024"] == "2:4" and layers["g768x512x3072"] == "dense"
+    assert all(v == ("2:4" if nm50.layer_speedups[k] > 1 else "dense") for k, v in layers.items())
+
+
+def test_cli_writes_table_chart_and_json_deterministically(tmp_path, capsys) -> None:
+    args = ["patterns", "--hw", str(HW / "a100-like.yaml"), "--workload", str(WL / "gemm-microbench.yaml"),
+            "--levels", "50%,75%"]
+    assert main([*args, "-o", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "WHICH PATTERN PAYS" in out and "1:4 (as 2:4)" in out and "held fixed:" in out
+    assert main([*args, "-o", str(tmp_path / "b")]) == 0
+    for name in ("patterns.json", "patterns.png", "patterns.svg"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    data = json.loads((tmp_path / "a" / "patterns.json").read_text())
+    assert data["levels"] == [0.5, 0.75] and data["best_per_level"] == {"50%": "dense", "75%": "dense"}
+    assert main([*args[:-1], "abc"]) == 2
+    assert "--levels" in capsys.readouterr().err
