@@ -36,6 +36,7 @@ from accelsim.analysis.validation_results import (
     ValidationResult,
 )
 from accelsim.errors import AccelsimError
+from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload, workload_from_dict
@@ -104,6 +105,7 @@ def metrics(predicted: Sequence[float], measured: Sequence[float],
         times.append(float(np.mean(v)) if v else None)
     r = np.asarray(rule, dtype=float) if rule is not None and len(rule) == n else None
     return Metrics(n=n, mae=float(np.abs(err).mean()), mape=float((np.abs(err) / y).mean() * 100.0),
+                   median_ape=float(np.median(np.abs(err) / y) * 100.0),
                    right_side=float(((p > 1.0) == (y > 1.0)).mean()),
                    right_side_rows=int(((p > 1.0) == (y > 1.0)).sum()), spearman=spearman(p, y),
                    bias=float(err.mean()), max_abs=float(np.abs(err).max()), dense_time_mape=times[0],
@@ -148,9 +150,17 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
         "dtype": row.dtype, "m": row.m, "n": row.n, "k": row.k, "regime": row.regime,
         "main": row.regime in main_regimes, "backend": row.backend, "source": row.source,
         "source_label": source_label(row.source),
-        "measured": Measured(row.speedup, row.dense_us, row.sparse_us)}
+        "measured": Measured(row.speedup, row.dense_us, row.sparse_us), "format": row.format}
     if key is None:
         return RowResult(**base, status="unmapped", message=f"no --hw-map entry matches GPU {row.gpu!r}")
+    if row.format is not None:  # the row's own format: its ideal speedup is the bound
+        try:
+            fmt = parse_format(row.format)
+        except ValueError as exc:
+            return RowResult(**base, status="unknown_format",
+                             message=f"format {row.format!r} cannot run here: {exc}")
+        sparsity = "dense" if fmt is None else str(fmt)
+        bound = bound if fmt is None or fmt.dense_speedup <= 2.0 else fmt.dense_speedup
     try:
         pred = predict_row(row, hw_map[key], sims[key], sparsity)
     except AccelsimError as exc:  # e.g. a dtype the config has no rate for
@@ -162,8 +172,8 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
                 sparse_time_err_pct=_time_err(pred.sparse_us, row.sparse_us))
     if row.speedup > bound:
         return RowResult(**base, status="above_bound",
-                         message=f"measured {row.speedup:.3f}x exceeds the 2:4 bound {bound:g}x: the dense "
-                                 f"baseline ran below its own peak; reported, not scored")
+                         message=f"measured {row.speedup:.3f}x exceeds the {row.format or sparsity} bound {bound:g}x: "
+                                 f"the dense baseline ran below its own peak; reported, not scored")
     return RowResult(**base, scored=True)
 
 
@@ -193,9 +203,16 @@ def _group_metrics(rows: Sequence[RowResult]) -> Metrics:
                    [rule_of_thumb(r.m, r.n, r.k) for r in scored])
 
 
-def _group(key: str, hw: str | None, dtype: str, regime: str, main: bool, members: list[RowResult]) -> GroupResult:
+def _group(key: str, hw: str | None, dtype: str, regime: str, main: bool, members: list[RowResult],
+           fmt: str | None = None) -> GroupResult:
     return GroupResult(key, hw, dtype, regime, main, len(members), sum(1 for r in members if not r.scored),
-                       _group_metrics(members))
+                       _group_metrics(members), fmt)
+
+
+def _lines(lines: Sequence[int], shown: int = 12) -> str:
+    """``2, 3, 5`` (at most ``shown`` of them, then how many more)."""
+    head = ", ".join(str(x) for x in lines[:shown])
+    return head + (f" and {len(lines) - shown} more" if len(lines) > shown else "")
 
 
 def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float) -> list[str]:
@@ -205,10 +222,14 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
                  f"(dense baseline below its own peak)" + (": lines " + ", ".join(str(r.line) for r in above)
                                                            if above else "."))
     for status, text in (("unmapped", "no hardware matched their GPU name"),
-                         ("infeasible", "the mapped hardware cannot run them")):
+                         ("infeasible", "the mapped hardware cannot run them"),
+                         ("unknown_format", "their format is not registered in this accelsim")):
         bad = [r for r in rows if r.status == status]
         if bad:
-            notes.append(f"{len(bad)} row(s) not scored, {text}: lines " + ", ".join(str(r.line) for r in bad))
+            fmts = sorted({r.format for r in bad if r.format}) if status == "unknown_format" else []
+            notes.append(f"{len(bad)} row(s) not scored, {text}"
+                         + (f" ({', '.join(fmts[:6])}{' ...' if len(fmts) > 6 else ''})" if fmts else "")
+                         + ": lines " + _lines([r.line for r in bad]))
     for r in rows:
         p = r.predicted
         if p is None:
@@ -229,21 +250,22 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
 
 def _summarise(rows: list[RowResult], main_regimes: tuple[str, ...], bound: float, sparsity: str,
                hw_map: Mapping[str, Hardware], hw_sources: Mapping[str, str] | None) -> ValidationResult:
-    keys: dict[tuple[str, str | None, str, str], list[RowResult]] = {}
+    keys: dict[tuple[str, str | None, str, str, str], list[RowResult]] = {}
     for r in rows:
         if r.hw_key is not None:
-            keys.setdefault((r.hw_key, r.hw, r.dtype, r.regime), []).append(r)
+            keys.setdefault((r.hw_key, r.hw, r.dtype, r.format or "", r.regime), []).append(r)
     regime_order = {name: i for i, name in enumerate(list(main_regimes) + list(KNOWN_REGIMES))}
-    groups = [_group(key, hw, dtype, regime, regime in main_regimes, members)
-              for (key, hw, dtype, regime), members in sorted(
-                  keys.items(), key=lambda kv: (kv[0][0], kv[0][2], regime_order.get(kv[0][3], 99), kv[0][3]))]
-    per_gd: dict[tuple[str, str | None, str], list[RowResult]] = {}
+    groups = [_group(key, hw, dtype, regime, regime in main_regimes, members, fmt or None)
+              for (key, hw, dtype, fmt, regime), members in sorted(
+                  keys.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][3], regime_order.get(kv[0][4], 99),
+                                                kv[0][4]))]
+    per_gd: dict[tuple[str, str | None, str, str], list[RowResult]] = {}
     for r in rows:
         if r.hw_key is not None and r.main:
-            per_gd.setdefault((r.hw_key, r.hw, r.dtype), []).append(r)
-    main = [_group(key, hw, dtype, "+".join(main_regimes), True, members)
-            for (key, hw, dtype), members in sorted(per_gd.items(),
-                                                    key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2]))]
+            per_gd.setdefault((r.hw_key, r.hw, r.dtype, r.format or ""), []).append(r)
+    main = [_group(key, hw, dtype, "+".join(main_regimes), True, members, fmt or None)
+            for (key, hw, dtype, fmt), members in sorted(
+                per_gd.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3]))]
     unscored = [Unscored(r.line, r.gpu, r.status, r.message) for r in rows if not r.scored]
     hardware = {key: HardwareRef(hw.name, hw.config_hash(), (hw_sources or {}).get(key)) for key, hw in hw_map.items()}
     return ValidationResult(sparsity=sparsity, bound=bound, main_regimes=main_regimes, hardware=hardware,

@@ -60,11 +60,14 @@ class Measurement:
     regime: str
     backend: str
     dtype_written: str | None = None  # the CSV's spelling when it differs (a variant, or "(presumed)")
+    format: str | None = None  # the optional `format` column (e.g. "64:2:8"); None: the validation's sparsity
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if self.dtype_written is None:
             del d["dtype_written"]
+        if self.format is None:
+            del d["format"]
         return d
 
 
@@ -182,7 +185,8 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
         rows.append(Measurement(line=line, gpu=gpu, dtype=dtype, m=m, n=n, k=k, dense_us=dense, sparse_us=sparse,
                                 speedup=float(speedup), source=(rec.get("source") or "").strip(), notes=notes,
                                 regime=regime, backend=backend_of(notes),
-                                dtype_written=written if written.lower() != dtype else None))
+                                dtype_written=written if written.lower() != dtype else None,
+                                format=(rec.get("format") or "").strip() or None))
     if not rows:
         raise MeasurementError(source, None, "no measurement rows after the header")
     return rows

@@ -24,6 +24,7 @@ class Metrics:
     n: int
     mae: float | None = None
     mape: float | None = None
+    median_ape: float | None = None  # median |error| / measured, in % (issue 18's per-source target)
     right_side: float | None = None
     right_side_rows: int = 0
     spearman: float | None = None
@@ -105,6 +106,7 @@ class RowResult:
     scored: bool = False
     status: str = "scored"
     message: str | None = None
+    format: str | None = None  # the row's own format (the CSV's `format` column); None: the validation's sparsity
 
 
 @dataclass(frozen=True)
@@ -119,10 +121,12 @@ class GroupResult:
     rows: int
     unscored: int
     metrics: Metrics
+    format: str | None = None  # rows of one format (None: the validation's sparsity)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, the metrics beside the group's keys."""
         return {"gpu": self.gpu, "hw": self.hw, "dtype": self.dtype, "regime": self.regime, "main": self.main,
+                **({"format": self.format} if self.format is not None else {}),
                 "rows": self.rows, "unscored": self.unscored, **self.metrics.to_dict()}
 
 

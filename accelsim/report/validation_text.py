@@ -49,7 +49,8 @@ def format_groups(groups: Sequence[GroupResult]) -> str:
     body = []
     for g in groups:
         m = g.metrics
-        body.append([g.gpu, str(g.hw), g.dtype, g.regime, str(g.rows), str(m.n), _f(m.mae, ".3f"), _pct(m.mape),
+        dtype = g.dtype if g.format is None else f"{g.dtype} {g.format}"
+        body.append([g.gpu, str(g.hw), dtype, g.regime, str(g.rows), str(m.n), _f(m.mae, ".3f"), _pct(m.mape),
                      (f"{m.right_side_rows}/{m.n} ({(m.right_side or 0.0) * 100:.0f}%)" if m.n else "-"),
                      _f(m.spearman, ".2f"), _f(m.bias, "+.3f"), _pct(m.dense_time_mape), _pct(m.sparse_time_mape),
                      _f(m.rule_mae, ".3f"), _pct(None if m.rule_right_side is None else m.rule_right_side * 100)])
