@@ -408,7 +408,7 @@ def _emit_metadata(emit: _Writer, plan: _Plan, hw: Hardware, wl: str, pattern: s
 def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, labels: TraceLabels) -> None:
     k = ls.result
     s, e = _ns(ls.start, clock), _ns(ls.end, clock)
-    args = {"index": ls.index, "op": k.op, "shape": k.shape, "path": k.path,
+    args: dict[str, Any] = {"index": ls.index, "op": k.op, "shape": k.shape, "path": k.path,
             "pattern_requested": k.pattern_requested, "pattern_executed": k.pattern_executed,
             "reason": k.reason, "binding": k.binding, "cycles": k.cycles, "start_cycle": _num(ls.start),
             "utilization": round(k.utilization, 6), "speedup_vs_dense": round(k.speedup_vs_dense, 6),
@@ -416,9 +416,9 @@ def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, labels: Trace
             "busy": k.busy, "bytes": k.bytes}
     if labels.layer_tiling and not ls.vector:
         args["tiling"] = {key: k.tiling[key] for key in labels.layer_tiling if key in k.tiling}
-    for key in FORMAT_TILING_KEYS:  # what a non-native format ran as (engine._format_echo)
-        if key in k.tiling:
-            args.setdefault("tiling", {})[key] = k.tiling[key]
+    ran_as = {key: k.tiling[key] for key in FORMAT_TILING_KEYS if key in k.tiling}  # engine._format_echo
+    if ran_as:
+        args["tiling"] = {**args.get("tiling", {}), **ran_as}
     emit({"name": k.name, "cat": f"layer,{k.path}", "ph": "X", "pid": LAYERS_PID, "tid": LAYERS_TID,
           "ts": _us(s), "dur": _us(e - s), "cname": tl.PATH_CNAMES.get(k.path, "generic_work"), "args": args})
     launch = k.cycles["launch"]
