@@ -238,3 +238,23 @@ def test_what_ifs_add_the_entry_or_say_the_part_cannot() -> None:
     with pytest.raises(NoCounterfactual, match="unstructured:90% cannot run on this part"):
         counterfactual_hardware(load_hardware(HW / "tpu-like.yaml"), "unstructured:90%")
     assert counterfactual_hardware(bare, "channel:50%") == (bare, [])
+
+
+@pytest.mark.parametrize("spelling, problem", [
+    ("unstructured:abc", "expected unstructured:P% with P the percentage of zeros"),
+    ("channel:150%", "sparsity 150% in 'channel:150%' must be below 100%")])
+def test_cli_refuses_bad_spellings_in_one_line(spelling: str, problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from accelsim.cli import main  # noqa: PLC0415 (the CLI, only here)
+
+    rc = main(["run", "--hw", str(A100), "--workload", str(WL / "gemm-microbench.yaml"), "--sparsity", spelling])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.count("\n") == 1 and problem in err and err.startswith("accelsim: error: ")
+
+
+def test_cli_runs_both_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    from accelsim.cli import main  # noqa: PLC0415
+
+    for spelling in ("channel:50%", "unstructured:90%"):
+        assert main(["run", "--hw", str(A100), "--workload", str(WL / "gemm-microbench.yaml"),
+                     "--sparsity", spelling]) == 0
+        assert spelling in capsys.readouterr().out

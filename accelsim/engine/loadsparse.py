@@ -10,7 +10,9 @@ Two ways a tensor-core part runs unstructured sparsity (``accelsim/formats/unstr
 * vector SpMM (Sputnik-style): the same compressed loads, no separate stage, and only the
   nonzeros' MACs (``a_density`` of them) at the SpMM rate of the vector unit.
 
-B and C move as in a dense kernel.
+B and C move as in a dense kernel. Shared memory holds the decompressed dense A tile (``bm x bk``, as a
+dense kernel's): the compressed tile is staged in registers (as Flash-LLM does), so a CTA tile fits as
+the dense one does.
 """
 
 from __future__ import annotations
