@@ -15,6 +15,7 @@ from conftest import HW, WL
 from accelsim import lower, run
 from accelsim.analysis.deployment_fallback import NoCounterfactual, counterfactual_hardware
 from accelsim.analysis.functional_check import execute_compressed, functional_check
+from accelsim.cli import main
 from accelsim.engine import simulate
 from accelsim.errors import ConfigError, FunctionalError
 from accelsim.formats import parse_format
@@ -244,16 +245,12 @@ def test_what_ifs_add_the_entry_or_say_the_part_cannot() -> None:
     ("unstructured:abc", "expected unstructured:P% with P the percentage of zeros"),
     ("channel:150%", "sparsity 150% in 'channel:150%' must be below 100%")])
 def test_cli_refuses_bad_spellings_in_one_line(spelling: str, problem: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from accelsim.cli import main  # noqa: PLC0415 (the CLI, only here)
-
     rc = main(["run", "--hw", str(A100), "--workload", str(WL / "gemm-microbench.yaml"), "--sparsity", spelling])
     out, err = capsys.readouterr()
     assert rc == 2 and out == "" and err.count("\n") == 1 and problem in err and err.startswith("accelsim: error: ")
 
 
 def test_cli_runs_both_formats(capsys: pytest.CaptureFixture[str]) -> None:
-    from accelsim.cli import main  # noqa: PLC0415
-
     for spelling in ("channel:50%", "unstructured:90%"):
         assert main(["run", "--hw", str(A100), "--workload", str(WL / "gemm-microbench.yaml"),
                      "--sparsity", spelling]) == 0
