@@ -68,9 +68,19 @@ def static_watts(hw: Hardware) -> float:
 
 def layer_energy(res: KernelResult, hw: Hardware, dtype: str) -> dict[str, Any]:
     """Energy of one simulated op, by component and by tensor, in joules (at the op's own clock)."""
-    return op_energy(hw, dtype, res.path == "sparse", res.macs_executed, res.bytes["dram"], res.bytes["sram"],
-                     res.cycles["total"], res.counts.get("decode_groups", 0.0), res.counts.get("vector_ops", 0.0),
-                     res.name, dynamic_scale(hw, res.counts.get("clock_fraction", 1.0)))
+    groups, vector_ops = _stage_work(res.busy.get("decompress") is not None, res.counts.get("decode_groups", 0.0),
+                                     res.counts.get("vector_ops", 0.0))
+    on_sparse = res.path == "sparse" and res.tiling.get("compute_on", "sparse") == "sparse"
+    return op_energy(hw, dtype, on_sparse, res.macs_executed, res.bytes["dram"], res.bytes["sram"],
+                     res.cycles["total"], groups, vector_ops, res.name,
+                     dynamic_scale(hw, res.counts.get("clock_fraction", 1.0)))
+
+
+def _stage_work(decompress: bool, stage_units: float, vector_ops: float) -> tuple[float, float]:
+    """(decode groups, vector ops) for the energy formula: a decompress stage's values (load-sparse-compute-dense)
+    are placed by the core's CUDA cores / vector unit, one vector operation each (vector_pj_per_op), not decoded
+    as N:M groups."""
+    return (0.0, vector_ops + stage_units) if decompress else (stage_units, vector_ops)
 
 
 def energy_tables_cover(hw: Hardware, dtype: str) -> bool:
@@ -86,10 +96,11 @@ def kernel_energy(hw: Hardware, dtype: str, kernel: Any, totals: KernelTotals, f
 
 
 def _kernel_terms(hw: Hardware, dtype: str, kernel: Any, t: KernelTotals, scale: float) -> tuple:
-    comp, _, _, _ = _terms(hw, dtype, kernel.sparse, kernel.macs_executed,
+    groups, vector_ops = _stage_work(t.stage == "decompress", t.decode_groups, kernel.vector_ops)
+    comp, _, _, _ = _terms(hw, dtype, kernel.sparse_datapath, kernel.macs_executed,
                            (t.dram_a_values, t.dram_a_metadata, t.dram_b, t.dram_c),
-                           (t.sram_a_values, t.sram_a_metadata, t.sram_b, t.sram_c), t.total, t.decode_groups,
-                           kernel.vector_ops, kernel.name, scale)
+                           (t.sram_a_values, t.sram_a_metadata, t.sram_b, t.sram_c), t.total, groups,
+                           vector_ops, kernel.name, scale)
     return comp
 
 

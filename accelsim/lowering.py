@@ -21,6 +21,8 @@ REASON_CODES: dict[str, str] = {
     "no_sparse_support": "the hardware has no sparse datapath",
     "pattern_unsupported": "no native pattern of the hardware contains the requested one (among those that run "
                            "the layer's element type: core.sparse.patterns.*.dtypes)",
+    "format_unsupported": "the hardware declares no way to run this format family (core.sparse.formats: e.g. "
+                          "unstructured on a part without a load-sparse or SpMM path)",
     "dtype_unsupported": "the sparse datapath does not support this element type (core.sparse.dtypes)",
     "shape_below_minimum": "the weight's rows or columns are not a multiple of the library's minimum "
                            "(core.sparse.weight_shape_multiple)",
@@ -31,7 +33,7 @@ REASON_CODES: dict[str, str] = {
     "k_padded": "runs sparse; k is not a multiple of M and is zero-padded up to one",
 }
 FALLBACK_REASONS = ("activation_operands", "op_no_sparse_kernel", "no_sparse_support", "pattern_unsupported",
-                    "dtype_unsupported", "shape_below_minimum", "slower_than_dense")
+                    "format_unsupported", "dtype_unsupported", "shape_below_minimum", "slower_than_dense")
 POLICIES = ("sparse-if-supported", "fastest")
 
 
@@ -63,10 +65,38 @@ class Kernel:
     vector_ops: float = 0.0  # vector ops: element operations
     read_bytes: int = 0  # vector ops: bytes read
     write_bytes: int = 0  # vector ops: bytes written
+    # Formats that are not native patterns (SparsityFormat.native False: channel, unstructured), set by the
+    # format's kernel_fields; the defaults are a native N:M or dense kernel's.
+    rows_kept: int = 0  # rows of A computed and of C written (channel pruning drops whole rows); 0 = m
+    compute_on: str = "sparse"  # datapath of a sparse kernel: "sparse" (the N:M sparse datapath), "dense" (the
+    #   dense datapath: channel, load-sparse-compute-dense), "vector" (SpMM of the nonzeros on the vector unit)
+    a_density: float = 1.0  # share of A's dense positions stored and moved as values (unstructured); the MACs
+    #   shrink by it only on compute_on "vector"
+    a_index_bits: float = 0.0  # index bits stored and moved per dense position of A (bitmap ~1, csr)
+    a_index: str = ""  # the index encoding those bits are ("bitmap" | "csr"), echoed in results
+    a_stage: str = "decode"  # the pipeline stage between load and compute: "decode" (N:M metadata groups at
+    #   core.sparse.decode_groups_per_cycle) or "decompress" (each tile's nonzeros placed into a dense tile)
+    a_stage_rate: float = 0.0  # a "decompress" stage's values per cycle per core (inf: never binds)
+    compute_rate: float = 0.0  # compute_on "vector": MACs per cycle per core of the SpMM; 0 = the kind's rate
 
     @property
     def sparse(self) -> bool:
         return self.path == "sparse"
+
+    @property
+    def sparse_datapath(self) -> bool:
+        """Runs on the N:M sparse datapath (a native format): its efficiency, tiles, rate and metadata decode."""
+        return self.path == "sparse" and self.compute_on == "sparse"
+
+    @property
+    def load_sparse(self) -> bool:
+        """A moves compressed as values + index per dense position (a_density, a_index_bits)."""
+        return self.sparse and (self.a_density < 1.0 or self.a_index_bits > 0.0)
+
+    @property
+    def m_exec(self) -> int:
+        """Rows of A the kernel computes (and of C it writes): ``rows_kept`` or m."""
+        return self.rows_kept or self.m
 
     @property
     def vector(self) -> bool:
@@ -103,7 +133,8 @@ class Kernel:
 
     @cached_property
     def macs_executed(self) -> int:
-        return self.m * self.n * self.k_compressed * self.batch
+        macs = self.m_exec * self.n * self.k_compressed * self.batch
+        return round(macs * self.a_density) if self.sparse and self.compute_on == "vector" else macs
 
     def as_dense(self, reason: str | None = None) -> Kernel:
         """The same op run dense: the baseline for speedup_vs_dense."""
@@ -151,6 +182,7 @@ class LoweringTarget:
     """
 
     natives: tuple[SparsityFormat, ...] | None  # native formats, config order; None: no sparse datapath
+    formats: tuple[tuple[str, Any], ...]  # (family key, core.sparse.formats entry) of the non-native formats listed
     metadata_bits: tuple[int, ...]  # metadata bits per kept value of each native format
     pattern_dtypes: tuple[tuple[str, ...] | None, ...]  # element types each native format runs; None: all
     sparse_dtypes: tuple[str, ...] | None  # element types the sparse datapath runs; None: all
@@ -166,8 +198,10 @@ def lowering_target(hw: Hardware | LoweringTarget) -> LoweringTarget:
         return hw
     spec = hw.core.sparse
     natives = tuple(spec.native()) if spec is not None else None
+    listed = spec.formats.model_dump(exclude_none=True) if spec is not None and spec.formats is not None else {}
     return LoweringTarget(
-        natives=natives, metadata_bits=tuple(spec.metadata_bits(p) for p in natives or ()) if spec is not None else (),
+        natives=natives, formats=tuple((key, getattr(spec.formats, key)) for key in listed),  # type: ignore[union-attr]
+        metadata_bits=tuple(spec.metadata_bits(p) for p in natives or ()) if spec is not None else (),
         pattern_dtypes=tuple(_pattern_dtypes(spec.native()[p].dtypes) for p in natives or ())
         if spec is not None else (),
         sparse_dtypes=tuple(spec.dtypes) if spec is not None and spec.dtypes is not None else None,
@@ -200,6 +234,12 @@ def resolve_pattern(requested: SparsityFormat | None, hw: Hardware | LoweringTar
         return None, None
     target = lowering_target(hw)
     natives = target.natives
+    if not requested.native:  # the format lowers itself (kernel_fields), from the part's entry when it needs one
+        if requested.needs_support and natives is None:
+            return None, "no_sparse_support"
+        if requested.needs_support and format_support(target, requested) is None:
+            return None, "format_unsupported"
+        return requested, None
     if natives is None:
         return None, "no_sparse_support"
     if dtype is not None:
@@ -210,6 +250,20 @@ def resolve_pattern(requested: SparsityFormat | None, hw: Hardware | LoweringTar
     if container is None:
         return None, "pattern_unsupported"
     return container, "pattern_promoted"
+
+
+def format_support(target: LoweringTarget, fmt: SparsityFormat) -> Any | None:
+    """The part's core.sparse.formats entry for ``fmt``'s family, or None."""
+    return dict(target.formats).get(fmt.key)
+
+
+def _non_native_kernel(layer: Any, m: int, n: int, k: int, dtype: str, e: float, req_str: str | None,
+                       executed: SparsityFormat, target: LoweringTarget, b_unique: int, batch: int = 1,
+                       weight: bool = True) -> Kernel:
+    """A kernel of a format that is not a native pattern: its own engine inputs (kernel_fields), no N:M padding."""
+    fields = executed.kernel_fields(m, k, format_support(target, executed))
+    return Kernel(layer.name, layer.op, m, n, k, dtype, e, "sparse", req_str, str(executed), None,
+                  b_unique=b_unique, batch=batch, weight=weight, **fields)
 
 
 def dtype_fallback_note(kernels: list[Kernel], dtype: str, hw: Hardware | LoweringTarget) -> str | None:
@@ -282,6 +336,8 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str 
     if kept_dense:
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", None, None, "kept_dense", b_unique=b_unique)
     executed, reason = resolve_pattern(requested, target)
+    if executed is not None and not executed.native:
+        return _non_native_kernel(layer, m, n, k, dtype, e, req_str, executed, target, b_unique)
     if executed is not None:
         mult_m, mult_k = target.weight_shape_multiple
         if target.sparse_dtypes is not None and dtype not in target.sparse_dtypes:
@@ -326,6 +382,9 @@ def sparse_view(layer: Any, dtype: str, dtype_bytes: float, requested_text: str,
     m, n, k = layer.gemm_shape()
     batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
+    if not executed.native:
+        return _non_native_kernel(layer, m, n, k, dtype, dtype_bytes, requested_text, executed, target, b_unique,
+                                  batch, layer.op != "matmul")
     bits = target.metadata_bits[target.natives.index(executed)]  # type: ignore[union-attr]
     return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "sparse", requested_text, str(executed), None,
                   executed.keep, executed.group, bits, _sparse_padding(n, k, executed, target.dense_operand_align),

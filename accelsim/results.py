@@ -52,7 +52,8 @@ TILE_DTYPE = np.dtype([
     ("sram_c", np.float64), ("binding", np.int8),
 ])
 
-BINDING_NAMES = ("compute", "memory", "decode", "launch")
+BINDING_NAMES = ("compute", "memory", "decode", "launch", "decompress")
+STAGE_NAMES = ("decode", "decompress")  # the stage before compute (Kernel.a_stage); its stalls: stall_decode
 TENSORS = ("a_values", "a_metadata", "b", "c")
 
 # What set a kernel's clock (``KernelResult.clock["limit"]``): nominal (the cap did not bind), power_cap (the
@@ -82,9 +83,10 @@ class KernelTotals(NamedTuple):
     sram_b: int
     sram_c: int
     busy_memory: int
-    busy_decode: int
+    busy_decode: int  # busy cycles of the stage between load and compute (``stage``: decode or decompress)
     binding: str  # one of BINDING_NAMES: the busiest resource
-    decode_groups: float
+    decode_groups: float  # that stage's work: N:M groups decoded, or values decompressed
+    stage: str = "decode"
 
     def cycles(self) -> dict[str, int]:
         """Cycles by cause, as a KernelResult reports them."""
@@ -103,8 +105,7 @@ class KernelTotals(NamedTuple):
 
     def busy(self) -> dict[str, int]:
         """Busy cycles of each resource."""
-        return {"compute": self.compute, "memory": self.busy_memory, "decode": self.busy_decode,
-                "launch": self.launch}
+        return dict(compute=self.compute, memory=self.busy_memory, **{self.stage: self.busy_decode}, launch=self.launch)
 
     def in_nominal_cycles(self, fraction: float) -> KernelTotals:
         """These totals, counted at ``fraction`` of the nominal clock, as nominal-clock cycles (time x nominal clock):
@@ -279,7 +280,8 @@ class KernelResult:
         c, d, s, b = self.cycles, self.bytes["dram"], self.bytes["sram"], self.busy
         t = KernelTotals(c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], d["a_values"],
                          d["a_metadata"], d["b"], d["c"], s["a_values"], s["a_metadata"], s["b"], s["c"], b["memory"],
-                         b["decode"], self.binding, float(self.counts.get("decode_groups", 0.0)))
+                         b[(stage := next((n for n in STAGE_NAMES if n in b), "decode"))], self.binding,
+                         float(self.counts.get("decode_groups", 0.0)), stage)
         clock = self.clock
         return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed, 1,
                            None if clock is None else clock["cycles_at_clock"],
@@ -531,8 +533,7 @@ class RunResult:
         try:
             hw = hardware_from_dict(dict(data["hardware"]), "<result hardware>")
             return cls(hardware=copy.deepcopy(data["hardware"]), workload=copy.deepcopy(data["workload"]),
-                       sparsity=data["sparsity"],
-                       layers=[KernelResult.from_dict(d) for d in data["layers"]],
+                       sparsity=data["sparsity"], layers=[KernelResult.from_dict(d) for d in data["layers"]],
                        clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, data["workload"]["dtype"]),
                        meta=copy.deepcopy(data.get("meta", {})),
                        dense_total_cycles=data["totals"]["dense_total_cycles"], policy=data["policy"],
@@ -556,8 +557,7 @@ def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     tens = {t: math.fsum(p["by_tensor_j"][t] for p in parts) for t in parts[0]["by_tensor_j"]}
     total = math.fsum(comp.values())
     return {"total_j": total, "by_component_j": comp, "by_tensor_j": tens,
-            "avg_power_w": total / seconds if seconds else 0.0,
-            "inferences_per_j": 1.0 / total if total else 0.0}
+            "avg_power_w": total / seconds if seconds else 0.0, "inferences_per_j": 1.0 / total if total else 0.0}
 
 
 def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:

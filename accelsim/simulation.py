@@ -103,7 +103,9 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
             fmt = kern.executed_format
             if fmt is not None:
                 deployed += fmt.value_bytes(m, kern.k, e)
-                metadata += fmt.metadata_bytes(m, kern.k, kern.metadata_bits)
+                # a load-sparse format's index is the hardware's encoding (Kernel.a_index_bits per position)
+                metadata += (m * kern.k * kern.a_index_bits / 8 if kern.load_sparse
+                             else fmt.metadata_bytes(m, kern.k, kern.metadata_bits))
             else:
                 deployed += w
         elif layer.op == "embedding":
@@ -112,7 +114,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
         if kern.vector:
             act = kern.read_bytes + kern.write_bytes
         else:
-            act = stored_bytes(kern.b_elements * kern.batch, e) + stored_bytes(kern.m * kern.n * kern.batch, e)
+            act = stored_bytes(kern.b_elements * kern.batch, e) + stored_bytes(kern.m_exec * kern.n * kern.batch, e)
             if not kern.weight:
                 act += stored_bytes(kern.m * kern.k * kern.batch, e)
         act_peak = max(act_peak, act)
@@ -185,6 +187,11 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     note = dtype_fallback_note(kernels, model.dtype, hw)
     if note:
         warnings.append(note)
+    pruned = sum(1 for k in kernels if k.sparse and k.rows_kept)
+    if pruned:
+        warnings.append(f"{pruned:,} layer(s) run channel-pruned (fewer output rows); assumption "
+                        "downstream_input: not_shrunk: the next layer's input (its k) stays as the workload "
+                        "writes it (shrink that layer's shape in the workload to model it)")
     if hw.energy is not None:
         problem = _add_energy(results, bases, model.dtype, hw)
         if problem:

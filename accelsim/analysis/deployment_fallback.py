@@ -15,7 +15,8 @@ import copy
 import dataclasses
 from typing import Any
 
-from accelsim.formats import parse_format
+from accelsim.errors import ConfigError
+from accelsim.formats import SparsityFormat, parse_format
 from accelsim.hardware.model import Hardware, hardware_from_dict
 from accelsim.lowering import FALLBACK_REASONS, REASON_CODES, Kernel, resolve_pattern, sparse_view
 from accelsim.records import Record
@@ -94,9 +95,38 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b else 1.0
 
 
+class NoCounterfactual(ConfigError):
+    """The part's kind cannot run the format at all (e.g. unstructured on a systolic array): no what-if."""
+
+
+def _format_counterfactual(hw: Hardware, fmt: SparsityFormat) -> tuple[Hardware, list[str]]:
+    """A copy of ``hw`` listing a non-native format's family under core.sparse.formats (its default entry)."""
+    if not fmt.needs_support or fmt.default_support is None:
+        return hw, []
+    d = copy.deepcopy(hw.to_dict())
+    changes = []
+    if d["core"].get("sparse") is None:
+        d["core"]["sparse"] = {"patterns": {"2:4": {}}, "decode_groups_per_cycle": "unlimited"}
+        changes.append("added a sparse block (2:4, decode unlimited)")
+    sp = d["core"]["sparse"]
+    if (sp.get("formats") or {}).get(fmt.key) is None:
+        sp["formats"] = {**(sp.get("formats") or {}), fmt.key: dict(fmt.default_support)}
+        changes.append(f"added core.sparse.formats.{fmt.key} ({', '.join(map(str, fmt.default_support.values()))})")
+    try:
+        return hardware_from_dict(d, f"<{hw.name} counterfactual>"), changes
+    except ConfigError as err:
+        raise NoCounterfactual(f"<{hw.name} counterfactual>", None, f"{fmt} cannot run on this part: "
+                               f"{err.problems[0][1] if err.problems else err}") from None
+
+
 def counterfactual_hardware(hw: Hardware, pattern: str) -> tuple[Hardware, list[str]]:
-    """A copy of ``hw`` that can run ``pattern`` sparse on any dtype and weight shape; and what changed."""
+    """A copy of ``hw`` that can run ``pattern`` sparse on any dtype and weight shape; and what changed.
+
+    NoCounterfactual when the part's kind cannot run the format at all (unstructured on a systolic array)."""
     pat = parse_format(pattern)
+    assert pat is not None  # a fallback asked for a format
+    if not pat.native:
+        return _format_counterfactual(hw, pat)
     d = copy.deepcopy(hw.to_dict())
     changes = []
     sp = d["core"].get("sparse")
@@ -136,7 +166,7 @@ def fallback_impact(model: Workload, hw: Hardware, real: RunResult, policy: str)
     by_reason: dict[str, list[KernelResult]] = {}
     for r in fallback:
         by_reason.setdefault(r.reason or "none", []).append(r)
-    sims: dict[str, tuple[Simulator, list[str]]] = {}
+    sims: dict[str, tuple[Simulator, list[str]] | None] = {}
     reasons = []
     all_real_delta = 0.0
     all_real_delta_best = 0.0
@@ -149,9 +179,16 @@ def fallback_impact(model: Workload, hw: Hardware, real: RunResult, policy: str)
             pat = r.pattern_requested
             assert pat is not None
             if pat not in sims:
-                hw_cf, ch = counterfactual_hardware(hw, pat)
+                try:
+                    hw_cf, ch = counterfactual_hardware(hw, pat)
+                except NoCounterfactual:
+                    sims[pat] = None
+                    continue
                 sims[pat] = (Simulator(hw_cf, f"<{hw.name} counterfactual>"), ch)
-            sim, ch = sims[pat]
+            entry = sims[pat]
+            if entry is None:  # the part cannot run the format at all: no what-if for this op
+                continue
+            sim, ch = entry
             changes.update(ch)
             ks, kd = _gemm_view(layers[r.name], model, sim.hw, pat)
             t_sparse, t_dense = sim(ks).cycles["total"], sim(kd).cycles["total"]
@@ -163,6 +200,8 @@ def fallback_impact(model: Workload, hw: Hardware, real: RunResult, policy: str)
             per_layer.append(LayerCounterfactual(name=r.name, op=r.op, path_now=r.path, cycles_now=now,
                                                  t_sparse=t_sparse, t_dense=t_dense, cycles_counterfactual=cf,
                                                  cycles_chosen=chosen, sparse_faster=t_sparse < t_dense))
+        if not per_layer:  # no op of this reason has a what-if (the part cannot run its format)
+            continue
         new = _ratio(dense_total, total + delta)
         best = _ratio(dense_total, total + delta_best)
         expected = "down" if reason == "slower_than_dense" else "up"

@@ -21,7 +21,7 @@ import numpy as np
 from accelsim.dtypes import DTYPE_BYTES, stored_bytes
 from accelsim.engine import simulate
 from accelsim.engine import tiling as tl
-from accelsim.engine.functional import nm_gemm_tiles
+from accelsim.engine.functional import bitmap_gemm_tiles, csr_gemm_tiles, nm_gemm_tiles
 from accelsim.errors import FunctionalError, InfeasibleError
 from accelsim.formats import SparsityFormat, parse_spelling
 from accelsim.formats.base import CompressedOperand, bits_to_index
@@ -39,7 +39,7 @@ from accelsim.formats.nm import (
 )
 from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware, load_hardware
-from accelsim.lowering import REASON_CODES, Kernel, lower_layer, lowering_target, natives_for
+from accelsim.lowering import REASON_CODES, Kernel, format_support, lower_layer, lowering_target, natives_for
 from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.workloads.model import Gemm
 
@@ -184,10 +184,18 @@ def execute_compressed(c: CompressedOperand, b: np.ndarray, tile_m: int, tile_k_
     ``tile_k_values`` overrides it with a count of kept values, as an array fold that splits a group
     needs) x ``tile_n`` columns of B. ``b`` has k (or k_padded) rows. ``acc_dtype`` may be
     float64/float32/int64/int32. With ``return_tiles`` returns ``(C, tiles_executed)``.
+
+    A compressed operand with a ``layout`` of "csr" or "bitmap" (unstructured) runs its own kernel, its k
+    tile counting dense positions; one with a ``row_index`` (channel) computes its kept rows and places
+    them at those rows of C.
     """
     b = as_2d(b, "B")
     if b.shape[0] not in (c.k, c.k_padded):
         raise FunctionalError(f"B has {b.shape[0]} rows; A's k is {c.k} (padded {c.k_padded})")
+    layout = getattr(c, "layout", "gather")
+    if layout in ("csr", "bitmap"):
+        return _execute_load_sparse(c, b, layout, tile_m, tile_n, tile_k_values or tile_k_groups, acc_dtype,
+                                    return_tiles)
     values, indices, keep, group = c.gather()
     tm = _positive("tile_m", tile_m)
     tn = _positive("tile_n", tile_n)
@@ -196,11 +204,31 @@ def execute_compressed(c: CompressedOperand, b: np.ndarray, tile_m: int, tile_k_
     else:
         tkc = _positive("tile_k_groups", tile_k_groups) * keep
     acc = _acc_dtype(values, b, acc_dtype)
-    out = np.zeros((c.rows, b.shape[1]), dtype=acc)
+    out = np.zeros((values.shape[0], b.shape[1]), dtype=acc)
     vals = np.ascontiguousarray(values, dtype=acc)
     bb = np.ascontiguousarray(b, dtype=acc)
     tiles = int(nm_gemm_tiles(vals, indices, bb, out, keep, group, tm, tkc, tn))
+    row_index = getattr(c, "row_index", None)
+    if row_index is not None:  # the kept rows of a channel-pruned A: the pruned rows of C are zero
+        full = np.zeros((c.rows, b.shape[1]), dtype=acc)
+        full[row_index] = out
+        out = full
     return (out, tiles) if return_tiles else out
+
+
+def _execute_load_sparse(c: Any, b: np.ndarray, layout: str, tile_m: int, tile_n: int, tile_k: int,
+                         acc_dtype: object, return_tiles: bool) -> np.ndarray | tuple[np.ndarray, int]:
+    """C = A . B from a CSR (row by row, nonzeros only) or bitmap (tiles decompressed, computed dense) A."""
+    tm, tn, tk = _positive("tile_m", tile_m), _positive("tile_n", tile_n), _positive("tile_k", tile_k)
+    acc = _acc_dtype(c.values, b, acc_dtype)
+    out = np.zeros((c.rows, b.shape[1]), dtype=acc)
+    vals = np.ascontiguousarray(c.values, dtype=acc)
+    bb = np.ascontiguousarray(b, dtype=acc)
+    if layout == "csr":
+        tiles = csr_gemm_tiles(c.row_ptr, c.col_idx, vals, bb, out, c.k, tm, tk, tn)
+    else:
+        tiles = bitmap_gemm_tiles(c.bitmap, c.row_ptr, vals, bb, out, c.k, tm, tk, tn)
+    return (out, int(tiles)) if return_tiles else out
 
 
 # -- end-to-end check ----------------------------------------------------------------------------
@@ -252,8 +280,10 @@ def _hardware(tiling: object) -> Any:
 
 
 def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
-                meta_bits: int, dtype: str | None = None, executed: str | None = None) -> TilePlan:
-    """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM."""
+                meta_bits: int, dtype: str | None = None, executed: str | None = None,
+                kernel: Kernel | None = None) -> TilePlan:
+    """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM (``m``: the rows
+    computed; ``kernel``: the lowered kernel of a non-native format, whose CTA tile a GPU-like part uses)."""
     if hw is None:
         rows = cols = 32
         dataflow, acc_bytes, double = "ws", 4, True
@@ -262,6 +292,10 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
     else:
         comp = hw.core.compute
         if kind_of(hw).simulation == "cta_waves":  # tiles are the CTA tile the engine picks
+            if kernel is not None and kernel.sparse and not kernel.sparse_datapath:
+                bm, bn, bk = simulate(kernel, hw, source, keep_tiles=False).tiling["cta_tile"]
+                return TilePlan(source=hw.name, array=f"{hw.cores} cores, CTA tile {bm}x{bn}x{bk}", dataflow="cta",
+                                tile_m=int(bm), tile_k_values=int(bk), tile_n=int(bn))
             return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits, dtype, executed)
         rows, cols, dataflow, acc_bytes = comp.rows, comp.cols, comp.dataflow, comp.accumulator_bytes
         caps, double = hw.core.sram.buffer_bytes(), hw.core.sram.double_buffered
@@ -362,7 +396,7 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
         raise FunctionalError(f"dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
     req = _requested(pattern)
     hw, source = _hardware(tiling)
-    exe, bits, reason = req, req.default_metadata_bits, None
+    exe, bits, reason, kern, support = req, req.default_metadata_bits, None, None, None
     if hw is not None and req.is_dense:
         exe, bits = DENSE, 0  # M:M lowers to dense, as in accelsim.lowering
     elif hw is not None:  # the same decision as lowering: native pattern, dtype and shape rules
@@ -372,21 +406,25 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
         reason = kern.reason
         if kern.sparse:
             exe, bits = kern.executed_format, kern.metadata_bits  # type: ignore[assignment]
+            support = format_support(lowering_target(hw), exe) if not exe.native else None
         else:
             exe, bits = DENSE, 0
     exercised = req.is_dense or not exe.is_dense  # False: a sparse pattern was asked for and ran dense
     not_exercised = None if exercised else _not_exercised_text(str(req), reason, hw, m, k, dtype)
     elem = DTYPE_BYTES[dtype]
+    m_exec = m  # rows computed: channel pruning keeps fewer
+    if not exe.native and (support is not None or not exe.needs_support):
+        m_exec = exe.kernel_fields(m, k, support).get("rows_kept", m)
     if tiling is None or hw is not None:
-        tiles_cfg = _plan_tiles(hw, source or "<hardware>", m, n, k, exe.keep, exe.group, elem, bits, dtype,
-                                str(exe))
+        tiles_cfg = _plan_tiles(hw, source or "<hardware>", m_exec, n, k, exe.keep, exe.group, elem, bits, dtype,
+                                str(exe), kern)
     else:
         tiles_cfg = _explicit_tiles(tiling, exe.keep)
 
     rng = np.random.default_rng(seed)
     a, b = _operands(rng, dtype, (m, k), (k, n))
     pruned, mask = req.prune(a)
-    comp = exe.compress(pruned, mask, metadata_bits=bits)
+    comp = exe.compress_as(pruned, mask, bits, support)
     c, tiles = execute_compressed(comp, b, tiles_cfg.tile_m, 1, tiles_cfg.tile_n,
                                   tile_k_values=tiles_cfg.tile_k_values, return_tiles=True)
     if dtype in _INT_RANGES:

@@ -59,12 +59,12 @@ def cmd_functional_check(args: argparse.Namespace) -> int:
 
 def add_functional_check(sub: options.Subparsers) -> None:
     """The functional-check subcommand."""
-    f = sub.add_parser("functional-check", help="prune, compress and execute an N:M GEMM tile by tile; "
+    f = sub.add_parser("functional-check", help="prune, compress and execute a sparse GEMM tile by tile; "
                                                  "compare with numpy")
     f.add_argument("--m", type=int, required=True)
     f.add_argument("--n", type=int, required=True)
     f.add_argument("--k", type=int, required=True)
-    f.add_argument("--pattern", required=True, help="N:M pattern, e.g. 2:4")
+    f.add_argument("--pattern", required=True, help="sparsity format, e.g. 2:4, channel:50%%, unstructured:90%%")
     options.add_dtype(f, default="fp16")
     options.add_seed(f)
     options.add_hw(f, "take the tiling from this hardware config (default: a 32x32 ws array)", required=False)

@@ -15,8 +15,9 @@ from accelsim.workloads.model import DTYPE_BYTES
 
 DTYPES = tuple(DTYPE_BYTES)  # fp32, tf32, fp16, bf16, fp8, int8, fp6, fp4, int4
 
-SPARSITY_PLAN = "N:M pattern (default: the workload's plan)"
-SPARSITY_OR_DENSE = "N:M pattern or dense (default: the workload's plan)"
+SPARSITY_PLAN = "sparsity format: 2:4, channel:50%%, unstructured:90%%, ... (default: the workload's plan)"
+SPARSITY_OR_DENSE = ("sparsity format (2:4, channel:50%%, unstructured:90%%, ...) or dense "
+                     "(default: the workload's plan)")
 
 
 class Parser(argparse.ArgumentParser):

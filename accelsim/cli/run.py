@@ -173,7 +173,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def add_run(sub: options.Subparsers) -> None:
     """The run subcommand."""
     r = sub.add_parser("run", help="simulate a workload on a hardware config")
-    options.add_target(r, "N:M pattern for every weight layer, or 'dense' (overrides the workload)",
+    options.add_target(r, "sparsity format for every weight layer (2:4, channel:50%%, unstructured:90%%, ...), "
+                             "or 'dense' (overrides the workload)",
                        hw_help="hardware YAML (hwconfigs/*.yaml)", workload_help="workload YAML (workloads/*.yaml)")
     options.add_hw_set(r, "override one hardware field, e.g. dram.bandwidth_gb_s=100 (repeatable)")
     options.add_set(r, "set a workload parameter, e.g. batch=16 or seq=512 (repeatable)")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim.engine import classes as cl
+from accelsim.engine import loadsparse as ls
 from accelsim.engine import pipeline as pl
 from accelsim.engine import tensorcore as tc
 from accelsim.engine import tiling as tl
@@ -70,9 +71,21 @@ def _rate(value: object) -> float:
 
 def _decode_params(kernel: Kernel, hw: Hardware) -> tuple[float, float]:
     spec = hw.core.sparse
-    if not kernel.sparse or spec is None:
+    if spec is None:
+        return _stage_params(kernel, math.inf, 0.0)
+    return _stage_params(kernel, _rate(spec.decode_groups_per_cycle), float(spec.decode_latency_cycles))
+
+
+def _stage_params(kernel: Kernel, decode_rate: float, decode_latency: float) -> tuple[float, float]:
+    """Rate (units per cycle per core) and latency of the kernel's stage between load and compute: the N:M
+    metadata decoder on the sparse datapath, a format's own stage (``a_stage``: decompress), else none."""
+    if not kernel.sparse:
         return math.inf, 0.0
-    return _rate(spec.decode_groups_per_cycle), float(spec.decode_latency_cycles)
+    if kernel.a_stage != "decode":
+        return kernel.a_stage_rate or math.inf, 0.0
+    if not kernel.sparse_datapath:
+        return math.inf, 0.0
+    return decode_rate, decode_latency
 
 
 class EngineHardware:
@@ -142,7 +155,7 @@ def _segments(kernel: Kernel, eh: EngineHardware, source: str,
         segments, tiling, peak = _vector(kernel, eh, detail)
         return segments, tiling, peak, hw.vector.launch_overhead_cycles
     segments, tiling, peak = eh.simulation(kernel, eh, source, detail)
-    launch = hw.launch_overhead_cycles.sparse if kernel.sparse else hw.launch_overhead_cycles.dense
+    launch = hw.launch_overhead_cycles.sparse if kernel.sparse_datapath else hw.launch_overhead_cycles.dense
     return segments, tiling, peak, launch
 
 
@@ -195,7 +208,8 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
     sram = hw.core.sram
     caps = eh.caps
     b_elements = kernel.b_elements if sram.im2col == "on_chip" else kernel.k * kernel.n
-    plan = tl.systolic_plan(comp.rows, comp.cols, comp.dataflow, kernel.m, kernel.n, kernel.k,
+    m = kernel.m_exec  # channel pruning: only the kept rows
+    plan = tl.systolic_plan(comp.rows, comp.cols, comp.dataflow, m, kernel.n, kernel.k,
                             kernel.keep_n, kernel.group_m, kernel.dtype_bytes, kernel.metadata_bits,
                             comp.accumulator_bytes, caps, sram.double_buffered, b_elements)
     if "infeasible" in plan:
@@ -205,12 +219,12 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
                               f"SRAM too small for the smallest tile of layer '{kernel.name}' "
                               f"({kernel.m}x{kernel.n}x{kernel.k}, {kernel.pattern_executed or 'dense'}): "
                               f"needs {need} bytes in the {buf} buffer, has {have}{half}", kernel.name)
-    args = (comp.rows, comp.cols, tl.DATAFLOW_CODE[comp.dataflow], comp.output_drain == "serial", kernel.m,
+    args = (comp.rows, comp.cols, tl.DATAFLOW_CODE[comp.dataflow], comp.output_drain == "serial", m,
             kernel.n, kernel.k, kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes), float(kernel.metadata_bits),
             float(comp.accumulator_bytes), int(plan["chunk"]), b_elements / (kernel.k * kernel.n),
-            bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse)
-    rate, lat = (eh.decode_rate, eh.decode_latency) if kernel.sparse else (math.inf, 0.0)  # _decode_params
-    n_tiles = cl.systolic_tile_count(comp.rows, comp.cols, args[2], kernel.m, kernel.n, kernel.k, kernel.keep_n,
+            bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse_datapath)
+    rate, lat = _stage_params(kernel, eh.decode_rate, eh.decode_latency)
+    n_tiles = cl.systolic_tile_count(comp.rows, comp.cols, args[2], m, kernel.n, kernel.k, kernel.keep_n,
                                      kernel.group_m, args[12])
     if n_tiles > cl.TILE_CAP:  # too many to hold: simulate classes of identical tiles, extrapolate
         summed, simulated, folds = cl.systolic_sums(*args, eh.fill, eh.latency, rate, lat, eh.stages)
@@ -247,13 +261,15 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
         raise InfeasibleError(source, "core.compute.macs_per_cycle",
                               f"no {dtype} rate: layer '{kernel.name}' needs one "
                               f"(this part lists {', '.join(comp.macs_per_cycle)})", kernel.name)
-    path = "sparse" if kernel.sparse else "dense"
+    path = "sparse" if kernel.sparse_datapath else "dense"  # tiles, MMA shape, efficiency, split-k
     rate = comp.macs_per_cycle[dtype] * getattr(comp.efficiency, path)
-    if kernel.sparse:
+    if kernel.sparse_datapath:
         rate *= hw.core.sparse.rate(kernel.executed_format)  # type: ignore[union-attr, arg-type]
+    elif kernel.sparse and kernel.compute_on == "vector":
+        rate = kernel.compute_rate  # the SpMM's sustained rate on the vector unit
     mma = getattr(comp.mma, path)
     e = float(kernel.dtype_bytes)
-    mbits = float(kernel.metadata_bits) if kernel.sparse else 0.0
+    mbits = float(kernel.metadata_bits) if kernel.sparse_datapath else 0.0
     stages = hw.core.sram.n_stages()
     smem = hw.core.sram.buffer_bytes()
     unified_bytes = hw.core.sram.bytes
@@ -279,7 +295,7 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
             smallest_need = total_need if smallest_need is None else min(smallest_need, total_need)
             continue
         steps = -(-kernel.k_padded // bk)
-        for split in sorted(set(getattr(comp.split_k, path))):
+        for split in sorted(set(_split_options(kernel, comp, path))):
             if split > 1 and split > steps:
                 continue
             segs, tiling = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages)
@@ -292,8 +308,13 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
                               f"the smallest needs {math.ceil(smallest_need or 0)} bytes even single-staged",
                               kernel.name)
     peak = comp.macs_per_cycle[dtype] * hw.cores
-    best[2]["candidates"] = len(tiles) * len(set(getattr(comp.split_k, path)))
+    best[2]["candidates"] = len(tiles) * len(set(_split_options(kernel, comp, path)))
     return best[1], best[2], peak
+
+
+def _split_options(kernel: Kernel, comp: TensorCoreCompute, path: str) -> list[int]:
+    """Split-k factors searched: the path's, none for a vector-unit SpMM."""
+    return [1] if kernel.sparse and kernel.compute_on == "vector" else list(getattr(comp.split_k, path))
 
 
 def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma: list[int], rate: float,
@@ -301,7 +322,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     comp = hw.core.compute
     assert isinstance(comp, TensorCoreCompute)
     bm, bn, bk = tile
-    m, n, k_total = kernel.m, kernel.n_exec, kernel.k_padded
+    m, n, k_total = kernel.m_exec, kernel.n_exec, kernel.k_padded
     batch = kernel.batch  # independent products: more CTAs along m, each with its own A and B
     grid_m, grid_n = -(-m // bm) * batch, -(-n // bn)
     steps = -(-k_total // bk)
@@ -309,7 +330,10 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     ctas = grid_m * grid_n * split
     slots = hw.cores * comp.ctas_per_core
     k_c = kernel.k_compressed
-    a_total = m * batch * k_c * (e + mbits / 8)
+    if kernel.load_sparse:  # values and index per dense position (unstructured)
+        a_total = m * batch * k_total * (kernel.a_density * e + kernel.a_index_bits / 8)
+    else:
+        a_total = m * batch * k_c * (e + mbits / 8)
     b_total = k_total * n * e * batch
     c_total = m * kernel.n * e * batch
     # split-k: every CTA writes an fp32 partial tile; a reduction reads them back and writes C
@@ -350,8 +374,11 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     k_cta = min(k_slice, k_total)
 
     def k_loop(k_len: int) -> np.ndarray:
+        if kernel.load_sparse:
+            return ls.cta_k_loop_load_sparse(bm, bn, bk, k_len, mma[2], e, kernel.a_density, kernel.a_index_bits,
+                                             c_traffic / ctas, rate, kernel.compute_on == "vector")
         return tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_traffic / ctas,
-                             rate, kernel.sparse)
+                             rate, kernel.sparse_datapath)
 
     fill = hw.fill_bytes_per_cycle()
     l2_bw = l2.bandwidth_bytes_per_cycle if l2 is not None else math.inf
@@ -481,7 +508,7 @@ def _records(segments: list[_Segment], launch: int) -> np.ndarray | None:
 
 def _totals(kernel: Kernel, eh: EngineHardware, segments: list[_Segment], launch: int) -> KernelTotals:
     """The one assembly of a kernel's totals from its segments' sums (runs and sweeps alike)."""
-    rate = eh.decode_rate if kernel.sparse else math.inf  # as _decode_params
+    rate, _ = _stage_params(kernel, eh.decode_rate, eh.decode_latency)
     decodes = math.isfinite(rate)
     end = cycles = stall = memory_busy = decode_busy = 0.0
     col = None
@@ -510,18 +537,41 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[_Segment], launch
     for i, value in ((1, busy_memory), (2, busy_decode), (3, launch)):
         if value > most:
             ranked, most = i, value
+    stage = kernel.a_stage  # the name the stage between load and compute goes by in results
     kt = KernelTotals(total, compute, stall_memory, stall_decode, int(launch), ceil(c[tl.T_DRAM_A_VALUES] - 1e-6),
                      ceil(c[tl.T_DRAM_A_META] - 1e-6), ceil(c[tl.T_DRAM_B] - 1e-6),
                      ceil(c[tl.T_DRAM_C_READ] + c[tl.T_DRAM_C_WRITE] - 1e-6), ceil(c[tl.T_SRAM_A_VALUES] - 1e-6),
                      ceil(c[tl.T_SRAM_A_META] - 1e-6), ceil(c[tl.T_SRAM_B] - 1e-6), ceil(c[tl.T_SRAM_C] - 1e-6),
-                     busy_memory, busy_decode, BINDING_NAMES[ranked], float(c[tl.T_GROUPS]))
+                     busy_memory, busy_decode, stage if ranked == 2 else BINDING_NAMES[ranked],
+                     float(c[tl.T_GROUPS]), stage)
     cl.check_totals(kernel.name, kt)
     return kt
+
+
+def _format_echo(kernel: Kernel, t: KernelTotals) -> dict:
+    """What a non-native format's kernel ran as (issue 18), for its layer's ``tiling``: the datapath, rows kept
+    (channel, with the named assumption about the next layer), A's stored share and index, the stage."""
+    if not kernel.sparse or kernel.sparse_datapath:
+        return {}
+    out: dict = {"compute_on": kernel.compute_on}
+    if kernel.rows_kept:
+        out["rows_kept"] = kernel.rows_kept
+        out["downstream_input"] = "not_shrunk"  # assumption: the next layer's k stays as written
+    if kernel.load_sparse:
+        out["a_density"] = round(kernel.a_density, 9)
+        out["a_index"] = {"encoding": kernel.a_index, "bits_per_position": round(kernel.a_index_bits, 9)}
+    if kernel.a_stage != "decode":
+        out["stage"] = {"name": kernel.a_stage, "values": round(t.decode_groups, 3),
+                        "per_cycle": kernel.a_stage_rate if math.isfinite(kernel.a_stage_rate) else "unlimited"}
+    if kernel.compute_on == "vector":
+        out["compute_macs_per_cycle"] = kernel.compute_rate
+    return out
 
 
 def _result(kernel: Kernel, t: KernelTotals, tiling: dict, peak: float, tiles: np.ndarray | None) -> KernelResult:
     """The KernelResult of ``kernel`` from its totals."""
     macs_exec = kernel.macs_executed
+    tiling = {**tiling, **_format_echo(kernel, t)}
     return KernelResult(
         name=kernel.name, op=kernel.op,
         shape={"elements": kernel.elements} if kernel.vector else

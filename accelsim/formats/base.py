@@ -162,6 +162,27 @@ class SparsityFormat(ABC):
         """Sort key among formats that contain a request: the smallest runs it (least density first)."""
         return (self.density, self.group)
 
+    # -- formats that are not native patterns of the sparse datapath ---------------------------
+    # A native format (N:M) is listed under core.sparse.patterns and runs on the sparse datapath with
+    # ``keep`` / ``group`` / metadata bits. A format with ``native = False`` (channel, unstructured) says
+    # itself how it lowers: ``kernel_fields`` gives the Kernel's extra engine inputs, from the part's
+    # entry for the family under core.sparse.formats (``support``: None when the part lists none; a
+    # format with ``needs_support`` then falls back, format_unsupported).
+    native: ClassVar[bool] = True
+    needs_support: ClassVar[bool] = True
+    default_support: ClassVar[dict[str, Any] | None] = None  # the entry a what-if adds to a part that lists none
+
+    def kernel_fields(self, m: int, k: int, support: Any | None) -> dict[str, Any]:
+        """Kernel fields (beyond keep/group/metadata bits) of a non-native format on an ``m`` x ``k`` weight,
+        run as ``support`` (the hardware's core.sparse.formats entry for this family, or None)."""
+        raise NotImplementedError(f"{type(self).__name__} is a native format: lowering uses keep/group")
+
+    def compress_as(self, a_pruned: np.ndarray, mask: np.ndarray | None, metadata_bits: int | None,
+                    support: Any | None) -> CompressedOperand:
+        """The compressed form the hardware entry ``support`` runs (a non-native format's index encoding);
+        default: :meth:`compress`."""
+        return self.compress(a_pruned, mask, metadata_bits)
+
     # -- functional path ---------------------------------------------------------------------
     @abstractmethod
     def prune(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

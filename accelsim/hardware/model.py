@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 from pydantic.fields import FieldInfo
 
 from accelsim.config import schema as configio
@@ -118,10 +118,54 @@ class WeightMultiple(Strict):
     k: PosInt = 1
 
 
+class UnstructuredSupport(Strict):
+    """How a part runs unstructured sparsity (``unstructured:P%``, accelsim/formats/unstructured.py)."""
+
+    runs_on: Literal["load_sparse_compute_dense", "vector_spmm"] = Field(
+        description="'load_sparse_compute_dense' (tensor_core parts; Flash-LLM, arXiv 2309.10285): A moves "
+                    "compressed, a decompress stage places the nonzeros into a dense shared-memory tile, the dense "
+                    "tensor cores multiply it (no MAC skipped). 'vector_spmm' (Sputnik-style CSR SpMM on the "
+                    "CUDA cores / vector unit): only nonzeros are multiplied, at spmm_macs_per_cycle.")
+    index: Literal["bitmap", "csr"] = Field(
+        "bitmap", description="A's index encoding: 'bitmap' (1 bit per dense position, rows padded to bytes) or "
+                              "'csr' (index_bits per nonzero + a pointer_bits row pointer per row).")
+    index_bits: PosInt = Field(16, description="csr: bits of each nonzero's column index (Flash-LLM's Tiled-CSL "
+                                               "stores a 16-bit location per value).")
+    pointer_bits: PosInt = Field(32, description="csr: bits of each row pointer (m + 1 of them).")
+    decompress_values_per_cycle: PosFloatOrUnlimited = Field(
+        "unlimited", description="load_sparse_compute_dense: nonzeros the decompress stage places into the dense "
+                                 "tile per cycle per core (shared by the core's CTAs, as the metadata decoder); "
+                                 "'unlimited': never binds.")
+    spmm_macs_per_cycle: PosFloat | None = Field(
+        None, description="vector_spmm (required there): sustained MACs per cycle per core of the SpMM on the "
+                          "vector unit, nonzeros only.")
+
+    @model_validator(mode="after")
+    def _spmm_rate(self) -> UnstructuredSupport:
+        if self.runs_on == "vector_spmm" and self.spmm_macs_per_cycle is None:
+            raise configio.FieldError(("spmm_macs_per_cycle",), "runs_on vector_spmm needs the SpMM rate "
+                                                                 "(MACs per cycle per core)")
+        return self
+
+
+class FormatsSpec(Strict):
+    """Sparsity formats that are not native N:M patterns, by family: how this part runs each (absent: falls back
+    dense, format_unsupported). channel:P% needs no entry: every part runs it as a smaller dense GEMM."""
+
+    unstructured: UnstructuredSupport | None = Field(None, description="unstructured:P%.")
+
+    @model_serializer(mode="wrap")
+    def _listed_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
 class SparseSpec(Strict):
     """The sparse datapath on operand A: native patterns and the metadata-decode stage."""
 
     patterns: dict[str, PatternSupport] = Field(description="Native N:M patterns, e.g. {\"2:4\": {}}.")
+    formats: FormatsSpec | None = Field(
+        None, description="Formats that are not native patterns (unstructured), by family: how this part runs each "
+                          "(accelsim/formats/<family>.py). Absent: they fall back dense (format_unsupported).")
     decode_groups_per_cycle: PosFloatOrUnlimited = Field(
         description="Metadata-decode throughput: N:M groups decoded per cycle per core.")
     decode_latency_cycles: NonNegInt = Field(0, description="Cycles from a tile's decode end to its data being usable.")
@@ -153,7 +197,18 @@ class SparseSpec(Strict):
             pat = parse_format(key)
             if pat is None:
                 raise ValueError(f"pattern {key!r} is dense; list only N:M patterns with N < M")
+            if not pat.native:
+                where = "core.sparse.formats" if pat.needs_support else "no entry: every part runs it dense"
+                raise ValueError(f"{key!r} is not a native pattern of the sparse datapath ({where})")
         return value
+
+    @model_serializer(mode="wrap")
+    def _formats_if_listed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``formats`` out of the resolved config when absent (configs written before it read the same)."""
+        data = handler(self)
+        if self.formats is None:
+            data.pop("formats", None)
+        return data
 
     @model_validator(mode="after")
     def _pattern_dtypes_supported(self) -> SparseSpec:

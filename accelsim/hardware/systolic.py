@@ -50,6 +50,11 @@ class SystolicKind(ComputeKind):
                     raise configio.FieldError(("core", "sparse", "patterns", key, "speedup"),
                                               "applies to tensor_core parts only (a systolic array gains by "
                                               "compressing k)")
+            formats = hw.core.sparse.formats
+            if formats is not None and formats.unstructured is not None:  # accelsim/formats/unstructured.py
+                raise configio.FieldError(("core", "sparse", "formats", "unstructured"),
+                                          "the load-sparse and vector-SpMM paths are modelled on tensor_core parts "
+                                          "only; a systolic array runs unstructured:P% dense (format_unsupported)")
 
 
 SYSTOLIC = SystolicKind()

@@ -38,7 +38,7 @@ from accelsim.fileio import figure_bytes, write_atomic
 
 DPI = 110
 MAX_SETTINGS = 6
-BINDING_MARK = {"compute": "C", "memory": "M", "decode": "D", "launch": "L"}
+BINDING_MARK = {"compute": "C", "memory": "M", "decode": "D", "launch": "L", "decompress": "X"}
 PATTERN_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
 PATTERN_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 PATTERN_LINES = ["-", "--", ":", "-.", "-", "--", ":", "-."]

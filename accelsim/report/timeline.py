@@ -24,13 +24,13 @@ import numpy as np
 
 from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware
-from accelsim.results import BINDING_NAMES, KernelResult, RunResult
+from accelsim.results import BINDING_NAMES, STAGE_NAMES, KernelResult, RunResult
 
 STAGES = ("load", "decode", "compute", "writeback", "vector")
 
 STAGE_LABELS = {
     "load": "load (DRAM/L2 \u2192 SRAM)",
-    "decode": "metadata decode",
+    "decode": "metadata decode / decompress",
     "compute": "compute array",
     "writeback": "write-back (SRAM \u2192 DRAM)",
     "vector": "vector unit",
@@ -229,8 +229,17 @@ def stage_count(ls: LayerSchedule, stage: str, runs: list[ClassRun]) -> int:
     return total
 
 
-def binding_name(code: int) -> str:
+def binding_name(code: int, stage: str = "decode") -> str:
+    """The resource a tile's binding code names; code 2 is the layer's stage between load and compute."""
+    if int(code) == 2:
+        return stage
     return BINDING_NAMES[int(code)] if 0 <= int(code) < len(BINDING_NAMES) else str(int(code))
+
+
+def a_stage(result: KernelResult) -> str:
+    """The layer's stage between load and compute as results name it: "decode" (N:M metadata) or "decompress"
+    (a load-sparse format's nonzeros placed into a dense tile); both run on the trace's decode track."""
+    return next((name for name in STAGE_NAMES if name in result.busy), "decode")
 
 
 # -- counters ----------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ one to a file):
   equal windows per layer, fewer when the layer has fewer tile runs): array occupancy %, vector
   unit occupancy %, DRAM bandwidth (bytes/cycle and GB/s), SRAM occupancy (bytes staged by
   tiles in flight, all cores), metadata-decode utilisation %;
-- pid 100 + c, "core c": threads load (DRAM/L2 -> SRAM), metadata decode, compute array,
+- pid 100 + c, "core c": threads load (DRAM/L2 -> SRAM), metadata decode (or a load-sparse format's
+  decompress stage: slices of category "decompress" with the values placed), compute array,
   write-back, and on core 0 the vector unit; one complete ("X") slice per tile and stage.
   Slices on one thread never overlap. A load slice is the transfer (the channel busy); the DRAM
   latency after it is in args (``ready_cycle``). CTA slot s of a multi-core part runs on core
@@ -55,6 +56,9 @@ COUNTER_WINDOWS = 32
 LAYERS_PID, MEMORY_PID, CORE_PID0 = 1, 2, 100
 LAYERS_TID, LAUNCH_TID = 1, 2
 STAGE_TID = {"load": 1, "decode": 2, "compute": 3, "writeback": 4, "vector": 5}
+# tiling keys of a non-native format's layer (channel, unstructured) that its layer slice shows
+FORMAT_TILING_KEYS = ("compute_on", "rows_kept", "downstream_input", "a_density", "a_index", "stage",
+                      "compute_macs_per_cycle")
 _COUNTER_EVENTS = 5  # C events per window
 
 
@@ -208,6 +212,10 @@ def _tile_args(ls: tl.LayerSchedule, stage: str, row: int, labels: TraceLabels) 
         args["dram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_DRAM}
         args["sram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_SRAM}
         args["latency_cycles"] = _num(ls.latency)
+    elif stage == "decode" and tl.a_stage(ls.result) == "decompress":
+        args["stage"] = "decompress"
+        args["values"] = _num(t["decode_groups"])
+        args["index_bytes"] = _num(t["sram_a_metadata"])
     elif stage == "decode":
         args["groups"] = _num(t["decode_groups"])
         args["metadata_bytes"] = _num(t["sram_a_metadata"])
@@ -218,7 +226,7 @@ def _tile_args(ls: tl.LayerSchedule, stage: str, row: int, labels: TraceLabels) 
     else:
         args["dram_bytes"] = {"c_write": _num(t["dram_c_write"])}
         args["sram_bytes"] = {"c": _num(t["sram_c"])}
-    args["binding"] = tl.binding_name(t["binding"])
+    args["binding"] = tl.binding_name(t["binding"], tl.a_stage(ls.result))
     return args
 
 
@@ -234,6 +242,9 @@ def _merged_args(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, lo: int, hi
     if stage == "load":
         args["dram_bytes"] = {k[5:]: _num(t[k].sum()) for k in tl._LOAD_DRAM}
         args["sram_bytes"] = {k[5:]: _num(t[k].sum()) for k in tl._LOAD_SRAM}
+    elif stage == "decode" and tl.a_stage(ls.result) == "decompress":
+        args["stage"] = "decompress"
+        args["values"] = _num(t["decode_groups"].sum())
     elif stage == "decode":
         args["groups"] = _num(t["decode_groups"].sum())
     elif stage in ("compute", "vector"):
@@ -241,7 +252,7 @@ def _merged_args(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, lo: int, hi
         args["stall_decode_cycles"] = _num(t["stall_decode"].sum())
     else:
         args["dram_bytes"] = {"c_write": _num(t["dram_c_write"].sum())}
-    args["binding"] = {tl.binding_name(c): int(n) for c, n in zip(codes, counts, strict=True)}
+    args["binding"] = {tl.binding_name(c, tl.a_stage(ls.result)): int(n) for c, n in zip(codes, counts, strict=True)}
     return args
 
 
@@ -397,13 +408,17 @@ def _emit_metadata(emit: _Writer, plan: _Plan, hw: Hardware, wl: str, pattern: s
 def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, labels: TraceLabels) -> None:
     k = ls.result
     s, e = _ns(ls.start, clock), _ns(ls.end, clock)
-    args = {"index": ls.index, "op": k.op, "shape": k.shape, "path": k.path,
+    args: dict[str, Any] = {"index": ls.index, "op": k.op, "shape": k.shape, "path": k.path,
             "pattern_requested": k.pattern_requested, "pattern_executed": k.pattern_executed,
             "reason": k.reason, "binding": k.binding, "cycles": k.cycles, "start_cycle": _num(ls.start),
             "utilization": round(k.utilization, 6), "speedup_vs_dense": round(k.speedup_vs_dense, 6),
-            "tile_records": int(len(ls.tiles)), "runs": sum(c.count for c in ls.classes)}
+            "tile_records": int(len(ls.tiles)), "runs": sum(c.count for c in ls.classes),
+            "busy": k.busy, "bytes": k.bytes}
     if labels.layer_tiling and not ls.vector:
         args["tiling"] = {key: k.tiling[key] for key in labels.layer_tiling if key in k.tiling}
+    ran_as = {key: k.tiling[key] for key in FORMAT_TILING_KEYS if key in k.tiling}  # engine._format_echo
+    if ran_as:
+        args["tiling"] = {**args.get("tiling", {}), **ran_as}
     emit({"name": k.name, "cat": f"layer,{k.path}", "ph": "X", "pid": LAYERS_PID, "tid": LAYERS_TID,
           "ts": _us(s), "dur": _us(e - s), "cname": tl.PATH_CNAMES.get(k.path, "generic_work"), "args": args})
     launch = k.cycles["launch"]
@@ -445,7 +460,8 @@ def _emit_group(emit: _Writer, g: _Group, plan: _Plan, hw: Hardware, clock: floa
                     a = args if ls.classes[0].count == 1 else {**args, "batch_index": run}
                 if plan.collapse and g.n > 1:
                     a = {**a, "cores": g.n}
-                emit({"name": name, "cat": stage, "ph": "X", "pid": pid, "tid": tid, "ts": _us(ts), "dur": _us(dur),
+                cat = tl.a_stage(ls.result) if stage == "decode" else stage
+                emit({"name": name, "cat": cat, "ph": "X", "pid": pid, "tid": tid, "ts": _us(ts), "dur": _us(dur),
                       "cname": tl.STAGE_CNAMES[stage], "args": a})
 
 

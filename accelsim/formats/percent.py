@@ -1,0 +1,47 @@
+"""Sparsity levels written as a percentage of zeros (``channel:50%``, ``unstructured:90%``): parsing and text.
+
+A level is kept as an exact fraction of the decimal the user wrote (``37.5`` is 75/2), so counts derived
+from it (rows pruned, values kept) round the same way on every machine. ``%`` is the share of zeros.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+from accelsim.textsafe import short_repr
+
+MAX_DECIMALS = 4  # 12.3456% is the finest level a spelling may write
+_LEVEL_RE = re.compile(r"^[ \t]*([0-9]{1,3}(?:\.[0-9]{1,9})?)[ \t]*%[ \t]*\Z")  # ASCII digits only
+
+
+def parse_level(family: str, body: str, text: str, example: str) -> Fraction:
+    """The sparsity level (percent of zeros, 0 <= level < 100) written as ``body`` in the spelling ``text``
+    of ``family``; ValueError naming ``text`` and what is wrong."""
+    match = _LEVEL_RE.match(body)
+    if not match:
+        raise ValueError(f"expected {family}:P% with P the percentage of zeros (e.g. \"{example}\"), "
+                         f"got {short_repr(text)}")
+    digits = match.group(1)
+    if "." in digits and len(digits.split(".")[1].rstrip("0")) > MAX_DECIMALS:
+        raise ValueError(f"sparsity {digits}% in {short_repr(text)} has more than {MAX_DECIMALS} decimals")
+    level = Fraction(digits)
+    if level >= 100:
+        raise ValueError(f"sparsity {digits}% in {short_repr(text)} must be below 100% (the share of zeros; "
+                         f"100% keeps nothing)")
+    return level
+
+
+def level_text(level: Fraction) -> str:
+    """Canonical text of a level: ``50``, ``37.5`` (no trailing zeros)."""
+    if level.denominator == 1:
+        return str(level.numerator)
+    text = format(Decimal(level.numerator) / Decimal(level.denominator), "f")
+    return text.rstrip("0").rstrip(".")
+
+
+def zeros_of(count: int, level: Fraction) -> int:
+    """Entries pruned out of ``count`` at ``level`` percent: floor(count x level / 100), exact."""
+    return math.floor(count * level / 100)
