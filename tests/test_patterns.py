@@ -70,13 +70,18 @@ def test_fallbacks_are_counted_with_their_reasons(comparison) -> None:
     assert paired.fallback_reasons == {"pattern_unsupported": paired.requested_layers}  # fp16: 2:4 only
     none90 = next(r for r in comparison.results if r.level == 0.9 and r.family == "pair-wise N:M")
     assert none90.format is None and none90.speedup is None
-    # the model is slower with 2:4 on a100-like (small GEMMs, few CTAs): the best at 50 % is dense, and per
-    # layer the one 2:4 wins on (g1024, 1.25x) says 2:4, the others dense
+    # best per level: the fastest format that runs sparse somewhere, if it beats dense; per layer likewise.
+    # 2:4 is slower on a100-like for this model (small GEMMs, few CTAs) but wins on g1024 (1.25x)
     nm50 = next(r for r in comparison.results if r.level == 0.5 and r.format == "2:4")
-    assert comparison.best_per_level["50%"] == ("2:4" if nm50.speedup > 1 else "dense") == "dense"
-    layers = comparison.best_per_layer["50%"]
-    assert layers["g1024"] == "2:4" and layers["g768x512x3072"] == "dense"
-    assert all(v == ("2:4" if nm50.layer_speedups[k] > 1 else "dense") for k, v in layers.items())
+    assert nm50.speedup < 1.0 < nm50.layer_speedups["g1024"]
+    for level in (0.5, 0.9):
+        here = [r for r in comparison.results if r.level == level and r.sparse_layers]
+        top = max(here, key=lambda r: r.speedup)
+        assert comparison.best_per_level[level_label(level)] == (top.format if top.speedup > 1 else "dense")
+        for layer, best in comparison.best_per_layer[level_label(level)].items():
+            gains = {r.format: r.layer_speedups[layer] for r in here if layer in r.layer_speedups}
+            winner = max(gains, key=lambda f: gains[f])
+            assert best == (winner if gains[winner] > 1 else "dense"), (level, layer)
 
 
 def test_cli_writes_table_chart_and_json_deterministically(tmp_path, capsys) -> None:
@@ -89,6 +94,6 @@ def test_cli_writes_table_chart_and_json_deterministically(tmp_path, capsys) -> 
     for name in ("patterns.json", "patterns.png", "patterns.svg"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     data = json.loads((tmp_path / "a" / "patterns.json").read_text())
-    assert data["levels"] == [0.5, 0.75] and data["best_per_level"] == {"50%": "dense", "75%": "dense"}
+    assert data["levels"] == [0.5, 0.75] and set(data["best_per_level"]) == {"50%", "75%"}
     assert main([*args[:-1], "abc"]) == 2
     assert "--levels" in capsys.readouterr().err

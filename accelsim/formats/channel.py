@@ -36,7 +36,7 @@ import numpy as np
 from accelsim.errors import FunctionalError
 from accelsim.formats.base import SparsityFormat
 from accelsim.formats.nm import Pruned, as_2d
-from accelsim.formats.percent import level_text, parse_level, zeros_of
+from accelsim.formats.percent import level_of_share, level_text, parse_level, zeros_of
 
 _CHANNEL_RE = re.compile(r"^[ \t]*channel[ \t]*:(.*)\Z", re.IGNORECASE | re.DOTALL)
 DOWNSTREAM_INPUT = "not_shrunk"  # the named assumption echoed in results (module docstring)
@@ -63,6 +63,12 @@ class ChannelPruning(SparsityFormat):
         match = _CHANNEL_RE.match(text.strip())
         body = match.group(1) if match else ""
         return ChannelPruning(parse_level("channel", body, text, cls.example))
+
+    @classmethod
+    def at_sparsity(cls, sparsity: float) -> ChannelPruning | None:
+        """``channel:P%`` with P = 100 x ``sparsity``."""
+        level = level_of_share(sparsity)
+        return None if level is None or level == 0 else ChannelPruning(level)
 
     def __str__(self) -> str:
         return f"channel:{level_text(self.level)}%"

@@ -34,6 +34,12 @@ def parse_level(family: str, body: str, text: str, example: str) -> Fraction:
     return level
 
 
+def level_of_share(sparsity: float) -> Fraction | None:
+    """A share of zeros (0..1) as a percent level, to MAX_DECIMALS decimals; None outside [0, 100)."""
+    level = Fraction(round(Decimal(repr(sparsity)) * 100, MAX_DECIMALS))
+    return level if 0 <= level < 100 else None
+
+
 def level_text(level: Fraction) -> str:
     """Canonical text of a level: ``50``, ``37.5`` (no trailing zeros)."""
     if level.denominator == 1:

@@ -45,7 +45,7 @@ import numpy as np
 from accelsim.errors import FunctionalError
 from accelsim.formats.base import SparsityFormat
 from accelsim.formats.nm import Pruned, as_2d
-from accelsim.formats.percent import level_text, parse_level, zeros_of
+from accelsim.formats.percent import level_of_share, level_text, parse_level, zeros_of
 
 _UNSTRUCTURED_RE = re.compile(r"^[ \t]*unstructured[ \t]*:(.*)\Z", re.IGNORECASE | re.DOTALL)
 INDEX_ENCODINGS = ("bitmap", "csr")
@@ -73,6 +73,12 @@ class Unstructured(SparsityFormat):
         match = _UNSTRUCTURED_RE.match(text.strip())
         body = match.group(1) if match else ""
         return Unstructured(parse_level("unstructured", body, text, cls.example))
+
+    @classmethod
+    def at_sparsity(cls, sparsity: float) -> Unstructured | None:
+        """``unstructured:P%`` with P = 100 x ``sparsity``."""
+        level = level_of_share(sparsity)
+        return None if level is None or level == 0 else Unstructured(level)
 
     def __str__(self) -> str:
         return f"unstructured:{level_text(self.level)}%"
