@@ -51,7 +51,7 @@ from accelsim.analysis.deployment_summary import (
 from accelsim.analysis.reality import RealityCheck, reality_check
 from accelsim.analysis.sensitivity import Sensitivity, sensitivity
 from accelsim.errors import AccelsimError
-from accelsim.formats import normalize_format
+from accelsim.formats import families, normalize_format, parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.lowering import POLICIES, REASON_CODES, lower
 from accelsim.records import OMIT_IF_NONE, Record, freeze
@@ -284,6 +284,30 @@ def _run_pattern(model: Workload, real: RunResult, sparsity: str | None) -> str 
     return requested[0] if len(requested) == 1 else None
 
 
+def best_formats(model: Workload, hw: Hardware, pattern: str | None, dense_cycles: list[int], sim: Simulator,
+                 source: str) -> dict[str, tuple[str, float]]:
+    """Per layer that asks for sparsity: the fastest format of any registered family at the run's sparsity level
+    (1 - density of ``pattern``), or ("dense", 1.0) when none beats dense. Empty when the run mixes patterns."""
+    fmt = parse_format(pattern) if pattern else None
+    if fmt is None:
+        return {}
+    level = 1.0 - fmt.density
+    best: dict[str, tuple[str, float]] = {}
+    for family in families():
+        candidate = family.at_sparsity(level)
+        if candidate is None:
+            continue
+        res = run(model, hw, str(candidate), hw_source=source, simulator=sim)
+        for i, lay in enumerate(res.layers):
+            if not lay.pattern_requested:
+                continue
+            gain = dense_cycles[i] / lay.cycles["total"] if lay.path == "sparse" and lay.cycles["total"] else 1.0
+            if gain > best.get(lay.name, ("dense", 1.0))[1]:
+                best[lay.name] = (str(candidate), gain)
+            best.setdefault(lay.name, ("dense", 1.0))
+    return best
+
+
 def _checked_patterns(patterns: list[str] | str | None) -> list[str]:
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p.strip()]
@@ -356,7 +380,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         if p != sparsity:
             runs.append((p, run(model, hw, p, policy=policy, hw_source=source, simulator=sim)))
         step()
-    rows = layer_rows(real, dense_cycles)
+    rows = layer_rows(real, dense_cycles, best_formats(model, hw, pattern, dense_cycles, sim, source))
     schedule = pruning_schedule(real, dense_cycles)
     step()
     impact = fallback_impact(model, hw, real, policy)

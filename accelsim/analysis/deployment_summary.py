@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from accelsim.analysis.reality import RealityCheck
-from accelsim.records import Record, freeze
+from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import KernelResult, RunResult
 from accelsim.workloads.model import Workload
 
@@ -310,17 +310,26 @@ class LayerRow(Record):
     binding: str
     utilization: float
     speedup: float
+    # the fastest format at the run's sparsity level for this layer ("dense" when none beats it; None when the
+    # layer asks for no sparsity or the run mixes levels), and its speedup over dense
+    best_format: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    best_format_speedup: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
-def layer_rows(real: RunResult, dense_cycles: list[int]) -> tuple[LayerRow, ...]:
-    """One row per op of the sparse run, with its dense time (``dense_cycles``, model order)."""
+def layer_rows(real: RunResult, dense_cycles: list[int],
+               best: Mapping[str, tuple[str, float]] | None = None) -> tuple[LayerRow, ...]:
+    """One row per op of the sparse run, with its dense time (``dense_cycles``, model order) and, from ``best``
+    (layer -> (format, speedup)), the best format at the run's sparsity level."""
     total = real.total_cycles or 1
+    best = best or {}
     return tuple(LayerRow(
         index=i, name=r.name, op=r.op, shape=freeze(r.shape), path=r.path, pattern_requested=r.pattern_requested,
         pattern_executed=r.pattern_executed, reason=r.reason, padding=freeze(r.padding), cycles=r.cycles["total"],
         dense_cycles=dense_cycles[i], saved_cycles=dense_cycles[i] - r.cycles["total"],
         share_of_time=r.cycles["total"] / total, binding=r.binding, utilization=r.utilization,
-        speedup=_ratio(dense_cycles[i], r.cycles["total"])) for i, r in enumerate(real.layers))
+        speedup=_ratio(dense_cycles[i], r.cycles["total"]),
+        best_format=best[r.name][0] if r.name in best else None,
+        best_format_speedup=best[r.name][1] if r.name in best else None) for i, r in enumerate(real.layers))
 
 
 # ============================================================================================ schedule

@@ -82,7 +82,15 @@ def _summary_table(report: DeploymentReport) -> Table:
 
 def _layer_row(r: LayerRow) -> list[str]:
     return [str(r.index), r.name, r.op, shape_text(r.shape), r.path, r.pattern_executed or "-", r.reason or "-",
-            fmt_int(r.cycles), fmt_int(r.dense_cycles), fmt_pct(r.share_of_time), r.binding, fmt_x(r.speedup)]
+            fmt_int(r.cycles), fmt_int(r.dense_cycles), fmt_pct(r.share_of_time), r.binding, fmt_x(r.speedup),
+            _best(r)]
+
+
+def _best(r: LayerRow) -> str:
+    """The best format at this sparsity and its speedup ("-" for layers that ask for none)."""
+    if r.best_format is None:
+        return "-"
+    return r.best_format if r.best_format == "dense" else f"{r.best_format} {fmt_x(r.best_format_speedup)}"
 
 
 def _proxy_table(layers: tuple[ProxyLayer, ...]) -> Table:
@@ -119,13 +127,14 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
          str(c.padded) + (f" ({reason_text(c.padding_reasons)})" if c.padded else ""),
          reason_text(c.fallback), fmt_pct(c.share_of_time), fmt_x(c.speedup)] for c in m.rows])
     layer_head = ["#", "layer", "op", "m x n x k", "path", "pattern", "reason", "cycles", "dense", "share",
-                  "binding", "speedup"]
+                  "binding", "speedup", "best format at this sparsity"]
     groups = grouped_layers(report.layers)
     t["layers_top"] = (["layer(s)", "ops", "op", "m x n x k", "path", "pattern", "reason", "cycles each",
-                        "dense each", "share (all)", "binding", "speedup"], [
+                        "dense each", "share (all)", "binding", "speedup", "best format at this sparsity"], [
         [group_name(g.names), str(g.count), g.first.op, shape_text(g.first.shape), g.first.path,
          g.first.pattern_executed or "-", g.first.reason or "-", fmt_int(g.first.cycles), fmt_int(g.first.dense_cycles),
-         fmt_pct(g.total_share), g.first.binding, fmt_x(g.first.speedup)] for g in groups[:TOP_LAYERS]])
+         fmt_pct(g.total_share), g.first.binding, fmt_x(g.first.speedup), _best(g.first)]
+        for g in groups[:TOP_LAYERS]])
     t["layers_all"] = (layer_head, [_layer_row(r) for r in report.layers])
     sgroups = grouped_schedule(report.pruning_schedule.rows)
     t["schedule"] = (["rank", "layer(s)", "op", "m x n x k", "dense each", "sparse each", "saved each",
