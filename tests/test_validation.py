@@ -81,8 +81,8 @@ def test_calibration_set_is_on_the_right_side_of_one(result) -> None:
 @pytest.mark.xfail(strict=True, reason=(
     "0.131 since L2 reuse across waves (issue 17): the A100 fp16 squares 16384^3-65536^3 measured 1.16-1.29x "
     "are predicted 1.63x; dram.sustained_fraction 0.75 used to absorb that drop by making them DRAM-bound. "
-    "The candidate mechanism (a duration-dependent power limit on the 300 W PCIe part, docs/validation.md) "
-    "is not modelled yet"))
+    "A duration-dependent power limit was tested and rejected under physical energy estimates "
+    "(benchmarks/power_duration_probe.py, docs/validation.md); the cause is not modelled"))
 def test_calibration_set_meets_the_mae_target(result) -> None:
     assert result.overall.mae <= MAE_TARGET
 
