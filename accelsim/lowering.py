@@ -229,7 +229,7 @@ def dtype_fallback_note(kernels: list[Kernel], dtype: str, hw: Hardware | Loweri
 
 
 def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, requested: str | None,
-                   reason: str | None) -> Kernel:
+                   reason: str | None, cache_bytes: float | None = None) -> Kernel:
     ops_table = dict(target.vector_ops_per_element)
     op = layer.op
     if op == "conv2d":  # depthwise on the vector unit
@@ -248,6 +248,12 @@ def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, req
         ops = out * layer.kernel[0] * layer.kernel[1] * ops_table["pool"]
         reads = layer.ifmap[0] * layer.ifmap[1] * layer.channels * layer.batch
         writes = out
+    elif op == "kv_write":  # KV-cache append: read in the workload dtype, written in the cache's
+        out = layer.elements
+        ops = out * ops_table["elementwise"]
+        return Kernel(layer.name, op, 0, 0, 0, dtype, e, "vector", requested, None, reason, elements=int(out),
+                      vector_ops=float(ops), read_bytes=stored_bytes(out, e),
+                      write_bytes=stored_bytes(out, e if cache_bytes is None else cache_bytes))
     else:
         out = layer.elements
         key = layer.function if op == "activation" else op
@@ -259,12 +265,19 @@ def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, req
 
 
 def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str | None,
-                hw: Hardware | LoweringTarget, kept_dense: bool = False) -> Kernel:
-    """One op to a Kernel. ``requested_text`` is the plan's format for it (None = dense)."""
+                hw: Hardware | LoweringTarget, kept_dense: bool = False, cache_bytes: float | None = None) -> Kernel:
+    """One op to a Kernel. ``requested_text`` is the plan's format for it (None = dense).
+
+    ``cache_bytes``: bytes per element of the KV cache (the workload's kv_dtype; None = ``dtype_bytes``).
+    A ``kv_write`` writes at it; a matmul marked ``kv_cache`` (decode attention reading K or V from the
+    cache) moves all its operands at it while keeping ``dtype`` -- the MMA rate -- as deployed fp8 / int8
+    KV-cache kernels dequantize in registers. Its Q and score operands take the cache's bytes too: a small
+    error at decode (m = query heads per KV head, against K's head_dim x kv_len).
+    """
     e = dtype_bytes
     target = lowering_target(hw)
     if layer.op in VECTOR_OPS:
-        return _vector_kernel(layer, dtype, e, target, None, None)
+        return _vector_kernel(layer, dtype, e, target, None, None, cache_bytes)
     m, n, k = layer.gemm_shape()
     batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
@@ -277,6 +290,8 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str 
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique,
                       batch=batch)
     if layer.op == "matmul":
+        if layer.kv_cache and cache_bytes is not None:
+            e = cache_bytes
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None,
                       "activation_operands" if requested else None, batch=batch, weight=False)
     if kept_dense:
@@ -345,7 +360,7 @@ def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None =
             if requested == "dense":
                 kept = layer.sparsity == "dense" and model.sparsity not in (None, "dense")
                 requested = None
-        kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept)
+        kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept, model.kv_dtype_bytes)
         check_kernel(kernel, model.name, i)
         kernels.append(kernel)
     return kernels

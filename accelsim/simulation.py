@@ -116,7 +116,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
             if not kern.weight:
                 act += stored_bytes(kern.m * kern.k * kern.batch, e)
         act_peak = max(act_peak, act)
-    kv = stored_bytes(model.kv_cache_elements, e)
+    kv = stored_bytes(model.kv_cache_elements, model.kv_dtype_bytes)  # in the cache's own dtype
     total = deployed + metadata + act_peak + kv
     cap = hw.dram.capacity_bytes
     return {"weights_dense_bytes": int(dense_w), "weights_deployed_bytes": int(deployed + metadata),
