@@ -89,7 +89,12 @@ def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelRe
 
 
 def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str, Any]:
-    """Memory footprint: weights dense vs as deployed (compressed + metadata), activations, KV cache."""
+    """Memory footprint: weights dense vs as deployed (compressed + metadata), activations, KV cache.
+
+    When it exceeds ``dram.capacity_bytes`` (``fits`` False) it also says by how much: ``over_capacity_bytes``
+    and ``min_devices``, the fewest devices of that capacity whose memory adds up to it (a lower bound: sharding
+    replicates some tensors). The run still simulates the whole model on one device and warns.
+    """
     e = model.dtype_bytes
     dense_w = 0.0
     deployed = 0.0
@@ -119,10 +124,14 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     kv = stored_bytes(model.kv_cache_elements, model.kv_dtype_bytes)  # in the cache's own dtype
     total = deployed + metadata + act_peak + kv
     cap = hw.dram.capacity_bytes
-    return {"weights_dense_bytes": int(dense_w), "weights_deployed_bytes": int(deployed + metadata),
-            "weights_metadata_bytes": int(metadata), "activations_peak_bytes": int(act_peak),
-            "kv_cache_bytes": int(kv), "total_bytes": int(total), "dram_capacity_bytes": cap,
-            "fits": None if cap is None else bool(total <= cap)}
+    out = {"weights_dense_bytes": int(dense_w), "weights_deployed_bytes": int(deployed + metadata),
+           "weights_metadata_bytes": int(metadata), "activations_peak_bytes": int(act_peak),
+           "kv_cache_bytes": int(kv), "total_bytes": int(total), "dram_capacity_bytes": cap,
+           "fits": None if cap is None else bool(total <= cap)}
+    if cap is not None and total > cap:  # only when it does not fit: by how much
+        out["over_capacity_bytes"] = int(total) - cap
+        out["min_devices"] = -(-int(total) // cap)
+    return out
 
 
 def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> str | None:
@@ -196,8 +205,11 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
                         f"min_clock_fraction {cap.min_clock_fraction:g}: they run at that floor, above the cap")
     fp = footprint(model, kernels, hw)
     if fp["fits"] is False:
+        over = fp["over_capacity_bytes"]
         warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
-                        f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,}")
+                        f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,} by {over:,} bytes "
+                        f"({over / fp['dram_capacity_bytes']:.1%}; at least {fp['min_devices']} such devices to "
+                        "hold it): simulated as if one device held it all")
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
     return RunResult(hardware=hw.to_dict(), workload=model.summary(), sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,

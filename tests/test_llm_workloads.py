@@ -205,3 +205,20 @@ def test_skewed_decode_runs_fewer_tokens_on_cold_experts():
     w = workload_from_dict(yaml.safe_load(data), params={"seq": 64})
     n = [layer(w, f"layers.5.block_sparse_moe.experts.{e}.w1").n for e in range(8)]
     assert sum(n) == 128 and n == sorted(n, reverse=True) and n[0] > 3 * n[7]
+
+
+# -- footprint --------------------------------------------------------------------------------
+
+def test_llama3_70b_does_not_fit_one_a100_and_says_by_how_much():
+    w = wl("llama3-70b-decode.yaml")
+    res = run(w, a100())
+    fp = res.footprint
+    cap = 80 * 2**30
+    assert fp["fits"] is False and fp["dram_capacity_bytes"] == cap
+    assert fp["weights_dense_bytes"] == 2 * parameters(w)  # bf16
+    assert fp["over_capacity_bytes"] == fp["total_bytes"] - cap > 50e9 and fp["min_devices"] == 2
+    (warning,) = [x for x in res.warnings if "footprint" in x]
+    assert f"by {fp['over_capacity_bytes']:,} bytes" in warning and "at least 2 such devices" in warning
+    assert res.layers and res.total_cycles > 0
+    fits = run(wl("llama3-8b-decode.yaml"), a100()).footprint
+    assert fits["fits"] is True and "over_capacity_bytes" not in fits

@@ -95,7 +95,8 @@ def format_table(result: RunResult) -> str:
                      f"{_fmt_int(fp['weights_deployed_bytes'])} ({_fmt_int(fp['weights_metadata_bytes'])} of it "
                      f"metadata; dense {_fmt_int(fp['weights_dense_bytes'])}), peak activations "
                      f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
-                     + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else ""))
+                     + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else "")
+                     + (f" (over by {_fmt_int(fp['over_capacity_bytes'])})" if fp.get("over_capacity_bytes") else ""))
     lines += [f"why: {note.text()}" for note in traffic_notes(body)]
     return "\n".join(lines) + "\n"
 
