@@ -116,6 +116,8 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
             deployed += stored_bytes(layer.vocab * layer.dim, e)
         if kern.vector:
             act = kern.read_bytes + kern.write_bytes
+        elif kern.op == "attention":  # fused: Q, K, V and O (the scores stay on chip)
+            act = stored_bytes((2 * kern.m + 2 * kern.n) * kern.k * kern.batch, kern.dtype_bytes)
         else:
             act = stored_bytes(kern.b_elements * kern.batch, e) + stored_bytes(kern.m * kern.n * kern.batch, e)
             if not kern.weight:

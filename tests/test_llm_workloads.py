@@ -106,14 +106,16 @@ def test_kv_cache_in_its_own_dtype(kv_dtype, kv_bytes):
     assert fp["kv_cache_bytes"] == 2 * 32 * 4 * 2048 * 1024 * kv_bytes
 
 
-def test_kv_dtype_halves_the_cache_reads():
-    hw = a100()
+@pytest.mark.parametrize("form", ["unfused", "fused"])
+def test_kv_dtype_halves_the_cache_reads(form):
+    hw = load_hardware(HW / "a100-like.yaml", [f"attention.form={form}"])
     res = {kv: run(load_workload(WL / "llama3-8b-decode.yaml", {"kv_len": 4095, "batch": 8, "kv_dtype": kv}), hw)
            for kv in ("bf16", "fp8")}
     b = {kv: {r.name: r.bytes["dram"]["b"] for r in res[kv].layers} for kv in res}
-    k_bytes = 8 * 8 * 4096 * 128  # batch x KV heads x tokens x head dim
-    assert b["bf16"]["layers.0.scores"] == pytest.approx(2 * k_bytes, rel=0.01)
-    assert b["fp8"]["layers.0.scores"] == pytest.approx(k_bytes, rel=0.01)
+    k_elems = 8 * 8 * 4096 * 128  # batch x KV heads x tokens x head dim
+    read = k_elems if form == "unfused" else 2 * k_elems  # QK^T reads K; the fused kernel K and V
+    assert b["bf16"]["layers.0.scores"] == pytest.approx(2 * read, rel=0.01)
+    assert b["fp8"]["layers.0.scores"] == pytest.approx(read, rel=0.01)
     assert res["fp8"].workload["kv_dtype"] == "fp8"
     assert sum(r.cycles["total"] for r in res["fp8"].layers) < sum(r.cycles["total"] for r in res["bf16"].layers)
 

@@ -53,7 +53,9 @@ def format_table(result: RunResult) -> str:
             "stall dec", "util", "binding", "vs dense"]
     for lay in body["layers"]:
         c = lay["cycles"]
-        rows.append([printable(lay["name"]), lay["op"], _shape_text(lay["shape"]), lay["path"],
+        absorbed = (lay.get("tiling") or {}).get("absorbed")  # fused into the attention kernel above it
+        rows.append([printable(lay["name"]), lay["op"], "(fused)" if absorbed else _shape_text(lay["shape"]),
+                     lay["path"],
                      lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
                      _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
                      f"{lay['utilization'] * 100:.1f}%", lay["binding"], f"{lay['speedup_vs_dense']:.3f}x"])
