@@ -91,6 +91,9 @@ def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelRe
 def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str, Any]:
     """Memory footprint: weights dense vs as deployed (compressed + metadata), activations, KV cache.
 
+    Weights include every expert of a moe op, also those no token reached in this run (stored as its running
+    experts are).
+
     When it exceeds ``dram.capacity_bytes`` (``fits`` False) it also says by how much: ``over_capacity_bytes``
     and ``min_devices``, the fewest devices of that capacity whose memory adds up to it (a lower bound: sharding
     replicates some tensors). The run still simulates the whole model on one device and warns.
@@ -100,17 +103,20 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     deployed = 0.0
     metadata = 0.0
     act_peak = 0
+    weights: dict[str, tuple[float, float, float]] = {}  # weight layer -> (dense, deployed values, metadata)
     for layer, kern in zip(model.layers, kernels, strict=True):
         if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
             m, _, k = layer.gemm_shape()
             w = stored_bytes(m * k * getattr(layer, "groups", 1), e)  # whole bytes per stored tensor
-            dense_w += w
             fmt = kern.executed_format
             if fmt is not None:
-                deployed += fmt.value_bytes(m, kern.k, e)
-                metadata += fmt.metadata_bytes(m, kern.k, kern.metadata_bits)
+                weights[layer.name] = (w, fmt.value_bytes(m, kern.k, e), fmt.metadata_bytes(m, kern.k,
+                                                                                             kern.metadata_bits))
             else:
-                deployed += w
+                weights[layer.name] = (w, w, 0.0)
+            dense_w += weights[layer.name][0]
+            deployed += weights[layer.name][1]
+            metadata += weights[layer.name][2]
         elif layer.op == "embedding":
             dense_w += stored_bytes(layer.vocab * layer.dim, e)
             deployed += stored_bytes(layer.vocab * layer.dim, e)
@@ -123,6 +129,10 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
             if not kern.weight:
                 act += stored_bytes(kern.m * kern.k * kern.batch, e)
         act_peak = max(act_peak, act)
+    for extra in _idle_experts(model, weights):  # experts no token reached still sit in memory
+        dense_w += extra[0]
+        deployed += extra[1]
+        metadata += extra[2]
     kv = stored_bytes(model.kv_cache_elements, model.kv_dtype_bytes)  # in the cache's own dtype
     total = deployed + metadata + act_peak + kv
     cap = hw.dram.capacity_bytes
@@ -133,6 +143,22 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     if cap is not None and total > cap:  # only when it does not fit: by how much
         out["over_capacity_bytes"] = int(total) - cap
         out["min_devices"] = -(-int(total) // cap)
+    return out
+
+
+def _idle_experts(model: Workload, weights: dict[str, tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Per moe op, the weights of its experts that ran no kernel (no token routed to them): each stored as the
+    op's first running expert is (the same shapes and format)."""
+    out: list[tuple[float, float, float]] = []
+    for rec in model.moe or ():
+        idle = rec.experts - rec.experts_run
+        if not idle:
+            continue
+        first = next(e for e, t in enumerate(rec.tokens_per_expert) if t)
+        for name in rec.layers:
+            prefix = f"{name}.experts.{first}."
+            per = [v for key, v in weights.items() if key.startswith(prefix)]
+            out.append((idle * sum(x[0] for x in per), idle * sum(x[1] for x in per), idle * sum(x[2] for x in per)))
     return out
 
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from conftest import HW, WL
 
+from accelsim.cli import main
 from accelsim.errors import ConfigError
 from accelsim.hardware.model import load_hardware
 from accelsim.lowering import lower
@@ -224,3 +225,25 @@ def test_llama3_70b_does_not_fit_one_a100_and_says_by_how_much():
     assert res.layers and res.total_cycles > 0
     fits = run(wl("llama3-8b-decode.yaml"), a100()).footprint
     assert fits["fits"] is True and "over_capacity_bytes" not in fits
+
+
+def test_idle_experts_still_take_memory():
+    """Mixtral decode at batch 1 runs two experts per layer, but all eight are resident: the footprint holds
+    all 46.7B parameters (93.4 GB at bf16, more than one 80 GiB a100-like), as deployed under 2:4 too."""
+    w = wl("mixtral-8x7b-decode.yaml")
+    fp = footprint(w, lower(w, a100()), a100())
+    assert fp["weights_dense_bytes"] == 2 * parameters(wl("mixtral-8x7b-prefill.yaml"))
+    assert fp["fits"] is False and fp["over_capacity_bytes"] > 7e9
+    sparse_kernels = lower(w, a100(), "2:4")
+    sp = footprint(w, sparse_kernels, a100())
+    full = footprint(wl("mixtral-8x7b-decode.yaml", batch=8), lower(wl("mixtral-8x7b-decode.yaml", batch=8), a100(),
+                                                                     "2:4"), a100())
+    assert sp["weights_deployed_bytes"] == full["weights_deployed_bytes"] < sp["weights_dense_bytes"]
+
+
+def test_run_text_names_the_routing(capsys):
+    assert main(["run", "--hw", str(HW / "h100-like.yaml"), "--workload", str(WL / "mixtral-8x7b-decode.yaml"),
+                 "--set", "batch=3"]) == 0
+    out = capsys.readouterr().out
+    assert ("moe routing: uniform, top-2 of 8 experts over 3 tokens: tokens per expert [1, 1, 1, 1, 1, 1, 0, 0] "
+            "(32 moe layer(s), 6 experts run in each)") in out

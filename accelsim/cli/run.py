@@ -99,6 +99,11 @@ def format_table(result: RunResult) -> str:
                      f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
                      + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else "")
                      + (f" (over by {_fmt_int(fp['over_capacity_bytes'])})" if fp.get("over_capacity_bytes") else ""))
+    for moe in wl.get("moe") or []:  # the routing assumption of the moe ops (accelsim.workloads.moe)
+        skew = f" skew {moe['skew']:g}" if moe.get("skew") is not None else ""
+        lines.append(f"moe routing: {moe['routing']}{skew}, top-{moe['top_k']} of {moe['experts']} experts over "
+                     f"{moe['tokens']:,} tokens: tokens per expert {moe['tokens_per_expert']} "
+                     f"({len(moe['layers'])} moe layer(s), {moe['experts_run']} experts run in each)")
     lines += [f"why: {note.text()}" for note in traffic_notes(body)]
     return "\n".join(lines) + "\n"
 
