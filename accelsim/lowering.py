@@ -11,6 +11,7 @@ from accelsim.dtypes import stored_bytes
 from accelsim.formats import SparsityFormat, best_container, parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.limits import check_kernel
+from accelsim.workloads.attention import attention_groups
 from accelsim.workloads.model import VECTOR_OPS, Workload
 
 # Reason codes, in precedence order: when several apply, the first listed wins.
@@ -117,10 +118,20 @@ class Kernel:
         """Distinct B elements: the ifmap for a conv (im2col duplicates them), else k * n."""
         return min(self.b_unique, self.k * self.n) if self.b_unique else self.k * self.n
 
+    @property
+    def absorbed(self) -> bool:
+        """An op fused into an attention kernel (``fused_attention``): it runs nothing of its own."""
+        return self.m == 0 and self.elements == 0
+
+    @property
+    def products(self) -> int:
+        """GEMMs of m x n x k per batch entry: 2 for fused attention (QK^T and PV), else 1."""
+        return 2 if self.op == "attention" else 1
+
     @cached_property
     def macs(self) -> int:
         """Dense-equivalent multiply-accumulates of the op."""
-        return self.m * self.n * self.k * self.batch
+        return self.m * self.n * self.k * self.batch * self.products
 
     @property
     def k_padded(self) -> int:
@@ -133,7 +144,7 @@ class Kernel:
 
     @cached_property
     def macs_executed(self) -> int:
-        macs = self.m_exec * self.n * self.k_compressed * self.batch
+        macs = self.m_exec * self.n * self.k_compressed * self.batch * self.products
         return round(macs * self.a_density) if self.sparse and self.compute_on == "vector" else macs
 
     def as_dense(self, reason: str | None = None) -> Kernel:
@@ -190,6 +201,7 @@ class LoweringTarget:
     dense_operand_align: int
     vector_ops_per_element: tuple[tuple[str, float], ...]
     depthwise: str  # where depthwise convs run: "array" | "vector"
+    attention: str = "unfused"  # "fused": attention groups run as one kernel (fused_attention)
 
 
 def lowering_target(hw: Hardware | LoweringTarget) -> LoweringTarget:
@@ -207,7 +219,8 @@ def lowering_target(hw: Hardware | LoweringTarget) -> LoweringTarget:
         sparse_dtypes=tuple(spec.dtypes) if spec is not None and spec.dtypes is not None else None,
         weight_shape_multiple=(1, 1) if spec is None else (spec.weight_shape_multiple.m, spec.weight_shape_multiple.k),
         dense_operand_align=spec.dense_operand_align if spec is not None else 1,
-        vector_ops_per_element=tuple(sorted(hw.vector.ops_per_element.items())), depthwise=hw.vector.depthwise)
+        vector_ops_per_element=tuple(sorted(hw.vector.ops_per_element.items())), depthwise=hw.vector.depthwise,
+        attention=hw.attention.form)
 
 
 def _pattern_dtypes(dtypes: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -283,7 +296,7 @@ def dtype_fallback_note(kernels: list[Kernel], dtype: str, hw: Hardware | Loweri
 
 
 def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, requested: str | None,
-                   reason: str | None) -> Kernel:
+                   reason: str | None, cache_bytes: float | None = None) -> Kernel:
     ops_table = dict(target.vector_ops_per_element)
     op = layer.op
     if op == "conv2d":  # depthwise on the vector unit
@@ -302,6 +315,12 @@ def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, req
         ops = out * layer.kernel[0] * layer.kernel[1] * ops_table["pool"]
         reads = layer.ifmap[0] * layer.ifmap[1] * layer.channels * layer.batch
         writes = out
+    elif op == "kv_write":  # KV-cache append: read in the workload dtype, written in the cache's
+        out = layer.elements
+        ops = out * ops_table["elementwise"]
+        return Kernel(layer.name, op, 0, 0, 0, dtype, e, "vector", requested, None, reason, elements=int(out),
+                      vector_ops=float(ops), read_bytes=stored_bytes(out, e),
+                      write_bytes=stored_bytes(out, e if cache_bytes is None else cache_bytes))
     else:
         out = layer.elements
         key = layer.function if op == "activation" else op
@@ -313,12 +332,19 @@ def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, req
 
 
 def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str | None,
-                hw: Hardware | LoweringTarget, kept_dense: bool = False) -> Kernel:
-    """One op to a Kernel. ``requested_text`` is the plan's format for it (None = dense)."""
+                hw: Hardware | LoweringTarget, kept_dense: bool = False, cache_bytes: float | None = None) -> Kernel:
+    """One op to a Kernel. ``requested_text`` is the plan's format for it (None = dense).
+
+    ``cache_bytes``: bytes per element of the KV cache (the workload's kv_dtype; None = ``dtype_bytes``).
+    A ``kv_write`` writes at it; a matmul marked ``kv_cache`` (decode attention reading K or V from the
+    cache) moves all its operands at it while keeping ``dtype`` -- the MMA rate -- as deployed fp8 / int8
+    KV-cache kernels dequantize in registers. Its Q and score operands take the cache's bytes too: a small
+    error at decode (m = query heads per KV head, against K's head_dim x kv_len).
+    """
     e = dtype_bytes
     target = lowering_target(hw)
     if layer.op in VECTOR_OPS:
-        return _vector_kernel(layer, dtype, e, target, None, None)
+        return _vector_kernel(layer, dtype, e, target, None, None, cache_bytes)
     m, n, k = layer.gemm_shape()
     batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
@@ -331,6 +357,8 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str 
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique,
                       batch=batch)
     if layer.op == "matmul":
+        if layer.kv_cache and cache_bytes is not None:
+            e = cache_bytes
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None,
                       "activation_operands" if requested else None, batch=batch, weight=False)
     if kept_dense:
@@ -395,6 +423,7 @@ def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None =
     """Lower every op; ``sparsity`` (a format spelling or 'dense') overrides the workload's plan."""
     target = lowering_target(hw)
     kernels = []
+    fused = fused_attention_roles(model, target)
     for i, layer in enumerate(model.layers):
         kept = False
         if sparsity is not None:
@@ -404,7 +433,44 @@ def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None =
             if requested == "dense":
                 kept = layer.sparsity == "dense" and model.sparsity not in (None, "dense")
                 requested = None
-        kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept)
+        if i in fused:
+            kernel = fused_attention(model, fused[i], requested, target)
+        else:
+            kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept, model.kv_dtype_bytes)
         check_kernel(kernel, model.name, i)
         kernels.append(kernel)
     return kernels
+
+
+# -- fused attention (issue 19; accelsim.hardware.attention, accelsim.engine.attention) ---------------------
+
+def fused_attention_roles(model: Workload, target: LoweringTarget) -> dict[int, tuple[int, int, int]]:
+    """On a target whose attention is fused: for each layer of an attention group (workloads.attention),
+    ``(its index, the group's first, the group's last)``; empty otherwise."""
+    if target.attention != "fused":
+        return {}
+    return {i: (i, first, last) for first, last in attention_groups(model.layers) for i in range(first, last + 1)}
+
+
+def fused_attention(model: Workload, role: tuple[int, int, int], requested: str | None,
+                    target: LoweringTarget) -> Kernel:
+    """The kernel of one layer of an attention group: the group's first layer (QK^T) becomes the fused kernel,
+    softmax(Q K^T) V in one pass (op ``attention``: m query rows, n keys, k head dim, ``batch`` heads; MACs
+    2 m n k batch; ``vector_ops`` the score ops' work, which never leaves the chip); the others are absorbed
+    (zero work). The matmuls keep ``activation_operands`` when a plan asks for a pattern."""
+    i, first, _ = role
+    layer: Any = model.layers[i]
+    reason = "activation_operands" if requested and layer.op == "matmul" else None
+    req_str = str(parse_format(requested)) if reason else None
+    dtype = model.dtype
+    e = model.kv_dtype_bytes if getattr(layer, "kv_cache", None) else model.dtype_bytes
+    if i != first:
+        path = "vector" if layer.op in VECTOR_OPS else "dense"
+        return Kernel(layer.name, layer.op, 0, 0, 0, dtype, e, path, req_str, None, reason, weight=False)
+    ops_table = dict(target.vector_ops_per_element)
+    last = role[2]
+    score_ops = sum(ops_table[x.op] for x in model.layers[first + 1:last])  # per score element (elementwise, softmax)
+    m, n, k = layer.gemm_shape()
+    elements = m * n * layer.batch
+    return Kernel(layer.name, "attention", m, n, k, dtype, e, "dense", req_str, None, reason, batch=layer.batch,
+                  weight=False, elements=elements, vector_ops=float(elements * score_ops))

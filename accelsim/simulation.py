@@ -89,42 +89,79 @@ def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelRe
 
 
 def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str, Any]:
-    """Memory footprint: weights dense vs as deployed (compressed + metadata), activations, KV cache."""
+    """Memory footprint: weights dense vs as deployed (compressed + metadata), activations, KV cache.
+
+    Weights include every expert of a moe op, also those no token reached in this run (stored as its running
+    experts are).
+
+    When it exceeds ``dram.capacity_bytes`` (``fits`` False) it also says by how much: ``over_capacity_bytes``
+    and ``min_devices``, the fewest devices of that capacity whose memory adds up to it (a lower bound: sharding
+    replicates some tensors). The run still simulates the whole model on one device and warns.
+    """
     e = model.dtype_bytes
     dense_w = 0.0
     deployed = 0.0
     metadata = 0.0
     act_peak = 0
+    weights: dict[str, tuple[float, float, float]] = {}  # weight layer -> (dense, deployed values, metadata)
     for layer, kern in zip(model.layers, kernels, strict=True):
         if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
             m, _, k = layer.gemm_shape()
             w = stored_bytes(m * k * getattr(layer, "groups", 1), e)  # whole bytes per stored tensor
-            dense_w += w
             fmt = kern.executed_format
             if fmt is not None:
-                deployed += fmt.value_bytes(m, kern.k, e)
                 # a load-sparse format's index is the hardware's encoding (Kernel.a_index_bits per position)
-                metadata += (m * kern.k * kern.a_index_bits / 8 if kern.load_sparse
-                             else fmt.metadata_bytes(m, kern.k, kern.metadata_bits))
+                meta = (m * kern.k * kern.a_index_bits / 8 if kern.load_sparse
+                        else fmt.metadata_bytes(m, kern.k, kern.metadata_bits))
+                weights[layer.name] = (w, fmt.value_bytes(m, kern.k, e), meta)
             else:
-                deployed += w
+                weights[layer.name] = (w, w, 0.0)
+            dense_w += weights[layer.name][0]
+            deployed += weights[layer.name][1]
+            metadata += weights[layer.name][2]
         elif layer.op == "embedding":
             dense_w += stored_bytes(layer.vocab * layer.dim, e)
             deployed += stored_bytes(layer.vocab * layer.dim, e)
         if kern.vector:
             act = kern.read_bytes + kern.write_bytes
+        elif kern.op == "attention":  # fused: Q, K, V and O (the scores stay on chip)
+            act = stored_bytes((2 * kern.m + 2 * kern.n) * kern.k * kern.batch, kern.dtype_bytes)
         else:
             act = stored_bytes(kern.b_elements * kern.batch, e) + stored_bytes(kern.m_exec * kern.n * kern.batch, e)
             if not kern.weight:
                 act += stored_bytes(kern.m * kern.k * kern.batch, e)
         act_peak = max(act_peak, act)
-    kv = stored_bytes(model.kv_cache_elements, e)
+    for extra in _idle_experts(model, weights):  # experts no token reached still sit in memory
+        dense_w += extra[0]
+        deployed += extra[1]
+        metadata += extra[2]
+    kv = stored_bytes(model.kv_cache_elements, model.kv_dtype_bytes)  # in the cache's own dtype
     total = deployed + metadata + act_peak + kv
     cap = hw.dram.capacity_bytes
-    return {"weights_dense_bytes": int(dense_w), "weights_deployed_bytes": int(deployed + metadata),
-            "weights_metadata_bytes": int(metadata), "activations_peak_bytes": int(act_peak),
-            "kv_cache_bytes": int(kv), "total_bytes": int(total), "dram_capacity_bytes": cap,
-            "fits": None if cap is None else bool(total <= cap)}
+    out = {"weights_dense_bytes": int(dense_w), "weights_deployed_bytes": int(deployed + metadata),
+           "weights_metadata_bytes": int(metadata), "activations_peak_bytes": int(act_peak),
+           "kv_cache_bytes": int(kv), "total_bytes": int(total), "dram_capacity_bytes": cap,
+           "fits": None if cap is None else bool(total <= cap)}
+    if cap is not None and total > cap:  # only when it does not fit: by how much
+        out["over_capacity_bytes"] = int(total) - cap
+        out["min_devices"] = -(-int(total) // cap)
+    return out
+
+
+def _idle_experts(model: Workload, weights: dict[str, tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Per moe op, the weights of its experts that ran no kernel (no token routed to them): each stored as the
+    op's first running expert is (the same shapes and format)."""
+    out: list[tuple[float, float, float]] = []
+    for rec in model.moe or ():
+        idle = rec.experts - rec.experts_run
+        if not idle:
+            continue
+        first = next(e for e, t in enumerate(rec.tokens_per_expert) if t)
+        for name in rec.layers:
+            prefix = f"{name}.experts.{first}."
+            per = [v for key, v in weights.items() if key.startswith(prefix)]
+            out.append((idle * sum(x[0] for x in per), idle * sum(x[1] for x in per), idle * sum(x[2] for x in per)))
+    return out
 
 
 def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> str | None:
@@ -203,8 +240,11 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
                         f"min_clock_fraction {cap.min_clock_fraction:g}: they run at that floor, above the cap")
     fp = footprint(model, kernels, hw)
     if fp["fits"] is False:
+        over = fp["over_capacity_bytes"]
         warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
-                        f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,}")
+                        f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,} by {over:,} bytes "
+                        f"({over / fp['dram_capacity_bytes']:.1%}; at least {fp['min_devices']} such devices to "
+                        "hold it): simulated as if one device held it all")
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
     return RunResult(hardware=hw.to_dict(), workload=model.summary(), sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,

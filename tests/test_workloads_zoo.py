@@ -13,7 +13,9 @@ from accelsim.workloads.model import ARRAY_OPS, Workload, load_workload
 
 SHIPPED = sorted(p.name for p in WL.glob("*.yaml"))
 ZOO = ["bert-base.yaml", "bert-large.yaml", "bert-base-gemms.yaml", "vit-b16.yaml", "resnet50.yaml",
-       "mobilenetv2.yaml", "llama2-7b-prefill.yaml", "llama2-7b-decode.yaml"]
+       "mobilenetv2.yaml", "llama2-7b-prefill.yaml", "llama2-7b-decode.yaml", "llama3-8b-prefill.yaml",
+       "llama3-8b-decode.yaml", "llama3-70b-prefill.yaml", "llama3-70b-decode.yaml", "mixtral-8x7b-prefill.yaml",
+       "mixtral-8x7b-decode.yaml"]
 NAME = re.compile(r"[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*", re.IGNORECASE)
 
 
@@ -66,7 +68,9 @@ def test_zoo_params_documented(name):
 def test_layer_counts_and_names():
     counts = {"bert-base.yaml": 186, "bert-large.yaml": 366, "bert-base-gemms.yaml": 5, "vit-b16.yaml": 184,
               "resnet50.yaml": 174, "mobilenetv2.yaml": 151, "llama2-7b-prefill.yaml": 579,
-              "llama2-7b-decode.yaml": 579}
+              "llama2-7b-decode.yaml": 579, "llama3-8b-prefill.yaml": 611, "llama3-8b-decode.yaml": 611,
+              "llama3-70b-prefill.yaml": 1523, "llama3-70b-decode.yaml": 1523, "mixtral-8x7b-prefill.yaml": 1859,
+              "mixtral-8x7b-decode.yaml": 899}
     assert {n: len(wl(n).layers) for n in counts} == counts
     bert = wl("bert-base.yaml")
     ffn1 = layer(bert, "encoder.3.ffn1")

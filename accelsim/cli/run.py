@@ -53,7 +53,9 @@ def format_table(result: RunResult) -> str:
             "stall dec", "util", "binding", "vs dense"]
     for lay in body["layers"]:
         c = lay["cycles"]
-        rows.append([printable(lay["name"]), lay["op"], _shape_text(lay["shape"]), lay["path"],
+        absorbed = (lay.get("tiling") or {}).get("absorbed")  # fused into the attention kernel above it
+        rows.append([printable(lay["name"]), lay["op"], "(fused)" if absorbed else _shape_text(lay["shape"]),
+                     lay["path"],
                      lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
                      _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
                      f"{lay['utilization'] * 100:.1f}%", lay["binding"], f"{lay['speedup_vs_dense']:.3f}x"])
@@ -95,7 +97,13 @@ def format_table(result: RunResult) -> str:
                      f"{_fmt_int(fp['weights_deployed_bytes'])} ({_fmt_int(fp['weights_metadata_bytes'])} of it "
                      f"metadata; dense {_fmt_int(fp['weights_dense_bytes'])}), peak activations "
                      f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
-                     + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else ""))
+                     + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else "")
+                     + (f" (over by {_fmt_int(fp['over_capacity_bytes'])})" if fp.get("over_capacity_bytes") else ""))
+    for moe in wl.get("moe") or []:  # the routing assumption of the moe ops (accelsim.workloads.moe)
+        skew = f" skew {moe['skew']:g}" if moe.get("skew") is not None else ""
+        lines.append(f"moe routing: {moe['routing']}{skew}, top-{moe['top_k']} of {moe['experts']} experts over "
+                     f"{moe['tokens']:,} tokens: tokens per expert {moe['tokens_per_expert']} "
+                     f"({len(moe['layers'])} moe layer(s), {moe['experts_run']} experts run in each)")
     lines += [f"why: {note.text()}" for note in traffic_notes(body)]
     return "\n".join(lines) + "\n"
 

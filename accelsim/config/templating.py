@@ -4,7 +4,8 @@ A workload may declare ``params`` (defaults, overridable with ``--set KEY=VALUE`
 them in any numeric layer field as a string expression, e.g. ``n: "batch * seq"``. A layer
 entry ``{repeat: 12, name: encoder, layers: [...]}`` expands its layers 12 times with names
 ``encoder.0.qkv`` ... and the block index available as ``i``. Expressions allow numbers,
-parameter names, + - * / // % **, parentheses and min / max / ceil / floor.
+parameter names, + - * / // % **, parentheses and min / max / ceil / floor. ``--set`` also
+replaces the top-level text fields in ``SETTABLE_FIELDS`` that the file declares (``kv_dtype``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
 _FUNCS: dict[str, Callable[..., int | float]] = {"min": min, "max": max, "ceil": math.ceil,
                                                  "floor": math.floor}
-_TEXT_KEYS = {"name", "op", "sparsity", "function", "kind", "source_op", "description"}
+_TEXT_KEYS = {"name", "op", "sparsity", "function", "kind", "source_op", "description", "routing"}
+# top-level text fields ``--set`` may replace when the file declares them (e.g. --set kv_dtype=fp8)
+SETTABLE_FIELDS = ("kv_dtype",)
 
 
 MAX_EXPR_CHARS = 1000  # longest expression text
@@ -190,15 +193,20 @@ def expand(data: dict[str, Any], overrides: dict[str, Any] | None, src: str) -> 
     resolved: dict[str, int | float] = {}
     for key, value in params.items():
         resolved[str(key)] = _param_value(value, src, f"params.{key}", "default")
+    fields: dict[str, Any] = {}
     for key, value in (overrides or {}).items():
+        if key in SETTABLE_FIELDS and key in data and key not in resolved:
+            fields[key] = value  # validated with the workload (e.g. a dtype name)
+            continue
         if key not in resolved:
-            known = ", ".join(sorted(resolved)) or "none"
+            known = ", ".join(sorted([*resolved, *(f for f in SETTABLE_FIELDS if f in data)])) or "none"
             raise ConfigError(src, key, f"--set names an unknown parameter (this workload has: {known})")
         value = _param_value(value, src, key, "--set value")
         if value <= 0:
             raise ConfigError(src, key, f"--set value must be a positive number, got {short_repr(value)}")
         resolved[key] = value
     out = {k: v for k, v in data.items() if k not in ("params", "layers")}
+    out.update(fields)
     out["params"] = resolved
     if "kv_cache_elements" in out:
         out["kv_cache_elements"] = _resolve_value(out["kv_cache_elements"], resolved, src, "kv_cache_elements")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from accelsim.engine import attention as fa
 from accelsim.engine import classes as cl
 from accelsim.engine import loadsparse as ls
 from accelsim.engine import pipeline as pl
@@ -151,9 +152,16 @@ def _segments(kernel: Kernel, eh: EngineHardware, source: str,
     """
     check_kernel(kernel)
     hw = eh.hw
+    if kernel.absorbed:  # fused into an attention kernel: runs nothing
+        return [], {"form": "fused", "absorbed": True}, 0.0, 0
     if kernel.vector:
         segments, tiling, peak = _vector(kernel, eh, detail)
         return segments, tiling, peak, hw.vector.launch_overhead_cycles
+    if kernel.op == "attention":  # fused attention (engine/attention.py)
+        blocks, tiling, peak = fa.fused_attention(kernel, hw, source)
+        segments = [_Segment(work, times, bw, count=count, active=active, wave_class=i)
+                    for i, (work, times, bw, active, count) in enumerate(blocks)]
+        return segments, tiling, peak, hw.launch_overhead_cycles.dense
     segments, tiling, peak = eh.simulation(kernel, eh, source, detail)
     launch = hw.launch_overhead_cycles.sparse if kernel.sparse_datapath else hw.launch_overhead_cycles.dense
     return segments, tiling, peak, launch
@@ -522,9 +530,9 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[_Segment], launch
         if decodes:
             decode_busy += n * t.groups / rate
         w = n * s.active
-        c = t.col if w == 1 else w * t.col
-        col = c if col is None else col + c
-    c = col.tolist()  # type: ignore[union-attr]
+        add = t.col if w == 1 else w * t.col
+        col = add if col is None else col + add
+    c: list[float] = [0.0] * tl.N_TILE_COLS if col is None else col.tolist()  # None: an absorbed op
     ceil = math.ceil  # counts round up, forgiving float noise of 1e-6
     total = ceil(launch + end - 1e-6)
     compute = int(round(cycles))

@@ -16,6 +16,7 @@ from accelsim.config import yamlsafe as yamlload
 from accelsim.errors import ConfigError
 from accelsim.formats import SparsityFormat, parse_format, parse_spelling
 from accelsim.hardware import kinds
+from accelsim.hardware.attention import AttentionSpec, default_form
 from accelsim.hardware.base import (  # noqa: F401 (re-exported: config sections elsewhere use them)
     BigNonNegInt,
     BigPosInt,
@@ -364,10 +365,22 @@ class Hardware(Strict):
         "dram", description="Where inter-layer activations live: always DRAM, or L2 when the tensor fits "
                             "(then a layer's B input and C output cost no DRAM traffic).")
     launch_overhead_cycles: LaunchOverhead = Field(default_factory=LaunchOverhead)
+    attention: AttentionSpec = Field(default_factory=AttentionSpec, description="How attention runs: fused (one "
+                                     "kernel, the default on tensor_core parts) or unfused (accelsim.hardware."
+                                     "attention).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _attention_default(cls, data: Any) -> Any:
+        return default_form(data)  # fused on tensor_core parts unless the config says otherwise
 
     @model_validator(mode="after")
     def _kind_rules(self) -> Hardware:
         kinds.kind_of(self).check(self)  # rules of the compute kind that span sections (e.g. systolic: 1 core)
+        if self.attention.form == "fused" and self.core.compute.kind != "tensor_core":
+            raise configio.FieldError(("attention", "form"), f"a {self.core.compute.kind} part runs attention "
+                                      "unfused (QK^T and AV as array passes, scale, mask and softmax on the vector "
+                                      "unit, the scores through DRAM); fused attention needs a tensor_core part")
         return self
 
     # -- derived, in cycles ------------------------------------------------

@@ -132,5 +132,5 @@ def kv_bytes_per_token(dec: SimulatedService) -> float:
     """KV-cache bytes per context token of one sequence, from the decode workload's kv_cache_elements."""
     a = dec.workload(1, 256)
     b = dec.workload(1, 257)
-    return float((b.kv_cache_elements - a.kv_cache_elements) * a.dtype_bytes)
+    return float((b.kv_cache_elements - a.kv_cache_elements) * a.kv_dtype_bytes)  # the cache's own dtype
 

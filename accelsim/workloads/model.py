@@ -14,6 +14,7 @@ from accelsim.dtypes import DTYPE_BYTES, DtypeName
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
+from accelsim.workloads.moe import MoeRouting, expand_moe
 
 Dtype = DtypeName  # fp32 ... int8, and the sub-byte fp6, fp4, int4 (accelsim.dtypes)
 Pair = Annotated[list[PosInt], Field(min_length=2, max_length=2)]
@@ -106,6 +107,9 @@ class Matmul(_Layer):
     n: PosInt
     k: PosInt
     batch: PosInt = Field(1, description="Independent products (e.g. batch x heads).")
+    kv_cache: bool | None = Field(None, description="True: B is read from the KV cache (decode attention), so the "
+                                  "product moves its operands at the cache's bytes per element (the workload's "
+                                  "kv_dtype) while computing at the workload dtype's rate (lowering).")
 
     def gemm_shape(self) -> tuple[int, int, int]:
         return self.m, self.n, self.k
@@ -148,6 +152,13 @@ class Elementwise(_Vector):
     inputs: PosInt = Field(2, description="Input tensors read per output element.")
 
 
+class KvWrite(_Vector):
+    """KV-cache append: reads ``elements`` new K and V values in the workload dtype and writes them in the
+    cache's (``kv_dtype``), quantizing as it goes; costed at the ``elementwise`` ops per element."""
+
+    op: Literal["kv_write"]
+
+
 class Activation(_Vector):
     op: Literal["activation"]
     function: Literal["relu", "relu6", "clip", "gelu", "silu", "sigmoid", "tanh", "hardswish"] = "relu"
@@ -183,10 +194,10 @@ class Unsupported(_Layer):
 WEIGHT_OPS = ("gemm", "conv2d")
 ARRAY_OPS = ("gemm", "conv2d", "matmul")
 VECTOR_OPS = ("embedding", "batchnorm", "layernorm", "rmsnorm", "softmax", "elementwise", "activation", "pool",
-              "unsupported")
+              "unsupported", "kv_write")
 
 Layer = Annotated[Gemm | Conv2d | Matmul | Embedding | BatchNorm | LayerNorm | RmsNorm | Softmax | Elementwise
-                  | Activation | Pool | Unsupported, Field(discriminator="op")]
+                  | Activation | Pool | Unsupported | KvWrite, Field(discriminator="op")]
 
 
 class Quality(Strict):
@@ -221,6 +232,11 @@ class Workload(Strict):
     params: dict[str, int | float] = Field(default_factory=dict, description="Resolved parameters (defaults "
                                            "overridden by --set); expressions in layer fields use them.")
     kv_cache_elements: BigNonNegInt = Field(0, description="Elements of the KV cache (LLM decode), for the footprint.")
+    kv_dtype: Dtype | None = Field(None, description="Element type of the KV cache (None: the workload dtype): "
+                                   "its footprint, kv_write ops and kv_cache matmuls move it at this type's bytes. "
+                                   "--set kv_dtype=fp8 replaces it.")
+    moe: list[MoeRouting] | None = Field(None, description="Written by loading: the routing of every moe op "
+                                         "(accelsim.workloads.moe), echoed into results.")
     quality: Quality | None = Field(None, description="Quality figures (dense and per pattern) and a threshold.")
     sparsity: str | None = Field(None, description="Pattern applied to every weight layer without its own.")
     layers: list[Layer] = Field(min_length=1)
@@ -245,6 +261,11 @@ class Workload(Strict):
     def dtype_bytes(self) -> float:
         """Bytes per element: an int for whole-byte dtypes, 0.75 / 0.5 for fp6 / fp4 and int4 (accelsim.dtypes)."""
         return DTYPE_BYTES[self.dtype]
+
+    @property
+    def kv_dtype_bytes(self) -> float:
+        """Bytes per element of the KV cache: ``kv_dtype``'s, else the workload dtype's."""
+        return DTYPE_BYTES[self.kv_dtype or self.dtype]
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -272,8 +293,8 @@ class Workload(Strict):
 
 def workload_from_dict(data: dict[str, Any], source: str = "<workload>",
                        params: dict[str, Any] | None = None) -> Workload:
-    """Expand templates (params, expressions, repeat blocks) and validate into a Workload."""
-    expanded = expand(data, params, source)
+    """Expand templates (params, expressions, repeat blocks) and moe ops, and validate into a Workload."""
+    expanded = expand_moe(expand(data, params, source), source)
     return configio.validate(Workload, expanded, source)
 
 

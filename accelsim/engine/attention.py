@@ -1,0 +1,184 @@
+"""Fused attention on a tensor_core part: softmax(Q K^T) V as one kernel (``accelsim.hardware.attention``).
+
+The kernel (lowering's ``fused_attention``: m query rows, n keys, k = d head dim, ``batch`` planes, one per
+sequence and KV head) runs as FlashAttention-2 does (Dao 2023, arXiv:2307.08691, Algorithm 1):
+
+- a CTA owns ``br`` query rows of one plane (fewer rows than ``br`` are padded to the MMA's m); it loads
+  them once and keeps them in shared memory, then streams the plane's K and V in blocks of ``bc`` rows:
+  per block, S = Q K_j^T (br x bc x d MACs on the tensor cores), the online softmax of S on the vector unit
+  (``vector_ops`` per score: the fused scale / mask / softmax ops' ``ops_per_element``), O += P V_j
+  (br x bc x d MACs); at the end it writes its br x d rows of O. The scores never leave the chip.
+- shared memory must hold the Q block and ``stages`` K / V blocks: br x d + stages x 2 x bc x d elements
+  (the deepest staging up to ``core.sram.stages`` that fits ``core.sram.bytes``; none fits: infeasible).
+- with too few CTAs to fill the cores (decode: a few query rows per plane) and ``attention.split_kv``, the
+  KV length is split over ``s`` CTAs per query block (FlashDecoding; ``s`` as FlashAttention-2's
+  heuristic picks it), each writing an fp32 partial O and its row sums that a reduction kernel step reads
+  back before writing O: 2 x s x rows x (d + 1) x 4 bytes of extra C traffic.
+- K and V come from DRAM once per plane when the planes a wave touches (plus the one it shares with the
+  next wave) fit the usable L2 (``l2_reuse.usable_fraction``); otherwise once per wave a plane spans (its
+  CTAs in a wave read the same blocks in step); without L2, once per CTA.
+- per CTA and block the MMAs run at ``macs_per_cycle x efficiency.dense`` of one core, the softmax at
+  ``vector.ops_per_cycle / cores``, one after the other (or overlapped: ``attention.softmax_overlap``);
+  each block is one step of the engine's tile pipeline (``pipeline.run_pipeline_split``: loads ``stages``
+  deep, at the CTA's share of the L2 / DRAM bandwidth with the wave's CTAs, as the GEMM path's waves).
+- candidate tiles are every (``attention.q_block_rows`` x ``attention.kv_block_rows``) pair that fits; the
+  fastest is kept.
+
+Tensors in results: ``a_values`` is Q, ``b`` is K and V, ``c`` is O (plus split partials).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from accelsim.engine import classes as cl
+from accelsim.engine import pipeline as pl
+from accelsim.engine import tensorcore as tc
+from accelsim.engine import tiling as tl
+from accelsim.errors import InfeasibleError
+from accelsim.hardware.tensor_core import TensorCoreCompute
+from accelsim.lowering import Kernel
+
+PARTIAL_BYTES = 4.0  # a split's partial O and row sums are fp32
+
+
+def _splits(base: int, slots: int, kv_blocks: int) -> int:
+    """KV splits per query block, as FlashAttention-2's ``num_splits_heuristic`` (flash_api.cpp) picks them: none
+    when the CTAs already fill 80 % of the slots; else the fewest whose wave efficiency (CTAs / (waves x
+    slots)) is within 85 % of the best, up to one split per K / V block (and at most 128)."""
+    if base >= 0.8 * slots:
+        return 1
+    cands = range(1, min(kv_blocks, slots, 128) + 1)
+    eff = {s: base * s / (-(-base * s // slots) * slots) for s in cands}
+    best = max(eff.values())
+    return min(s for s in cands if eff[s] >= 0.85 * best)
+
+
+def _run(work: np.ndarray, active: int, count: int, wave_class: int, hw: Any, stages: int) -> Block:
+    """Schedule one CTA's steps (``work``: SRAM bytes, DRAM bytes and cycles per step) with ``active`` CTAs
+    sharing L2 and DRAM, as the GEMM path's wave classes are (engine ``_cta_grid``)."""
+    l2 = hw.l2
+    fill = hw.fill_bytes_per_cycle()
+    l2_bw = l2.bandwidth_bytes_per_cycle if l2 is not None else math.inf
+    dram_bw = hw.dram_bytes_per_cycle()
+    tc.tag_rows(work, wave_class, count)
+    step = work[:, tl.T_SRAM_A_VALUES] + work[:, tl.T_SRAM_B]
+    from_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_B] + work[:, tl.T_DRAM_C_READ]
+    step = step + work[:, tl.T_DRAM_C_READ]  # partials read back come from DRAM
+    share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0)
+    bw = tc.load_rate(step, share, active, fill, l2_bw, dram_bw)
+    xfer = work.copy()  # transfers move the SRAM-side bytes; the DRAM columns say where they came from
+    xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]
+    xfer[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B]
+    xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
+    wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.ones(len(work)), active, fill, l2_bw, dram_bw)
+    times = pl.run_pipeline_split(xfer, bw, wb_bw, hw.dram_latency_cycles(), math.inf, 0.0, stages, 0.0)
+    return work, times, bw, active, count
+
+
+Block = tuple[np.ndarray, np.ndarray, np.ndarray, int, int]  # work, times, load rates, active CTAs, count
+
+
+def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, Any]:
+    """The kernel with query blocks of ``br`` rows and K / V blocks of ``bc`` rows: its wave classes."""
+    comp = hw.core.compute
+    att = hw.attention
+    m, n, d, planes = kernel.m, kernel.n, kernel.k, kernel.batch
+    e = float(kernel.dtype_bytes)
+    mma_m = comp.mma.dense[0]
+    rows = min(br, -(-m // mma_m) * mma_m)  # rows a CTA computes (padded to the MMA's m)
+    q_blocks = -(-m // rows)
+    slots = hw.cores * comp.ctas_per_core
+    base = planes * q_blocks
+    kv_blocks = -(-n // bc)
+    split = _splits(base, slots, kv_blocks) if att.split_kv else 1
+    ctas = base * split
+    steps = -(-kv_blocks // split)  # K / V blocks per CTA
+    rate = comp.macs_per_cycle[kernel.dtype] * comp.efficiency.dense / comp.ctas_per_core
+    mma = 2.0 * rows * bc * d / rate
+    vec_rate = hw.vector.ops_per_cycle / slots
+    per_score = kernel.vector_ops / kernel.elements if kernel.elements else 0.0
+    softmax = rows * bc * per_score / vec_rate
+    compute = max(mma, softmax) if att.softmax_overlap else mma + softmax
+    real = m / q_blocks  # rows of Q and O a CTA moves (the padding is computed, not loaded)
+    q_bytes = real * d * e
+    kv_step = 2.0 * bc * d * e
+    o_bytes = real * d * e if split == 1 else real * (d + 1) * PARTIAL_BYTES  # O, or a partial O and row sums
+    l2 = hw.l2
+    plane_kv = 2.0 * n * d * e
+    per_plane = q_blocks * split
+    if split > 1:
+        reads = 1.0  # each CTA streams its own slice
+    elif l2 is None:
+        reads = float(q_blocks)
+    else:  # the planes a wave touches, plus the one it shares with the next wave, must stay in L2
+        in_flight = min(planes, -(-slots // per_plane) + 1)
+        usable = l2.bytes * comp.l2_reuse.usable_fraction
+        reads = 1.0 if in_flight * plane_kv <= usable else float(-(-per_plane // slots))
+    kv_share = min(1.0, planes * plane_kv * reads / (float(ctas) * steps * kv_step))
+    work = np.zeros((steps, tl.N_TILE_COLS))
+    work[:, tl.T_CHUNK] = np.arange(steps)
+    work[:, tl.T_CYCLES] = compute
+    work[:, tl.T_SRAM_B] = kv_step
+    work[:, tl.T_DRAM_B] = kv_step * kv_share
+    work[0, tl.T_SRAM_A_VALUES] = work[0, tl.T_DRAM_A_VALUES] = q_bytes
+    work[-1, tl.T_SRAM_C] = work[-1, tl.T_DRAM_C_WRITE] = o_bytes
+    waves = -(-ctas // slots)
+    last = ctas - (waves - 1) * slots
+    blocks = [_run(work.copy(), act, count, i, hw, stages)
+              for i, (act, count) in enumerate(((slots, waves - 1), (last, 1))) if count > 0]
+    if split > 1:  # a combine step per query block reads the partials back and writes O
+        active = min(slots, base)
+        red = np.zeros((1, tl.N_TILE_COLS))
+        red[0, tl.T_DRAM_C_READ] = split * o_bytes
+        red[0, tl.T_CYCLES] = split * real * (d + 1) * 2 / vec_rate  # rescale and add, per element
+        red[0, tl.T_SRAM_C] = red[0, tl.T_DRAM_C_WRITE] = real * d * e
+        blocks.append(_run(red, active, -(-base // active), len(blocks), hw, 2))
+    total = sum(count * cl.end_of(times) for _, times, _, _, count in blocks)
+    return {"total": total, "blocks": blocks, "tiling": {
+        "form": "fused", "scores_in_dram": False, "q_block": br, "q_rows": rows, "kv_block": bc, "stages": stages,
+        "smem_bytes": int(br * d * e + stages * kv_step), "split_kv": split, "ctas": ctas, "slots": slots,
+        "waves": waves, "kv_steps": steps, "kv_dram_reads": reads, "softmax_overlap": att.softmax_overlap,
+        "cycles_per_block": {"mma": round(mma, 3), "softmax": round(softmax, 3)}}}
+
+
+def fused_attention(kernel: Kernel, hw: Any, source: str) -> tuple[list[Block], dict, float]:
+    """The fused attention ``kernel`` on ``hw``: its scheduled wave classes (work, times, load rates, active
+    CTAs, count), the tiling description and the peak rate (module docstring). InfeasibleError when no
+    tile fits shared memory."""
+    comp = hw.core.compute
+    if not isinstance(comp, TensorCoreCompute):
+        raise InfeasibleError(source, "attention.form", f"layer '{kernel.name}': fused attention needs a "
+                              "tensor_core part", kernel.name)
+    if kernel.dtype not in comp.macs_per_cycle:
+        raise InfeasibleError(source, "core.compute.macs_per_cycle",
+                              f"no {kernel.dtype} rate: layer '{kernel.name}' needs one "
+                              f"(this part lists {', '.join(comp.macs_per_cycle)})", kernel.name)
+    sram = hw.core.sram
+    smem = sram.bytes if sram.bytes is not None else sum(sram.buffer_bytes().values())
+    e = float(kernel.dtype_bytes)
+    d = kernel.k
+    best: dict[str, Any] | None = None
+    smallest = math.inf
+    for br in sorted(set(hw.attention.q_block_rows), reverse=True):
+        for bc in sorted(set(hw.attention.kv_block_rows), reverse=True):
+            stages = sram.n_stages()
+            while stages > 1 and br * d * e + stages * 2 * bc * d * e > smem:
+                stages -= 1
+            need = br * d * e + stages * 2 * bc * d * e
+            if need > smem:
+                smallest = min(smallest, need)
+                continue
+            plan = _plan(kernel, hw, br, bc, stages)
+            if best is None or plan["total"] < best["total"] - 1e-9:
+                best = plan
+    if best is None:
+        raise InfeasibleError(source, "core.sram.bytes" if sram.bytes is not None else "core.sram.filter_bytes",
+                              f"shared memory too small for every fused attention tile of layer '{kernel.name}' "
+                              f"(head dim {d}): the smallest needs {math.ceil(smallest)} bytes single-staged; "
+                              "use attention.form: unfused", kernel.name)
+    peak = comp.macs_per_cycle[kernel.dtype] * hw.cores
+    return best["blocks"], best["tiling"], float(peak)
