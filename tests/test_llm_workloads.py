@@ -51,6 +51,9 @@ def parameters(w: Workload) -> int:
     ("llama3-70b-prefill.yaml", {}, 70.6e9), ("llama3-70b-decode.yaml", {}, 70.6e9),
     ("mixtral-8x7b-prefill.yaml", {}, 46.7e9), ("mixtral-8x7b-decode.yaml", {"batch": 4}, 46.7e9),
     ("mixtral-8x7b-decode.yaml", {}, 12.9e9),  # batch 1: the two routed experts are what runs
+    # Qwen2.5 Technical Report (arXiv:2412.15115), Table 1: 7.61B and 14.7B (validation/llm rows)
+    ("qwen2.5-7b-prefill.yaml", {}, 7.61e9), ("qwen2.5-7b-decode.yaml", {}, 7.61e9),
+    ("qwen2.5-14b-prefill.yaml", {}, 14.7e9), ("qwen2.5-14b-decode.yaml", {}, 14.7e9),
 ])
 def test_parameter_counts_match_published(name, params, published):
     assert parameters(wl(name, **params)) == pytest.approx(published, rel=0.01)
