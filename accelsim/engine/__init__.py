@@ -259,7 +259,8 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
     unified_bytes = hw.core.sram.bytes
     unified = unified_bytes is not None
     best: tuple[float, list[_Segment], dict] | None = None
-    chosen: tuple[tuple[int, int, int], int, int, bool] | None = None  # (tile, split, stages, settled) of the best
+    # (tile, split, stages, the first raster's wave classes unless no raster reads fewer DRAM bytes) of the best
+    chosen: tuple[tuple[int, int, int], int, int, list[tc.WaveClass] | None] | None = None
     smallest_need = None
     tiles = comp.cta_tiles.for_path(path, dtype)
     rasters = comp.raster.candidates()
@@ -284,19 +285,20 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
         for split in sorted(set(getattr(comp.split_k, path))):
             if split > 1 and split > steps:
                 continue
-            segs, tiling, settled = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages,
-                                              rasters[:1])
+            segs, tiling, unsettled = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages,
+                                                rasters[:1])
             total = sum(s.count * s.end for s in segs)
             if best is None or total < best[0] - 1e-9:
                 best = (total, segs, tiling)
-                chosen = ((bm, bn, bk), split, tile_stages, settled)
+                chosen = ((bm, bn, bk), split, tile_stages, unsettled)
     if best is None:
         raise InfeasibleError(source, hw.core.sram.buffer_key("filter") if not unified else "core.sram.bytes",
                               f"shared memory too small for every {path} CTA tile of layer '{kernel.name}': "
                               f"the smallest needs {math.ceil(smallest_need or 0)} bytes even single-staged",
                               kernel.name)
-    if chosen is not None and not chosen[3] and len(rasters) > 1:  # the kernel chosen, then its launch raster
-        segs, tiling, _ = _cta_grid(kernel, hw, chosen[0], chosen[1], mma, rate, e, mbits, chosen[2], rasters)
+    if chosen is not None and chosen[3] is not None and len(rasters) > 1:  # the kernel chosen, then its raster
+        segs, tiling, _ = _cta_grid(kernel, hw, chosen[0], chosen[1], mma, rate, e, mbits, chosen[2], rasters,
+                                    (chosen[3], best[1], best[2]))
         best = (sum(s.count * s.end for s in segs), segs, tiling)
     peak = comp.macs_per_cycle[dtype] * hw.cores
     best[2]["candidates"] = len(tiles) * len(set(getattr(comp.split_k, path)))
@@ -304,10 +306,12 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
 
 
 def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma: list[int], rate: float,
-              e: float, mbits: float, stages: int, rasters: list[tuple[str, int]]) -> tuple[list[_Segment], dict, bool]:
+              e: float, mbits: float, stages: int, rasters: list[tuple[str, int]],
+              known: tuple[list[tc.WaveClass], list[_Segment], dict] | None = None,
+              ) -> tuple[list[_Segment], dict, list[tc.WaveClass] | None]:
     """One candidate kernel: ``tile`` and ``split``, launched in the raster (order, width) of ``rasters`` whose
-    waves read the fewest DRAM bytes (the first wins a tie); also whether no raster could read fewer
-    (``tc.raster_classes``)."""
+    waves read the fewest DRAM bytes (the first wins a tie). Also returns the wave classes, or None when no raster
+    could read fewer DRAM bytes (``tc.raster_classes``). ``known``: the first raster's classes and result."""
     comp = hw.core.compute
     assert isinstance(comp, TensorCoreCompute)
     bm, bn, bk = tile
@@ -355,11 +359,14 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             capacity, l2_reuse = reuse.usable_fraction * l2_bytes, "reuse_distance"
         c_written = c_total if split == 1 else m * batch * n * 4.0 * split  # into L2 during the kernel
         try:
-            order, band, classes, settled = tc.pick_raster(rasters, cluster, grid_m // batch, grid_n, planes, slots,
-                                                           a_total / (grid_m * split), b_total / (grid_n * planes),
-                                                           c_written / ctas, capacity, not b_in_l2)
+            pick, order, band, classes, settled = tc.pick_raster(
+                rasters, cluster, grid_m // batch, grid_n, planes, slots, a_total / (grid_m * split),
+                b_total / (grid_n * planes), c_written / ctas, capacity, not b_in_l2,
+                known[0] if known is not None else None)
         except SizeLimitError as err:
             raise SizeLimitError(f"layer '{kernel.name}': {err}") from None
+        if known is not None and pick == 0:  # the first raster, already simulated
+            return known[1], known[2], None
     k_cta = min(k_slice, k_total)
 
     def k_loop(k_len: int) -> np.ndarray:
@@ -451,7 +458,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
               "b_from_l2": b_in_l2, "c_to_l2": c_in_l2, "c_write_back": write_back}
     if k_steps > cl.KSTEP_CAP:
         tiling["extrapolated"] = True
-    return segs, tiling, settled
+    return segs, tiling, None if settled else classes
 
 
 # -- the simulations compute kinds name (ComputeKind.simulation) --------------------------

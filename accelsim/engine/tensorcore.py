@@ -176,26 +176,30 @@ def raster_classes(order: str, width: int, cluster: tuple[int, int], grid_m: int
 
 
 def pick_raster(candidates: list[tuple[str, int]], cluster: tuple[int, int], grid_m: int, grid_n: int, planes: int,
-                slots: int, a_panel: float, b_panel: float, c_cta: float, capacity: float,
-                b_from_dram: bool) -> tuple[str, int, list[WaveClass], bool]:
-    """(order, band, wave classes, settled) of the candidate raster whose waves read the fewest A + B bytes from
-    DRAM (the first wins a tie, within 1e-9 relative); the walk stops at a settled one (``raster_classes``)."""
-    best: tuple[float, str, int, list[WaveClass], bool] | None = None
+                slots: int, a_panel: float, b_panel: float, c_cta: float, capacity: float, b_from_dram: bool,
+                first: list[WaveClass] | None = None) -> tuple[int, str, int, list[WaveClass], bool]:
+    """(index, order, band, wave classes, settled) of the candidate raster whose waves read the fewest A + B bytes
+    from DRAM (the first wins a tie, within 1e-9 relative); the walk stops at a settled one (``raster_classes``).
+    ``first``: the classes of the first candidate when already known."""
+    best: tuple[float, int, str, int, list[WaveClass], bool] | None = None
     seen: set[tuple[str, int]] = set()
-    for order, width in candidates:
+    for i, (order, width) in enumerate(candidates):
         band = raster_band(order, width, grid_m, grid_n, *cluster)
         if (order, band) in seen:
             continue
         seen.add((order, band))
-        band, classes, settled = raster_classes(order, width, cluster, grid_m, grid_n, planes, slots, a_panel,
-                                                b_panel, c_cta, capacity, b_from_dram)
+        if i == 0 and first is not None:
+            classes, settled = first, False
+        else:
+            band, classes, settled = raster_classes(order, width, cluster, grid_m, grid_n, planes, slots, a_panel,
+                                                    b_panel, c_cta, capacity, b_from_dram)
         dram = sum(c * (da + db) for _, da, db, c, _ in classes)
         if best is None or dram < best[0] * (1 - 1e-9):
-            best = (dram, order, band, classes, settled)
+            best = (dram, i, order, band, classes, settled)
         if settled:
             break
     assert best is not None  # candidates is never empty (schema)
-    return best[1], best[2], best[3], best[4]
+    return best[1], best[2], best[3], best[4], best[5]
 
 
 def cluster_share(step_a: np.ndarray, step_b: np.ndarray, cluster_m: int, cluster_n: int) -> np.ndarray:
