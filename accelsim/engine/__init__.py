@@ -275,8 +275,11 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
     unified_bytes = hw.core.sram.bytes
     unified = unified_bytes is not None
     best: tuple[float, list[_Segment], dict] | None = None
+    # (tile, split, stages, the first raster's wave classes unless no raster reads fewer DRAM bytes) of the best
+    chosen: tuple[tuple[int, int, int], int, int, list[tc.WaveClass] | None] | None = None
     smallest_need = None
     tiles = comp.cta_tiles.for_path(path, dtype)
+    rasters = comp.raster.candidates()
     for bm, bn, bk in tiles:
         a_tile = bm * (bk * kernel.keep_n / kernel.group_m) * (e + mbits / 8)
         b_tile = bk * bn * e
@@ -298,15 +301,21 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
         for split in sorted(set(_split_options(kernel, comp, path))):
             if split > 1 and split > steps:
                 continue
-            segs, tiling = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages)
+            segs, tiling, unsettled = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages,
+                                                rasters[:1])
             total = sum(s.count * s.end for s in segs)
             if best is None or total < best[0] - 1e-9:
                 best = (total, segs, tiling)
+                chosen = ((bm, bn, bk), split, tile_stages, unsettled)
     if best is None:
         raise InfeasibleError(source, hw.core.sram.buffer_key("filter") if not unified else "core.sram.bytes",
                               f"shared memory too small for every {path} CTA tile of layer '{kernel.name}': "
                               f"the smallest needs {math.ceil(smallest_need or 0)} bytes even single-staged",
                               kernel.name)
+    if chosen is not None and chosen[3] is not None and len(rasters) > 1:  # the kernel chosen, then its raster
+        segs, tiling, _ = _cta_grid(kernel, hw, chosen[0], chosen[1], mma, rate, e, mbits, chosen[2], rasters,
+                                    (chosen[3], best[1], best[2]))
+        best = (sum(s.count * s.end for s in segs), segs, tiling)
     peak = comp.macs_per_cycle[dtype] * hw.cores
     best[2]["candidates"] = len(tiles) * len(set(_split_options(kernel, comp, path)))
     return best[1], best[2], peak
@@ -318,7 +327,12 @@ def _split_options(kernel: Kernel, comp: TensorCoreCompute, path: str) -> list[i
 
 
 def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma: list[int], rate: float,
-              e: float, mbits: float, stages: int) -> tuple[list[_Segment], dict]:
+              e: float, mbits: float, stages: int, rasters: list[tuple[str, int]],
+              known: tuple[list[tc.WaveClass], list[_Segment], dict] | None = None,
+              ) -> tuple[list[_Segment], dict, list[tc.WaveClass] | None]:
+    """One candidate kernel: ``tile`` and ``split``, launched in the raster (order, width) of ``rasters`` whose
+    waves read the fewest DRAM bytes (the first wins a tie). Also returns the wave classes, or None when no raster
+    could read fewer DRAM bytes (``tc.raster_classes``). ``known``: the first raster's classes and result."""
     comp = hw.core.compute
     assert isinstance(comp, TensorCoreCompute)
     bm, bn, bk = tile
@@ -345,15 +359,18 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     c_footprint = c_total + (m * batch * n * 4.0 * split if split > 1 else 0.0)  # C plus split-k partials
     c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_footprint <= l2_bytes
     waves = -(-ctas // slots)
-    raster, reuse = comp.raster, comp.l2_reuse
-    band = tc.raster_band(raster.order, raster.group_width, grid_m // batch, grid_n)
+    reuse = comp.l2_reuse
+    # cluster partners are cut to the grid (a one-row grid has no partner along m to multicast B to)
+    cluster = (min(comp.cluster.m, grid_m // batch), min(comp.cluster.n, grid_n))
+    order, band = rasters[0][0], tc.raster_band(*rasters[0], grid_m // batch, grid_n, *cluster)
     capacity = 0.0
+    settled = True
     if l2 is None:  # no cache between cores and DRAM: every CTA reads its own blocks
         classes = tc.legacy_classes(1, 1, ctas, slots, a_total * grid_n / ctas, b_total * grid_m / ctas, False)
         classes = [(a, a * a_total * grid_n / ctas, a * b_total * grid_m / ctas, c, f)
                    for a, _, _, c, f in classes]
         l2_reuse = "none"
-    elif reuse.across_waves == "all_or_nothing" and raster.order == "m_fastest":  # the model before issue 17
+    elif reuse.across_waves == "all_or_nothing" and order == "m_fastest":  # the model before issue 17
         classes = tc.legacy_classes(grid_m, grid_n, split, slots, a_total / (grid_m * split),
                                     0.0 if b_in_l2 else b_total / (grid_n * split), all_fit)
         l2_reuse = "kernel" if all_fit else "wave"
@@ -366,11 +383,14 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             capacity, l2_reuse = reuse.usable_fraction * l2_bytes, "reuse_distance"
         c_written = c_total if split == 1 else m * batch * n * 4.0 * split  # into L2 during the kernel
         try:
-            classes = tc.reuse_classes(raster.order, band, grid_m // batch, grid_n, planes, slots,
-                                       a_total / (grid_m * split), b_total / (grid_n * planes), c_written / ctas,
-                                       capacity, not b_in_l2)
+            pick, order, band, classes, settled = tc.pick_raster(
+                rasters, cluster, grid_m // batch, grid_n, planes, slots, a_total / (grid_m * split),
+                b_total / (grid_n * planes), c_written / ctas, capacity, not b_in_l2,
+                known[0] if known is not None else None)
         except SizeLimitError as err:
             raise SizeLimitError(f"layer '{kernel.name}': {err}") from None
+        if known is not None and pick == 0:  # the first raster, already simulated
+            return known[1], known[2], None
     k_cta = min(k_slice, k_total)
 
     def k_loop(k_len: int) -> np.ndarray:
@@ -386,37 +406,45 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     dec_rate, dec_lat = _decode_params(kernel, hw)
     latency = hw.dram_latency_cycles()
 
-    def run_class(base: np.ndarray, idx: int, active: int, count: int, fa: float, fb: float,
-                  fc: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def run_class(base: np.ndarray, idx: int, active: int, count: int, fa: float, fb: float, fc: float,
+                  drain: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One wave class; ``drain``: DRAM bytes of C write-back per load byte, drained behind the loads."""
         work = base.copy()
         tc.fill_dram_columns(work, fa, fb, fc)
         tc.tag_rows(work, idx, count)
-        step = work[:, tl.T_SRAM_A_VALUES] + work[:, tl.T_SRAM_A_META] + work[:, tl.T_SRAM_B]
+        step_a = work[:, tl.T_SRAM_A_VALUES] + work[:, tl.T_SRAM_A_META]
+        step = step_a + work[:, tl.T_SRAM_B]
         from_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META] + work[:, tl.T_DRAM_B]
-        share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0)
-        bw = tc.load_rate(step, share, active, fill, l2_bw, dram_bw)
+        share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0) + drain
+        bw = tc.load_rate(step, share, tc.cluster_share(step_a, work[:, tl.T_SRAM_B], *cluster), active, fill,
+                          l2_bw, dram_bw)
         # transfers move the SRAM-side bytes; the DRAM columns only say where they came from
         xfer = work.copy()
         xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]
         xfer[:, tl.T_DRAM_A_META] = work[:, tl.T_SRAM_A_META]
         xfer[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B]
         xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
-        # C goes to DRAM (or stays in L2): its own share of the memory system, not the loads'
-        wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.full(len(work), fc), active, fill, l2_bw, dram_bw)
+        # C goes to DRAM (or stays in L2): its own share of the memory system, not the loads'; a write-back
+        # L2 takes the stores at its port rate and drains them to DRAM behind the next loads (``drain``)
+        wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.full(len(work), 0.0 if write_back else fc), np.ones(len(work)),
+                             active, fill, l2_bw, dram_bw)
         times = pl.run_pipeline_split(xfer, bw, wb_bw, latency, dec_rate, dec_lat, stages, 0.0)
         return work, times, bw
 
     fc = 0.0 if c_in_l2 else 1.0
+    # a write-back L2 absorbs a wave's C stores (when they fit) and writes them to DRAM while the next wave loads
+    write_back = l2 is not None and l2.write_policy == "write_back" and fc > 0 and slots * c_traffic / ctas <= l2_bytes
     k_steps = -(-k_cta // bk)
     segs = []
     if k_steps <= cl.KSTEP_CAP:
         base = k_loop(k_cta)
         a_cta = base[:, tl.T_SRAM_A_VALUES].sum() + base[:, tl.T_SRAM_A_META].sum()
         b_cta = base[:, tl.T_SRAM_B].sum()
+        drain = fc * c_traffic / ctas / (a_cta + b_cta) if write_back and a_cta + b_cta > 0 else 0.0
         for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
             fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
             fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
-            work, times, bw = run_class(base, idx, active, count, fa, fb, fc)
+            work, times, bw = run_class(base, idx, active, count, fa, fb, fc, drain)
             segs.append(_Segment(work, times, bw, count=count, active=active, wave_class=idx))
     else:  # a k-loop too long to hold: reduced loops, extended linearly in the number of k-steps
         loop = cl.Loop(k_steps, bk, "k")
@@ -433,13 +461,14 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         col = cl.extrapolate([loop], operand_bytes)[0].col
         a_cta = col[tl.T_SRAM_A_VALUES] + col[tl.T_SRAM_A_META]
         b_cta = col[tl.T_SRAM_B]
+        drain = fc * c_traffic / ctas / (a_cta + b_cta) if write_back and a_cta + b_cta > 0 else 0.0
         for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
             fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
             fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
 
             def one(counts: list[int], idx: int = idx, active: int = active, count: int = count, fa: float = fa,
                     fb: float = fb) -> cl.Sums:
-                work, times, _ = run_class(reduced(counts[0]), idx, active, count, fa, fb, fc)
+                work, times, _ = run_class(reduced(counts[0]), idx, active, count, fa, fb, fc, drain)
                 return cl.sums_of(work, times, latency)
 
             summed = cl.extrapolate([loop], one)[0]
@@ -448,14 +477,15 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     tiling = {"tiles": int(ctas * k_steps), "cta_tile": [bm, bn, bk], "split_k": split, "stages": stages,
               "ctas": ctas, "grid": [grid_m, grid_n, split], "slots": slots, "waves": waves, "last_wave_ctas": last,
               "idle_slot_fraction": round(1 - ctas / (waves * slots), 6), "k_steps": int(k_steps),
-              "wave_classes": len(classes), "raster": {"order": raster.order, "group_width": band},
+              "wave_classes": len(classes), "raster": {"order": order, "group_width": band},
+              "cluster": list(cluster),
               "l2_reuse": l2_reuse, "l2_bytes_used": int(capacity) if math.isfinite(capacity) else l2_bytes,
               "dram_reread": {"a": round(sum(c * da for _, da, _, c, _ in classes) / a_total, 6) if a_total else 0.0,
                               "b": round(sum(c * db for _, _, db, c, _ in classes) / b_total, 6) if b_total else 0.0},
-              "b_from_l2": b_in_l2, "c_to_l2": c_in_l2}
+              "b_from_l2": b_in_l2, "c_to_l2": c_in_l2, "c_write_back": write_back}
     if k_steps > cl.KSTEP_CAP:
         tiling["extrapolated"] = True
-    return segs, tiling
+    return segs, tiling, None if settled else classes
 
 
 # -- the simulations compute kinds name (ComputeKind.simulation) --------------------------

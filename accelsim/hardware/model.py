@@ -300,6 +300,11 @@ class L2Spec(Strict):
 
     bytes: PosInt = Field(description="Capacity.")
     bandwidth_bytes_per_cycle: PosFloat = Field(description="Total L2 -> core bandwidth, shared by active cores.")
+    write_policy: Literal["write_back", "write_through"] = Field(
+        "write_back", description="'write_back': a GEMM wave's output stores land in L2 at its port rate and are "
+        "written to DRAM while the next wave loads (their DRAM bytes share the loads' DRAM bandwidth), when one "
+        "wave's C fits in l2.bytes (NVIDIA's L2 is a write-back cache); 'write_through': each CTA's stores wait "
+        "for DRAM (the model before issue 17's follow-up, ablation). Tensor-core parts only.")
 
 
 class StaticPower(Strict):
