@@ -21,7 +21,7 @@ import numpy as np
 from accelsim.dtypes import DTYPE_BYTES, stored_bytes
 from accelsim.engine import simulate
 from accelsim.engine import tiling as tl
-from accelsim.engine.functional import nm_gemm_tiles
+from accelsim.engine.functional import nm_gemm_tiles, run_tiled
 from accelsim.errors import FunctionalError, InfeasibleError
 from accelsim.formats import SparsityFormat, parse_spelling
 from accelsim.formats.base import CompressedOperand, bits_to_index
@@ -188,9 +188,20 @@ def execute_compressed(c: CompressedOperand, b: np.ndarray, tile_m: int, tile_k_
     b = as_2d(b, "B")
     if b.shape[0] not in (c.k, c.k_padded):
         raise FunctionalError(f"B has {b.shape[0]} rows; A's k is {c.k} (padded {c.k_padded})")
-    values, indices, keep, group = c.gather()
     tm = _positive("tile_m", tile_m)
     tn = _positive("tile_n", tile_n)
+    tiled_form = getattr(c, "tiled_form", None)
+    if tiled_form is not None:  # a format with its own tiled kernel (V:N:M's gather, block-sparse BSR)
+        kind, arrays, params = tiled_form()
+        if tile_k_values is not None:
+            tkc = _positive("tile_k_values", tile_k_values)
+        else:  # V:N:M counts kept values per group (N); a block format takes one block per k-step
+            tkc = _positive("tile_k_groups", tile_k_groups) * (params[1] if kind == "vnm" else 1)
+        acc = _acc_dtype(arrays[0], b, acc_dtype)
+        out = np.zeros((c.rows, b.shape[1]), dtype=acc)
+        tiles = run_tiled(kind, arrays, params, np.ascontiguousarray(b, dtype=acc), out, tm, tkc, tn, acc)
+        return (out, tiles) if return_tiles else out
+    values, indices, keep, group = c.gather()
     if tile_k_values is not None:
         tkc = _positive("tile_k_values", tile_k_values)
     else:
