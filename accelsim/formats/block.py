@@ -156,9 +156,9 @@ class BlockSparsity(SparsityFormat):
         mag = _blocks(np.abs(a.astype(np.float64)), self.rows, self.cols)  # brows x bcols x BM x BK
         norms = np.sqrt((mag ** 2).sum(axis=(2, 3))).ravel()
         order = np.argsort(norms, kind="stable")  # smallest first; stable keeps earlier blocks first
-        kept_blocks = np.ones(total, dtype=bool)
-        kept_blocks[order[:zero]] = False
-        kept_blocks = kept_blocks.reshape(brows, bcols)
+        kept_flat = np.ones(total, dtype=bool)
+        kept_flat[order[:zero]] = False
+        kept_blocks = kept_flat.reshape(brows, bcols)
         mask = np.repeat(np.repeat(kept_blocks, self.rows, axis=0), self.cols, axis=1)[:rows, :k]
         mask = np.ascontiguousarray(mask)
         pruned = np.where(mask, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)

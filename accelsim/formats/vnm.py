@@ -181,10 +181,10 @@ def prune_vnm(a: np.ndarray, v: int, n: int, m: int) -> VnmPruned:
     cols = np.argsort(-norms, axis=2, kind="stable")[:, :, :SELECT]  # blocks x groups x 4
     in_cols = np.take_along_axis(mag, cols[:, None, :, :], axis=3)  # blocks x V x groups x 4
     slots = np.argsort(-in_cols, axis=3, kind="stable")[:, :, :, :n]
-    keep = np.zeros(mag.shape, dtype=bool)
+    keep: np.ndarray = np.zeros(mag.shape, dtype=bool)
     chosen = np.take_along_axis(np.broadcast_to(cols[:, None, :, :], in_cols.shape), slots, axis=3)
     np.put_along_axis(keep, chosen, True, axis=3)
-    blocks, _, groups, _ = keep.shape
+    blocks, groups = mag.shape[0], mag.shape[2]
     mask = np.ascontiguousarray(keep.reshape(blocks * v, groups * m)[:rows, :k])
     pruned = np.where(mask, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)
     return VnmPruned(pruned, mask, _padding(rows, k, v, m))
@@ -207,7 +207,7 @@ def compress_vnm(a_pruned: np.ndarray, mask: np.ndarray | None, v: int, n: int, 
                               f"(needs {SLOT_BITS})")
     rows, k = a.shape
     grid = _grid(keep, v, m)  # blocks x V x groups x M
-    used = grid.any(axis=1)  # blocks x groups x M
+    used: np.ndarray = grid.any(axis=1)  # blocks x groups x M
     bad = np.argwhere(used.sum(axis=2) > SELECT)
     if len(bad):
         b, g = (int(x) for x in bad[0])
