@@ -207,7 +207,7 @@ def compress_vnm(a_pruned: np.ndarray, mask: np.ndarray | None, v: int, n: int, 
                               f"(needs {SLOT_BITS})")
     rows, k = a.shape
     grid = _grid(keep, v, m)  # blocks x V x groups x M
-    used: np.ndarray = grid.any(axis=1)  # blocks x groups x M
+    used = np.asarray(grid.any(axis=1))  # blocks x groups x M
     bad = np.argwhere(used.sum(axis=2) > SELECT)
     if len(bad):
         b, g = (int(x) for x in bad[0])
