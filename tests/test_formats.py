@@ -152,6 +152,7 @@ class Evens(SparsityFormat):
 def _with_evens(path: str) -> object:
     data = load_hardware(HW / path).to_dict()
     data["core"]["sparse"]["patterns"] = {"evens": {}}
+    data["core"]["sparse"].pop("vnm", None)  # it names the 2:4 native the toy replaces
     return hardware_from_dict(data, "<toy>")
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from accelsim.engine import classes as cl
 from accelsim.engine import pipeline as pl
+from accelsim.engine import structured as st
 from accelsim.engine import tensorcore as tc
 from accelsim.engine import tiling as tl
 from accelsim.errors import InfeasibleError
@@ -30,11 +31,12 @@ _WORK_COLS = (("compute_cycles", tl.T_CYCLES), ("decode_groups", tl.T_GROUPS),
               ("dram_a_values", tl.T_DRAM_A_VALUES), ("dram_a_metadata", tl.T_DRAM_A_META),
               ("dram_b", tl.T_DRAM_B), ("dram_c_read", tl.T_DRAM_C_READ), ("dram_c_write", tl.T_DRAM_C_WRITE),
               ("sram_a_values", tl.T_SRAM_A_VALUES), ("sram_a_metadata", tl.T_SRAM_A_META),
-              ("sram_b", tl.T_SRAM_B), ("sram_c", tl.T_SRAM_C))
+              ("sram_b", tl.T_SRAM_B), ("sram_c", tl.T_SRAM_C), ("gather_rows", tl.T_GATHER))
 _TIME_COLS = (("load_start", pl.P_LOAD_START), ("load_end", pl.P_LOAD_END),
               ("decode_start", pl.P_DECODE_START), ("decode_end", pl.P_DECODE_END),
               ("compute_start", pl.P_COMPUTE_START), ("compute_end", pl.P_COMPUTE_END),
-              ("wb_start", pl.P_WB_START), ("wb_end", pl.P_WB_END))
+              ("wb_start", pl.P_WB_START), ("wb_end", pl.P_WB_END),
+              ("gather_start", pl.P_GATHER_START), ("gather_end", pl.P_GATHER_END))
 
 
 @dataclass(slots=True)
@@ -170,7 +172,7 @@ def _vector(kernel: Kernel, eh: EngineHardware, detail: bool) -> tuple[list[_Seg
         return [_Segment(None, None, None, summed=summed)], {"tiles": n_tiles}, peak
     work, xfer = tl.vector_tiles(*args)
     bw = np.full(n_tiles, rate)
-    times = pl.run_pipeline(xfer, bw, pipe_latency, math.inf, 0.0, 2, 0.0)
+    times = pl.run_pipeline(xfer, bw, pipe_latency, math.inf, 0.0, 2, 0.0, math.inf)
     tiling = {"tiles": n_tiles, "unit": "vector", "elements": kernel.elements,
               "ops": round(kernel.vector_ops, 3), "in_l2": in_l2}
     return [_Segment(work, times, bw)], tiling, peak
@@ -194,10 +196,17 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
     assert isinstance(comp, SystolicCompute)
     sram = hw.core.sram
     caps = eh.caps
+    outer, extra = kernel, {}
+    b_group, mbits, decodes, gather = kernel.group_m, float(kernel.metadata_bits), True, False
+    if kernel.sparse and kernel.row_block:  # V:N:M, block: the folds of the GEMM they run (engine.structured)
+        block = hw.core.sparse.block if hw.core.sparse is not None else None
+        view = st.systolic_view(kernel, comp.cols, block.imbalance if block is not None else None)
+        kernel, b_group, mbits, decodes, gather, extra = (view.kernel, view.b_group, view.mbits, view.decode, True,
+                                                          view.tiling)
     b_elements = kernel.b_elements if sram.im2col == "on_chip" else kernel.k * kernel.n
     plan = tl.systolic_plan(comp.rows, comp.cols, comp.dataflow, kernel.m, kernel.n, kernel.k,
-                            kernel.keep_n, kernel.group_m, kernel.dtype_bytes, kernel.metadata_bits,
-                            comp.accumulator_bytes, caps, sram.double_buffered, b_elements)
+                            kernel.keep_n, kernel.group_m, kernel.dtype_bytes, mbits,
+                            comp.accumulator_bytes, caps, sram.double_buffered, b_elements, b_group)
     if "infeasible" in plan:
         buf, need, have = plan["infeasible"]
         half = " per half, double-buffered" if sram.double_buffered else ""
@@ -206,29 +215,38 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
                               f"({kernel.m}x{kernel.n}x{kernel.k}, {kernel.pattern_executed or 'dense'}): "
                               f"needs {need} bytes in the {buf} buffer, has {have}{half}", kernel.name)
     args = (comp.rows, comp.cols, tl.DATAFLOW_CODE[comp.dataflow], comp.output_drain == "serial", kernel.m,
-            kernel.n, kernel.k, kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes), float(kernel.metadata_bits),
+            kernel.n, kernel.k, kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes), mbits,
             float(comp.accumulator_bytes), int(plan["chunk"]), b_elements / (kernel.k * kernel.n),
-            bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse)
-    rate, lat = (eh.decode_rate, eh.decode_latency) if kernel.sparse else (math.inf, 0.0)  # _decode_params
+            bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]), kernel.sparse,
+            b_group, gather)
+    # block indices are metadata bytes without an N:M decode: no decode time, their groups zeroed below
+    rate, lat = (eh.decode_rate, eh.decode_latency) if kernel.sparse and decodes else (math.inf, 0.0)
+    g_rate = st.gather_rate(outer, hw)
     n_tiles = cl.systolic_tile_count(comp.rows, comp.cols, args[2], kernel.m, kernel.n, kernel.k, kernel.keep_n,
                                      kernel.group_m, args[12])
     if n_tiles > cl.TILE_CAP:  # too many to hold: simulate classes of identical tiles, extrapolate
-        summed, simulated, folds = cl.systolic_sums(*args, eh.fill, eh.latency, rate, lat, eh.stages)
+        summed, simulated, folds = cl.systolic_sums(*args, eh.fill, eh.latency, rate, lat, eh.stages, g_rate)
+        if not decodes:
+            summed.groups, summed.col[tl.T_GROUPS] = 0.0, 0.0
         tiling = {"tiles": n_tiles, "chunk": int(plan["chunk"]), "folds": folds, "a_resident": bool(plan["a_resident"]),
                   "b_resident": bool(plan["b_resident"]), "c_resident": bool(plan["c_resident"]),
-                  "extrapolated": True, "simulated_tiles": simulated}
+                  "extrapolated": True, "simulated_tiles": simulated, **extra}
         return [_Segment(None, None, None, summed=summed)], tiling, float(comp.rows * comp.cols)
     if not detail:  # tiles generated, scheduled and summed in one call
-        vec = pl.systolic_segment_sums(*args, eh.fill, eh.latency, rate, lat, eh.stages)
+        vec = pl.systolic_segment_sums(*args, eh.fill, eh.latency, rate, lat, eh.stages, g_rate)
         summed = cl.Sums.from_vector(vec)
-        return [_Segment(None, None, None, summed=summed)], {"tiles": n_tiles}, float(comp.rows * comp.cols)
+        if not decodes:
+            summed.groups, summed.col[tl.T_GROUPS] = 0.0, 0.0
+        return [_Segment(None, None, None, summed=summed)], {"tiles": n_tiles, **extra}, float(comp.rows * comp.cols)
     work = tl.systolic_tiles(*args)
+    if not decodes:
+        work[:, tl.T_GROUPS] = 0.0
     bw = np.full(len(work), eh.fill)
-    times = pl.run_pipeline(work, bw, eh.latency, rate, lat, eh.stages, 0.0)
+    times = pl.run_pipeline(work, bw, eh.latency, rate, lat, eh.stages, 0.0, g_rate)
     tiling = {"tiles": int(len(work)), "chunk": int(plan["chunk"]),
               "folds": int(len(np.unique(work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]))) if len(work) else 0,
               "a_resident": bool(plan["a_resident"]), "b_resident": bool(plan["b_resident"]),
-              "c_resident": bool(plan["c_resident"])}
+              "c_resident": bool(plan["c_resident"]), **extra}
     return [_Segment(work, times, bw)], tiling, float(comp.rows * comp.cols)
 
 
@@ -248,21 +266,25 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
                               f"no {dtype} rate: layer '{kernel.name}' needs one "
                               f"(this part lists {', '.join(comp.macs_per_cycle)})", kernel.name)
     path = "sparse" if kernel.sparse else "dense"
-    rate = comp.macs_per_cycle[dtype] * getattr(comp.efficiency, path)
-    if kernel.sparse:
-        rate *= hw.core.sparse.rate(kernel.executed_format)  # type: ignore[union-attr, arg-type]
-    mma = getattr(comp.mma, path)
     e = float(kernel.dtype_bytes)
-    mbits = float(kernel.metadata_bits) if kernel.sparse else 0.0
     stages = hw.core.sram.n_stages()
     smem = hw.core.sram.buffer_bytes()
     unified_bytes = hw.core.sram.bytes
     unified = unified_bytes is not None
     best: tuple[float, list[_Segment], dict] | None = None
     smallest_need = None
-    tiles = comp.cta_tiles.for_path(path, dtype)
-    for bm, bn, bk in tiles:
-        a_tile = bm * (bk * kernel.keep_n / kernel.group_m) * (e + mbits / 8)
+    cands: list[tuple[tuple[int, int, int], Kernel, str, float, st.GridExtras | None]]
+    if kernel.sparse and kernel.row_block:  # V:N:M, block: the CTA grids they run (engine.structured)
+        cands = [(c.tile, c.inner, c.path, c.mbits, c.extras) for c in st.candidates(kernel, hw)]
+    else:
+        cands = [((t[0], t[1], t[2]), kernel, path, float(kernel.metadata_bits) if kernel.sparse else 0.0, None)
+                 for t in comp.cta_tiles.for_path(path, dtype)]
+    for (bm, bn, bk), inner, path, mbits, extras in cands:
+        rate = comp.macs_per_cycle[dtype] * getattr(comp.efficiency, path)
+        if inner.sparse:
+            rate *= hw.core.sparse.rate(inner.executed_format)  # type: ignore[union-attr, arg-type]
+        mma = getattr(comp.mma, path)
+        a_tile = bm * (bk * inner.keep_n / inner.group_m) * (e + mbits / 8)
         b_tile = bk * bn * e
 
         def fits(st: int, a_tile: float = a_tile, b_tile: float = b_tile) -> bool:
@@ -278,11 +300,11 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
             total_need = a_tile + b_tile
             smallest_need = total_need if smallest_need is None else min(smallest_need, total_need)
             continue
-        steps = -(-kernel.k_padded // bk)
-        for split in sorted(set(getattr(comp.split_k, path))):
+        steps = -(-inner.k_padded // bk)
+        for split in sorted(set(getattr(comp.split_k, path))) if extras is None else [1]:
             if split > 1 and split > steps:
                 continue
-            segs, tiling = _cta_grid(kernel, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages)
+            segs, tiling = _cta_grid(inner, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages, extras)
             total = sum(s.count * s.end for s in segs)
             if best is None or total < best[0] - 1e-9:
                 best = (total, segs, tiling)
@@ -292,12 +314,13 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
                               f"the smallest needs {math.ceil(smallest_need or 0)} bytes even single-staged",
                               kernel.name)
     peak = comp.macs_per_cycle[dtype] * hw.cores
-    best[2]["candidates"] = len(tiles) * len(set(getattr(comp.split_k, path)))
+    best[2]["candidates"] = len(cands) * (1 if kernel.row_block else len(set(getattr(comp.split_k, path))))
     return best[1], best[2], peak
 
 
 def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma: list[int], rate: float,
-              e: float, mbits: float, stages: int) -> tuple[list[_Segment], dict]:
+              e: float, mbits: float, stages: int,
+              extras: st.GridExtras | None = None) -> tuple[list[_Segment], dict]:
     comp = hw.core.compute
     assert isinstance(comp, TensorCoreCompute)
     bm, bn, bk = tile
@@ -311,6 +334,8 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     k_c = kernel.k_compressed
     a_total = m * batch * k_c * (e + mbits / 8)
     b_total = k_total * n * e * batch
+    if extras is not None:  # V:N:M, block: their own distinct A and B bytes (engine.structured)
+        a_total, b_total = extras.a_total, extras.b_total
     c_total = m * kernel.n * e * batch
     # split-k: every CTA writes an fp32 partial tile; a reduction reads them back and writes C
     c_traffic = c_total if split == 1 else (m * batch * n * 4.0 * split * 2 + c_total)
@@ -350,13 +375,18 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     k_cta = min(k_slice, k_total)
 
     def k_loop(k_len: int) -> np.ndarray:
-        return tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_traffic / ctas,
-                             rate, kernel.sparse)
+        out = tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_traffic / ctas,
+                            rate, kernel.sparse)
+        if extras is not None:  # rows of B gathered by index per k-step (its k length), block indices
+            out[:, tl.T_GATHER] = out[:, tl.T_SRAM_B] / (bn * e)
+            out[:, tl.T_SRAM_A_META] += extras.meta_per_step
+        return out
 
     fill = hw.fill_bytes_per_cycle()
     l2_bw = l2.bandwidth_bytes_per_cycle if l2 is not None else math.inf
     dram_bw = hw.dram_bytes_per_cycle()
     dec_rate, dec_lat = _decode_params(kernel, hw)
+    g_rate = extras.gather_rate if extras is not None else math.inf
     latency = hw.dram_latency_cycles()
 
     def run_class(base: np.ndarray, idx: int, active: int, count: int, fa: float, fb: float,
@@ -376,7 +406,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
         # C goes to DRAM (or stays in L2): its own share of the memory system, not the loads'
         wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.full(len(work), fc), active, fill, l2_bw, dram_bw)
-        times = pl.run_pipeline_split(xfer, bw, wb_bw, latency, dec_rate, dec_lat, stages, 0.0)
+        times = pl.run_pipeline_split(xfer, bw, wb_bw, latency, dec_rate, dec_lat, stages, 0.0, g_rate)
         return work, times, bw
 
     fc = 0.0 if c_in_l2 else 1.0
@@ -428,6 +458,8 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
               "b_from_l2": b_in_l2, "c_to_l2": c_in_l2}
     if k_steps > cl.KSTEP_CAP:
         tiling["extrapolated"] = True
+    if extras is not None:
+        tiling.update(extras.tiling)
     return segs, tiling
 
 
@@ -471,6 +503,7 @@ def _records(segments: list[_Segment], launch: int) -> np.ndarray | None:
             rec[name][i:j] = times[:, col] + offset
         rec["stall_memory"][i:j] = times[:, pl.P_STALL_MEMORY]
         rec["stall_decode"][i:j] = times[:, pl.P_STALL_DECODE]
+        rec["stall_gather"][i:j] = times[:, pl.P_STALL_GATHER]
         rec["binding"][i:j] = times[:, pl.P_BINDING]
         for name, col in _WORK_COLS:
             rec[name][i:j] = work[:, col]
@@ -483,7 +516,8 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[_Segment], launch
     """The one assembly of a kernel's totals from its segments' sums (runs and sweeps alike)."""
     rate = eh.decode_rate if kernel.sparse else math.inf  # as _decode_params
     decodes = math.isfinite(rate)
-    end = cycles = stall = memory_busy = decode_busy = 0.0
+    g_rate = st.gather_rate(kernel, eh.hw)
+    end = cycles = stall = memory_busy = decode_busy = stall_gather = gather_busy = 0.0
     col = None
     for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
         t = s.summed if s.summed is not None else s.totals(eh.latency)
@@ -491,6 +525,8 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[_Segment], launch
         end += n * t.end
         cycles += n * t.cycles
         stall += n * t.stall_decode
+        stall_gather += n * t.stall_gather
+        gather_busy += n * float(t.col[tl.T_GATHER]) / g_rate  # one core's, like decode
         memory_busy += n * t.busy
         if decodes:
             decode_busy += n * t.groups / rate
@@ -502,19 +538,23 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[_Segment], launch
     total = ceil(launch + end - 1e-6)
     compute = int(round(cycles))
     stall_decode = int(round(stall))
-    stall_memory = max(0, total - compute - launch - stall_decode)
+    stall_gat = int(round(stall_gather))
+    stall_memory = max(0, total - compute - launch - stall_decode - stall_gat)
     if stall_memory == 0:
-        total = compute + launch + stall_decode
+        total = compute + launch + stall_decode + stall_gat
     busy_memory, busy_decode = ceil(memory_busy - 1e-6), ceil(decode_busy - 1e-6)
+    gather_rows = float(c[tl.T_GATHER])
+    busy_gather = ceil(gather_busy - 1e-6)
     ranked, most = 0, compute  # the busiest resource (BINDING_NAMES order); a tie goes to the first listed
-    for i, value in ((1, busy_memory), (2, busy_decode), (3, launch)):
+    for i, value in ((1, busy_memory), (2, busy_decode), (3, launch), (4, busy_gather)):
         if value > most:
             ranked, most = i, value
     kt = KernelTotals(total, compute, stall_memory, stall_decode, int(launch), ceil(c[tl.T_DRAM_A_VALUES] - 1e-6),
                      ceil(c[tl.T_DRAM_A_META] - 1e-6), ceil(c[tl.T_DRAM_B] - 1e-6),
                      ceil(c[tl.T_DRAM_C_READ] + c[tl.T_DRAM_C_WRITE] - 1e-6), ceil(c[tl.T_SRAM_A_VALUES] - 1e-6),
                      ceil(c[tl.T_SRAM_A_META] - 1e-6), ceil(c[tl.T_SRAM_B] - 1e-6), ceil(c[tl.T_SRAM_C] - 1e-6),
-                     busy_memory, busy_decode, BINDING_NAMES[ranked], float(c[tl.T_GROUPS]))
+                     busy_memory, busy_decode, BINDING_NAMES[ranked], float(c[tl.T_GROUPS]), stall_gat, busy_gather,
+                     gather_rows)
     cl.check_totals(kernel.name, kt)
     return kt
 
@@ -531,6 +571,7 @@ def _result(kernel: Kernel, t: KernelTotals, tiling: dict, peak: float, tiles: n
         cycles=t.cycles(), macs=kernel.macs, macs_executed=macs_exec,
         utilization=(kernel.vector_ops if kernel.vector else macs_exec) / (t.total * peak) if t.total else 0.0,
         bytes={"dram": t.dram(), "sram": t.sram()}, binding=t.binding, busy=t.busy(), tiling=tiling,
-        counts={"decode_groups": t.decode_groups, "vector_ops": float(kernel.vector_ops)},
+        counts={"decode_groups": t.decode_groups, "vector_ops": float(kernel.vector_ops),
+                **({"gather_rows": t.gather_rows} if t.gather_rows > 0 else {})},
         tiles=tiles,
     )
