@@ -263,8 +263,10 @@ def _hardware(tiling: object) -> Any:
 
 
 def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
-                meta_bits: int, dtype: str | None = None, executed: str | None = None) -> TilePlan:
-    """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM."""
+                meta_bits: int, dtype: str | None = None, executed: str | None = None,
+                lowered: Kernel | None = None) -> TilePlan:
+    """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM (``lowered``: the
+    kernel lowering built, which V:N:M and block formats need to be simulated as they run)."""
     if hw is None:
         rows = cols = 32
         dataflow, acc_bytes, double = "ws", 4, True
@@ -273,7 +275,7 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
     else:
         comp = hw.core.compute
         if kind_of(hw).simulation == "cta_waves":  # tiles are the CTA tile the engine picks
-            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits, dtype, executed)
+            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits, dtype, executed, lowered)
         rows, cols, dataflow, acc_bytes = comp.rows, comp.cols, comp.dataflow, comp.accumulator_bytes
         caps, double = hw.core.sram.buffer_bytes(), hw.core.sram.double_buffered
         name = hw.name
@@ -296,12 +298,19 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
 
 
 def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
-               meta_bits: int, dtype: str | None = None, executed: str | None = None) -> TilePlan:
+               meta_bits: int, dtype: str | None = None, executed: str | None = None,
+               lowered: Kernel | None = None) -> TilePlan:
     """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM (``executed``: the
     native format's spelling, default ``keep:group``)."""
     executed = executed or f"{keep}:{group}"
 
     dtype = dtype or {1: "int8", 2: "fp16", 4: "fp32"}[int(elem_bytes)]  # the rate table is per dtype
+    if lowered is not None and lowered.sparse and lowered.row_block:  # V:N:M, block: BK counts gathered columns
+        res = simulate(lowered, hw, source, keep_tiles=False)
+        bm, bn, bk = res.tiling["cta_tile"]
+        kept = bk // lowered.col_select * keep if lowered.col_select else bk
+        return TilePlan(source=hw.name, array=f"{hw.cores} cores, CTA tile {bm}x{bn}x{bk}", dataflow="cta",
+                        tile_m=int(bm), tile_k_values=int(kept), tile_n=int(bn))
     if keep < group:
         kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "sparse", executed, executed, None, keep,
                       group, meta_bits)
@@ -340,6 +349,14 @@ def _not_exercised_text(pattern: str, reason: str | None, hw: Any, m: int, k: in
         return f"{text}: {', '.join(bad)} (core.sparse.weight_shape_multiple); {fix} would run sparse"
     if reason == "dtype_unsupported":
         return f"{text}: {dtype} is not in core.sparse.dtypes ({', '.join(hw.core.sparse.dtypes)})"
+    if reason == "block_shape_misaligned" and hw is not None:
+        target, fmt = lowering_target(hw), parse_spelling(pattern)
+        if getattr(fmt, "key", None) == "vnm":
+            rows = ", ".join(map(str, target.vnm_tile_rows))
+            return f"{text}: V = {fmt.v} is not a multiple of {rows} (V:N:M CTA M tiles or array width)"  # type: ignore[union-attr]
+        mult = target.block_multiple or (1, 1)
+        return (f"{text}: a {fmt.rows}x{fmt.cols} block is not made of whole {mult[0]}x{mult[1]} "  # type: ignore[union-attr]
+                "tiles (core.sparse.block.block_multiple)")
     if reason == "pattern_unsupported" and hw is not None and hw.core.sparse is not None:
         runs = ", ".join(map(str, natives_for(lowering_target(hw), dtype))) or "none"
         return f"{text}: the native patterns that run {dtype} ({runs}) do not contain {pattern}"
@@ -373,7 +390,7 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
         raise FunctionalError(f"dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
     req = _requested(pattern)
     hw, source = _hardware(tiling)
-    exe, bits, reason = req, req.default_metadata_bits, None
+    exe, bits, reason, kern = req, req.default_metadata_bits, None, None
     if hw is not None and req.is_dense:
         exe, bits = DENSE, 0  # M:M lowers to dense, as in accelsim.lowering
     elif hw is not None:  # the same decision as lowering: native pattern, dtype and shape rules
@@ -390,7 +407,7 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     elem = DTYPE_BYTES[dtype]
     if tiling is None or hw is not None:
         tiles_cfg = _plan_tiles(hw, source or "<hardware>", m, n, k, exe.keep, exe.group, elem, bits, dtype,
-                                str(exe))
+                                str(exe), kern)
     else:
         tiles_cfg = _explicit_tiles(tiling, exe.keep)
 

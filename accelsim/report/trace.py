@@ -9,7 +9,7 @@ one to a file):
   equal windows per layer, fewer when the layer has fewer tile runs): array occupancy %, vector
   unit occupancy %, DRAM bandwidth (bytes/cycle and GB/s), SRAM occupancy (bytes staged by
   tiles in flight, all cores), metadata-decode utilisation %;
-- pid 100 + c, "core c": threads load (DRAM/L2 -> SRAM), metadata decode, compute array,
+- pid 100 + c, "core c": threads load (DRAM/L2 -> SRAM), gather (V:N:M / block), metadata decode, compute array,
   write-back, and on core 0 the vector unit; one complete ("X") slice per tile and stage.
   Slices on one thread never overlap. A load slice is the transfer (the channel busy); the DRAM
   latency after it is in args (``ready_cycle``). CTA slot s of a multi-core part runs on core
@@ -54,7 +54,7 @@ DEFAULT_MAX_EVENTS = 500_000
 COUNTER_WINDOWS = 32
 LAYERS_PID, MEMORY_PID, CORE_PID0 = 1, 2, 100
 LAYERS_TID, LAUNCH_TID = 1, 2
-STAGE_TID = {"load": 1, "decode": 2, "compute": 3, "writeback": 4, "vector": 5}
+STAGE_TID = {"load": 1, "decode": 2, "compute": 3, "writeback": 4, "vector": 5, "gather": 6}
 _COUNTER_EVENTS = 5  # C events per window
 
 
@@ -211,10 +211,15 @@ def _tile_args(ls: tl.LayerSchedule, stage: str, row: int, labels: TraceLabels) 
     elif stage == "decode":
         args["groups"] = _num(t["decode_groups"])
         args["metadata_bytes"] = _num(t["sram_a_metadata"])
+    elif stage == "gather":
+        args["rows"] = _num(t["gather_rows"])
+        args["b_bytes"] = _num(t["sram_b"])
     elif stage in ("compute", "vector"):
         args["sram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_SRAM}
         args["stall_memory_cycles"] = _num(t["stall_memory"])
         args["stall_decode_cycles"] = _num(t["stall_decode"])
+        if t["gather_rows"] > 0:
+            args["stall_gather_cycles"] = _num(t["stall_gather"])
     else:
         args["dram_bytes"] = {"c_write": _num(t["dram_c_write"])}
         args["sram_bytes"] = {"c": _num(t["sram_c"])}
@@ -236,9 +241,13 @@ def _merged_args(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, lo: int, hi
         args["sram_bytes"] = {k[5:]: _num(t[k].sum()) for k in tl._LOAD_SRAM}
     elif stage == "decode":
         args["groups"] = _num(t["decode_groups"].sum())
+    elif stage == "gather":
+        args["rows"] = _num(t["gather_rows"].sum())
     elif stage in ("compute", "vector"):
         args["stall_memory_cycles"] = _num(t["stall_memory"].sum())
         args["stall_decode_cycles"] = _num(t["stall_decode"].sum())
+        if t["gather_rows"].sum() > 0:
+            args["stall_gather_cycles"] = _num(t["stall_gather"].sum())
     else:
         args["dram_bytes"] = {"c_write": _num(t["dram_c_write"].sum())}
     args["binding"] = {tl.binding_name(c): int(n) for c, n in zip(codes, counts, strict=True)}
