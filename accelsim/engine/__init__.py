@@ -285,7 +285,7 @@ def _tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[_Segme
             rate *= hw.core.sparse.rate(inner.executed_format)  # type: ignore[union-attr, arg-type]
         mma = getattr(comp.mma, path)
         a_tile = bm * (bk * inner.keep_n / inner.group_m) * (e + mbits / 8)
-        b_tile = bk * bn * e
+        b_tile = bk * bn * e * (extras.b_panels if extras is not None else 1)
 
         def fits(st: int, a_tile: float = a_tile, b_tile: float = b_tile) -> bool:
             if unified_bytes is not None:
@@ -377,7 +377,8 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     def k_loop(k_len: int) -> np.ndarray:
         out = tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_traffic / ctas,
                             rate, kernel.sparse)
-        if extras is not None:  # rows of B gathered by index per k-step (its k length), block indices
+        if extras is not None:  # rows of B gathered by index per k-step (its k length, per panel), block indices
+            out[:, tl.T_SRAM_B] *= extras.b_panels
             out[:, tl.T_GATHER] = out[:, tl.T_SRAM_B] / (bn * e)
             out[:, tl.T_SRAM_A_META] += extras.meta_per_step
         return out

@@ -15,17 +15,20 @@ are N / M of dense. B's distinct DRAM bytes are the rows at least one V-row bloc
 independent selections, ``coverage = 1 - (1 - 4 / M) ^ (V-row blocks)`` of B.
 
 **Block sparsity on tensor cores** (a BSR kernel on the dense tensor cores, e.g. Triton's
-``bsr_dense_mm``). CTA tiles come from the dense library tiles whose M is a multiple of the block
-height BM_b (a CTA covers r = M / BM_b block rows) or divides it (r = 1); when BM_b is below every
-library M, tiles of M = BM_b (one block row per CTA) are added: the smaller effective tile. A k-step
-lies in one block column (BK = the library's when it divides BK_b, else BK_b). Each CTA walks the
+``bsr_dense_mm``). ``core.sparse.block.cta_m`` names the kernel's M tile: ``block`` (default): one
+block row per CTA, M = BM_b (Triton takes BLOCK_M from the block size), so a block smaller than the
+library's tiles runs a smaller, costlier tile (more CTAs, more B traffic per MAC), and r = 1;
+``library``: the dense library tiles whose M is a multiple of BM_b (a CTA covers r = M / BM_b block
+rows) or divides it (r = 1). BN comes from the library tiles. A k-step lies in one block column
+(BK = the library's when it divides BK_b, else BK_b). Each CTA walks the
 nonzero blocks of its block rows in lockstep, so its k-loop has ``imbalance x density x block columns``
 blocks: ``imbalance`` is the expected maximum over the r rows of Binomial(block columns, density)
 nonzero blocks over its mean (:func:`expected_max_binomial`; random placement; 1 when r = 1), or the
 configured ``core.sparse.block.imbalance``. CTAs are otherwise alike (the hardware hands a free SM the
 next CTA, so the expected loop length stands for all: a named assumption). Per k-step: a dense BM x BK
-A tile plus the block's 32-bit index (and the row pointers), BK rows of B gathered by the block's
-column index. Runs at the dense rate and efficiency, with the dense MMA shape.
+A tile plus each covered block row's 32-bit index (and the row pointers); the r block rows' current
+blocks sit in different block columns, so the step gathers r panels of BK rows of B (r x BK x BN).
+Runs at the dense rate and efficiency, with the dense MMA shape.
 
 **Systolic arrays** (weight-stationary folds, columns <- m). V:N:M: a fold's columns must lie in one
 V-row block (V a multiple of the array width, checked in lowering); its rows hold the compressed k
@@ -64,6 +67,7 @@ class GridExtras:
     meta_per_step: float  # block: index bytes per CTA k-step
     tiling: dict[str, Any]  # echoed into the layer's tiling
     gather_rate: float  # rows of B the gather stage handles per cycle per core
+    b_panels: int = 1  # block: panels of B a k-step loads (one per block row the CTA covers: their columns differ)
 
 
 @dataclass(frozen=True)
@@ -163,10 +167,12 @@ def _block_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
     k_pad = kernel.k_padded
     block_cols = k_pad // bk_b
     lib = [tuple(t) for t in comp.cta_tiles.for_path("dense", kernel.dtype)]  # type: ignore[union-attr]
-    tiles = {t for t in lib if t[0] % bm_b == 0 or bm_b % t[0] == 0}
-    mma_m = comp.mma.dense[0]  # type: ignore[union-attr]
-    if bm_b < min(t[0] for t in lib) and bm_b % mma_m == 0:  # one block row per CTA: a smaller effective tile
-        tiles |= {(bm_b, t[1], t[2]) for t in lib}
+    if spec.block.cta_m == "block":  # one block row per CTA: M = the block height (a smaller tile than the library's)
+        top = max(t[0] for t in lib)
+        heights = {bm_b} if bm_b <= top else {t[0] for t in lib if bm_b % t[0] == 0}
+        tiles = {(h, t[1], t[2]) for h in heights for t in lib}
+    else:  # library tiles over whole block rows (r of them, lockstep) or inside one
+        tiles = {t for t in lib if t[0] % bm_b == 0 or bm_b % t[0] == 0}
     e = float(kernel.dtype_bytes)
     m, n, batch = kernel.m, kernel.n, kernel.batch
     brows = -(-m // bm_b)
@@ -185,12 +191,12 @@ def _block_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
                                     metadata_bits=0, **_plain())
         cov = coverage(density, -(-m // bm) * r)
         b_total = cov * k_pad * n * e * batch
-        meta_step = kernel.metadata_bits / 8 * max(1, bm // bm_b) * step / bk_b  # the block's index per row
+        meta_step = kernel.metadata_bits / 8 * r * step / bk_b  # each covered block row's block index
         tiling = {"format": "block", "block": [bm_b, bk_b], "block_rows_per_cta": r, "imbalance": round(imb, 6),
                   "nonzero_blocks": nnz, "cta_k_blocks": round(loop_blocks, 3), "b_coverage": round(cov, 6)}
         out.append(Candidate((bm, bn, step), inner, "dense", 0.0,
                              GridExtras(a_total, b_total, True, meta_step, tiling,
-                                        _rate(spec.block.gather_rows_per_cycle))))
+                                        _rate(spec.block.gather_rows_per_cycle), r)))
     return out
 
 

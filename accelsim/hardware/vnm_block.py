@@ -10,7 +10,7 @@ that do not declare them read back and hash as before.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -51,6 +51,12 @@ class BlockSupport(Strict):
     gather_rows_per_cycle: PosFloatOrUnlimited = Field(
         description="Gather stage throughput: rows of B a core fetches by block index per cycle (one block column "
                     "selects BK rows of B per k-step).")
+    cta_m: Literal["block", "library"] = Field(
+        "block", description="The block-sparse kernel's CTA M tile: 'block': one block row per CTA (M = the block "
+        "height, or the largest library M dividing a taller block; as Triton's bsr_dense_mm takes BLOCK_M from the "
+        "block size), so blocks smaller than the library's tiles run smaller, less efficient tiles; 'library': the "
+        "dense library tiles whose M is a multiple of the block height or divides it, a CTA walking its r block "
+        "rows' nonzero blocks in lockstep (imbalance below).")
     imbalance: PosFloat | None = Field(
         None, description="Per-CTA (per-fold) k-loop length over the mean nonzero blocks of a block row. Absent: "
                           "the expected maximum, over the r block rows a CTA tile covers (r = tile M / BM, at "
