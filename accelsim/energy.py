@@ -46,6 +46,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from accelsim.errors import ConfigError
+from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware, PowerCap
 from accelsim.results import CAPPED_LIMITS, KernelResult, KernelTotals, rounded, sum_energy  # noqa: F401
 
@@ -68,9 +69,16 @@ def static_watts(hw: Hardware) -> float:
 
 def layer_energy(res: KernelResult, hw: Hardware, dtype: str) -> dict[str, Any]:
     """Energy of one simulated op, by component and by tensor, in joules (at the op's own clock)."""
-    return op_energy(hw, dtype, res.path == "sparse", res.macs_executed, res.bytes["dram"], res.bytes["sram"],
+    sparse_datapath = res.path == "sparse" and not _on_dense_datapath(res.pattern_executed)
+    return op_energy(hw, dtype, sparse_datapath, res.macs_executed, res.bytes["dram"], res.bytes["sram"],
                      res.cycles["total"], res.counts.get("decode_groups", 0.0), res.counts.get("vector_ops", 0.0),
                      res.name, dynamic_scale(hw, res.counts.get("clock_fraction", 1.0)))
+
+
+def _on_dense_datapath(pattern: str | None) -> bool:
+    """Block sparsity runs on the dense datapath (its MACs cost ``mac_pj``, not ``sparse_mac_pj``)."""
+    fmt = parse_format(pattern) if pattern else None
+    return fmt is not None and fmt.key == "block"
 
 
 def energy_tables_cover(hw: Hardware, dtype: str) -> bool:
@@ -86,7 +94,7 @@ def kernel_energy(hw: Hardware, dtype: str, kernel: Any, totals: KernelTotals, f
 
 
 def _kernel_terms(hw: Hardware, dtype: str, kernel: Any, t: KernelTotals, scale: float) -> tuple:
-    comp, _, _, _ = _terms(hw, dtype, kernel.sparse, kernel.macs_executed,
+    comp, _, _, _ = _terms(hw, dtype, kernel.sparse and not kernel.col_block, kernel.macs_executed,
                            (t.dram_a_values, t.dram_a_metadata, t.dram_b, t.dram_c),
                            (t.sram_a_values, t.sram_a_metadata, t.sram_b, t.sram_c), t.total, t.decode_groups,
                            kernel.vector_ops, kernel.name, scale)

@@ -194,3 +194,25 @@ def test_sweep_spec_and_regress_take_the_spellings(tmp_path: object) -> None:
                            "sparsity": ["dense", "64:2:8", "block32x32:75%"],
                            "grid": {"core.sparse.vnm.gather_rows_per_cycle": [1, 4]}})
     assert [str(s) for s in spec.sparsity] == ["dense", "64:2:8", "block32x32:75%"]
+
+
+@pytest.mark.parametrize("spelling, problem", [
+    ("64:5:8", "N must be between 1 and 4 in '64:5:8'"),
+    ("block32x32:75", "expected a block pattern like \"block32x32:75%\""),
+])
+def test_the_cli_refuses_a_bad_spelling_in_one_line(capsys: pytest.CaptureFixture[str], spelling: str,
+                                                      problem: str) -> None:
+    from accelsim.cli import main
+    code = main(["run", "--hw", str(HW / "tpu-like.yaml"), "--workload",
+                 str(HW.parent / "workloads" / "gemm-microbench.yaml"), "--sparsity", spelling])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and problem in err[0]
+
+
+def test_block_macs_cost_the_dense_datapath_energy(rtx3090: object) -> None:
+    res = run(_gemm("block64x64:75%", m=512, n=512, k=512), rtx3090)
+    layer = res.layers[0]
+    spec = rtx3090.energy
+    assert layer.energy["by_component_j"]["mac"] == pytest.approx(layer.macs_executed * spec.mac_pj["fp16"] * 1e-12)
+    vnm = run(_gemm("64:2:8", m=512, n=512, k=512), rtx3090).layers[0]
+    assert vnm.energy["by_component_j"]["mac"] == pytest.approx(vnm.macs_executed * spec.sparse_mac_pj["fp16"] * 1e-12)
