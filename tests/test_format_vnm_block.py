@@ -143,3 +143,15 @@ def test_tiled_kernels_match_numpy_tile_by_tile() -> None:
             c, tiles = execute_compressed(comp, b, tm, tkg, tn, return_tiles=True)
             np.testing.assert_allclose(c, pruned @ b, atol=1e-12)
             assert tiles >= 1
+
+
+def test_an_unquoted_vnm_in_yaml_gets_a_hint() -> None:
+    from accelsim.config import yamlsafe
+    from accelsim.workloads.model import workload_from_dict
+    value = yamlsafe.load("s: 64:2:8")["s"]
+    assert value == 64 * 3600 + 2 * 60 + 8
+    with pytest.raises(Exception, match=r"YAML reads an unquoted 64:2:8 as a base-60 number; quote the pattern: "
+                                        r"\"64:2:8\""):
+        workload_from_dict({"name": "w", "sparsity": value, "layers": [{"name": "g", "op": "gemm", "m": 8, "n": 8,
+                                                                         "k": 8}]})
+    assert parse_format("128:2:100") == VnmPattern(128, 2, 100)  # 100 is not base-60: YAML keeps the text

@@ -79,6 +79,16 @@ class VnmPattern(SparsityFormat):
                              f"among the {SELECT} selected columns")
         return VnmPattern(v, n, m)
 
+    @classmethod
+    def number_hint(cls, value: int) -> str | None:
+        """YAML 1.1 reads an unquoted ``V:N:M`` with N, M below 60 as the base-60 number V x 3600 + N x 60 + M."""
+        v, rest = divmod(value, 3600)
+        n, m = divmod(rest, 60)
+        if v >= 1 and 1 <= n <= SELECT and m > SELECT:
+            return (f"got the number {value}: YAML reads an unquoted {v}:{n}:{m} as a base-60 number; "
+                    f"quote the pattern: \"{v}:{n}:{m}\"")
+        return None
+
     def __str__(self) -> str:
         return f"{self.v}:{self.n}:{self.m}"
 
