@@ -216,3 +216,11 @@ def test_block_macs_cost_the_dense_datapath_energy(rtx3090: object) -> None:
     assert layer.energy["by_component_j"]["mac"] == pytest.approx(layer.macs_executed * spec.mac_pj["fp16"] * 1e-12)
     vnm = run(_gemm("64:2:8", m=512, n=512, k=512), rtx3090).layers[0]
     assert vnm.energy["by_component_j"]["mac"] == pytest.approx(vnm.macs_executed * spec.sparse_mac_pj["fp16"] * 1e-12)
+
+
+def test_vnm_tiles_must_be_whole_sparse_mma_tiles() -> None:
+    data = load_hardware(HW / "h100-like.yaml").to_dict()
+    data["core"]["sparse"]["vnm"]["cta_tiles"] = [[32, 64, 32]]  # wgmma.sp is m64
+    with pytest.raises(ConfigError, match=r"core.sparse.vnm.cta_tiles\[0\]: CTA tile \[32, 64, 32\] is not a multiple "
+                                          r"of the sparse MMA tile \[64, 8, 32\]"):
+        hardware_from_dict(data)
