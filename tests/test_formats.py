@@ -75,7 +75,8 @@ def test_unknown_format_errors_name_the_key() -> None:
     with pytest.raises(UnknownFormatError, match="'blocky'.*registered: nm"):
         formats.family("blocky")
     with pytest.raises(ValueError, match=r"expected a pattern like \"2:4\" \(N:M\), \"4:8-paired\" \(pair-wise N:M\), "
-                                         r".*\"unstructured:90%\" \(unstructured\).* or \"dense\", got 'blocky'"):
+                                         r".*\"64:2:8\" \(V:N:M\), \"block32x32:75%\" \(block\).*"
+                                         r"\"unstructured:90%\" \(unstructured\).* or \"dense\", got 'blocky'"):
         parse_format("blocky")
     with pytest.raises(ValueError, match="already registered"):
         formats.register(Pattern)
@@ -151,6 +152,7 @@ class Evens(SparsityFormat):
 def _with_evens(path: str) -> object:
     data = load_hardware(HW / path).to_dict()
     data["core"]["sparse"]["patterns"] = {"evens": {}}
+    data["core"]["sparse"].pop("vnm", None)  # it names the 2:4 native the toy replaces
     return hardware_from_dict(data, "<toy>")
 
 

@@ -44,7 +44,10 @@ from accelsim.engine.tiling import (
 def cta_k_loop(bm: int, bn: int, bk: int, k_total: int, keep: int, group: int, mma_k: int,
                elem_bytes: float, meta_bits: float, c_bytes: float, macs_per_cycle: float,
                sparse: bool) -> np.ndarray:
-    """Per-tile work of one CTA: one row per k-step (SRAM bytes, cycles, decode groups)."""
+    """Per-tile work of one CTA: one row per k-step (SRAM bytes, cycles, decode groups).
+
+    The gather column (T_GATHER) stays 0: V:N:M and block-sparse grids fill it (``engine.structured``).
+    """
     steps = -(-k_total // bk)
     out = np.zeros((steps, N_TILE_COLS), dtype=np.float64)
     for s in range(steps):

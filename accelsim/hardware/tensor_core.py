@@ -184,6 +184,15 @@ class TensorCoreKind(ComputeKind):
     def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
         return float(compute.macs_per_cycle.get(dtype, 0.0))
 
+    def check(self, hw: Any) -> None:
+        """The V:N:M kernel's CTA tiles (core.sparse.vnm.cta_tiles) are whole sparse MMA tiles."""
+        vnm = hw.core.sparse.vnm if hw.core.sparse is not None else None
+        mma = hw.core.compute.mma.sparse
+        for i, tile in enumerate((vnm.cta_tiles or []) if vnm is not None else []):
+            if any(t % m for t, m in zip(tile, mma, strict=True)):
+                raise configio.FieldError(("core", "sparse", "vnm", "cta_tiles", i),
+                                          f"CTA tile {tile} is not a multiple of the sparse MMA tile {mma}")
+
     def slots_per_core(self, compute: Any) -> int:
         return int(compute.ctas_per_core)
 

@@ -26,10 +26,11 @@ from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware
 from accelsim.results import BINDING_NAMES, STAGE_NAMES, KernelResult, RunResult
 
-STAGES = ("load", "decode", "compute", "writeback", "vector")
+STAGES = ("load", "gather", "decode", "compute", "writeback", "vector")
 
 STAGE_LABELS = {
     "load": "load (DRAM/L2 \u2192 SRAM)",
+    "gather": "gather (rows of B by index)",
     "decode": "metadata decode / decompress",
     "compute": "compute array",
     "writeback": "write-back (SRAM \u2192 DRAM)",
@@ -42,13 +43,15 @@ STAGE_LABELS = {
 STAGE_COLORS = {
     "load": "#4387fd",       # rail_response (67, 135, 253)
     "decode": "#ee8e00",     # rail_idle (238, 142, 0)
+    "gather": "#ff8c00",     # thread_state_iowait (255, 140, 0)
     "compute": "#0da861",    # rail_load (13, 168, 97)
     "writeback": "#f44a3f",  # rail_animation (244, 74, 63)
     "vector": "#b400b4",     # detailed_memory_dump (180, 0, 180)
     "launch": "#7d7d7d",     # generic_work (125, 125, 125)
 }
 STAGE_CNAMES = {
-    "load": "rail_response", "decode": "rail_idle", "compute": "rail_load", "writeback": "rail_animation",
+    "load": "rail_response", "gather": "thread_state_iowait", "decode": "rail_idle", "compute": "rail_load",
+    "writeback": "rail_animation",
     "vector": "detailed_memory_dump", "launch": "generic_work",
 }
 PATH_COLORS = {"sparse": "#99ee66", "dense": "#bbbbbb", "vector": "#ffff77"}
@@ -185,6 +188,8 @@ def _stage_cols(ls: LayerSchedule, stage: str, rows: slice) -> tuple[np.ndarray,
         return s, np.where(e > s, busy_end, s)
     if stage == "decode":
         return t["decode_start"], t["decode_end"]
+    if stage == "gather":
+        return t["gather_start"], t["gather_end"]
     if stage in ("compute", "vector"):
         return t["compute_start"], t["compute_end"]
     return t["wb_start"], t["wb_end"]
