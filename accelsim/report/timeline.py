@@ -288,11 +288,13 @@ def layer_counters(ls: LayerSchedule, hw: Hardware, windows: int) -> tuple[np.nd
     ``array_occupancy_pct`` share of CTA slots (cores x ctas_per_core; 1 for systolic parts) whose
     array is busy; ``vector_occupancy_pct`` the vector unit busy; ``dram_bytes_per_cycle`` DRAM
     bytes moved (loads and write-backs of all active cores, each transfer spread evenly over its
-    busy time); ``sram_bytes`` bytes staged in SRAM by tiles in flight (operands from load start
-    to compute end, outputs from compute start to write-back end; vector layers stream and are not
+    busy time; behind a write-back L2 (``tiling.c_write_back``) C's DRAM bytes drain during the
+    loads); ``sram_bytes`` bytes staged in SRAM by tiles in flight (operands from load start to
+    compute end, outputs from compute start to write-back end; vector layers stream and are not
     counted); ``decode_utilization_pct`` the metadata decoders busy.
     """
     slots = _slots(hw)
+    write_back = bool(ls.result.tiling.get("c_write_back"))
     edges = np.linspace(ls.start, ls.end, windows + 1)
     width = np.diff(edges)
     width = np.where(width > 0, width, 1.0)
@@ -320,8 +322,15 @@ def layer_counters(ls: LayerSchedule, hw: Hardware, windows: int) -> tuple[np.nd
         key = "vector_occupancy_pct" if ls.vector else "array_occupancy_pct"
         add(key, expand(cs), expand(ce), rep(busy))
         dram_in = cast(np.ndarray, sum(r[k] for k in _LOAD_DRAM))
+        c_out = r["dram_c_write"]
+        if write_back and len(r):  # a write-back L2 drains C to DRAM behind the loads, as the engine charges it
+            loaded = cast(np.ndarray, sum(r[k] for k in _LOAD_SRAM))
+            total = float(loaded.sum())
+            if total > 0:
+                dram_in = dram_in + float(c_out.sum()) * loaded / total
+                c_out = np.zeros_like(c_out)
         add("dram_bytes_per_cycle", expand(ls_), expand(le_), rep(dram_in))
-        add("dram_bytes_per_cycle", expand(r["wb_start"]), expand(r["wb_end"]), rep(r["dram_c_write"]))
+        add("dram_bytes_per_cycle", expand(r["wb_start"]), expand(r["wb_end"]), rep(c_out))
         ds, de = r["decode_start"], r["decode_end"]
         add("decode_utilization_pct", expand(ds), expand(de), rep(de - ds))
         if not ls.vector:
