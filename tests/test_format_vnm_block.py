@@ -31,6 +31,24 @@ def test_vnm_and_nm_spellings_do_not_collide() -> None:
     assert parse_format("block32x32:0%") is None  # no zero blocks: dense
 
 
+def test_vnm_and_block_name_their_format_at_a_sparsity_level() -> None:
+    """accelsim patterns / the deployment report ask each family for its format at a level: V:N:M is 64:2:M with
+    M = 2 / (1 - s) (N = 2 runs on 2:4 sparse tensor cores), block is block32x32:P%."""
+    levels = (0.75, 0.8, 0.875, 0.9, 0.95)
+    assert [str(VnmPattern.at_sparsity(s)) for s in levels] == ["64:2:8", "64:2:10", "64:2:16", "64:2:20", "64:2:40"]
+    for s in levels:
+        fmt = VnmPattern.at_sparsity(s)
+        assert fmt is not None and fmt.density == pytest.approx(1 - s)
+    assert VnmPattern.at_sparsity(0.5) is None  # 64:2:4 is refused (it is the N:M pattern 2:4)
+    assert VnmPattern.at_sparsity(0.7) is None  # M = 6.67 is not whole
+    assert VnmPattern.at_sparsity(0.995) is None  # M = 400 > 256
+    assert VnmPattern.at_sparsity(0.0) is None
+    assert [str(BlockSparsity.at_sparsity(s)) for s in (0.5, 0.75, 0.875, 0.9)] == [
+        "block32x32:50%", "block32x32:75%", "block32x32:87.5%", "block32x32:90%"]
+    assert BlockSparsity.at_sparsity(0.0) is None and BlockSparsity.at_sparsity(1 / 3) is None  # dense; 3 decimals
+    assert BlockSparsity.at_sparsity(0.75) == parse_format("block32x32:75%")
+
+
 @pytest.mark.parametrize("text, problem", [
     ("64:2:4", "M must be larger than 4 in '64:2:4'.*write the N:M pattern \"2:4\""),
     ("64:5:8", "N must be between 1 and 4 in '64:5:8'"),

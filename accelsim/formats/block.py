@@ -32,6 +32,7 @@ import numpy as np
 from accelsim.errors import FunctionalError
 from accelsim.formats.base import SparsityFormat
 from accelsim.formats.nm import as_2d
+from accelsim.formats.percent import level_of_share
 from accelsim.textsafe import short_repr
 
 _BLOCK_RE = re.compile(r"^[ \t]*block[ \t]*([0-9]{1,6})[ \t]*x[ \t]*([0-9]{1,6})[ \t]*:[ \t]*"
@@ -71,6 +72,15 @@ class BlockSparsity(SparsityFormat):
         if zeros >= _HUNDREDTHS:
             raise ValueError(f"sparsity must be below 100% in {short_repr(text)} (a block pattern keeps some blocks)")
         return BlockSparsity(bm, bk, zeros)
+
+    @classmethod
+    def at_sparsity(cls, sparsity: float) -> BlockSparsity | None:
+        """``block32x32:P%`` with P = 100 x ``sparsity`` (to two decimals, as the spelling); None for 0 % or a
+        level with more decimals. 32 x 32: the block of the issue's table (whole 16 x 16 MMA tiles)."""
+        level = level_of_share(sparsity)
+        if level is None or level == 0 or (level * 100).denominator != 1:
+            return None
+        return BlockSparsity(32, 32, int(level * 100))
 
     def __str__(self) -> str:
         pct = self.zeros_bp / 100

@@ -80,6 +80,19 @@ class VnmPattern(SparsityFormat):
         return VnmPattern(v, n, m)
 
     @classmethod
+    def at_sparsity(cls, sparsity: float) -> VnmPattern | None:
+        """``64:2:M`` with exactly ``sparsity`` zeros: M = 2 / (1 - sparsity) when that is a whole number above
+        4 and at most MAX_M (75 % -> 64:2:8, 87.5 % -> 64:2:16, 90 % -> 64:2:20); None otherwise (50 % would
+        be 64:2:4, which is the N:M pattern 2:4). V = 64 and N = 2: VENOM's (Castro et al., SC'23) V = 64 runs
+        and the N that runs on 2:4 sparse tensor cores."""
+        if not 0.0 <= sparsity < 1.0:
+            return None
+        m = 2.0 / (1.0 - sparsity)
+        if abs(m - round(m)) > 1e-9 or not SELECT < round(m) <= MAX_M:
+            return None
+        return VnmPattern(64, 2, round(m))
+
+    @classmethod
     def number_hint(cls, value: int) -> str | None:
         """YAML 1.1 reads an unquoted ``V:N:M`` with N, M below 60 as the base-60 number V x 3600 + N x 60 + M."""
         v, rest = divmod(value, 3600)
