@@ -46,6 +46,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from accelsim.errors import ConfigError
+from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware, PowerCap
 from accelsim.results import CAPPED_LIMITS, KernelResult, KernelTotals, rounded, sum_energy  # noqa: F401
 
@@ -81,6 +82,12 @@ def _stage_work(decompress: bool, stage_units: float, vector_ops: float) -> tupl
     are placed by the core's CUDA cores / vector unit, one vector operation each (vector_pj_per_op), not decoded
     as N:M groups."""
     return (0.0, vector_ops + stage_units) if decompress else (stage_units, vector_ops)
+
+
+def _on_dense_datapath(pattern: str | None) -> bool:
+    """Block sparsity runs on the dense datapath (its MACs cost ``mac_pj``, not ``sparse_mac_pj``)."""
+    fmt = parse_format(pattern) if pattern else None
+    return fmt is not None and fmt.key == "block"
 
 
 def energy_tables_cover(hw: Hardware, dtype: str) -> bool:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import math
 import os
 import stat
 import threading
@@ -22,12 +24,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from accelsim.errors import OutputError
+from accelsim.errors import AccelsimError, OutputError
 
 SVG_HASHSALT = "accelsim"
 _TMP_NAME_MAX = 200  # a temporary name stays below NAME_MAX (255) even for the longest target name
 
-__all__ = ["OutputError", "atomic_open", "figure_bytes", "resolve_target", "save_figure", "write_all",
+__all__ = ["OutputError", "atomic_open", "dumps_finite", "figure_bytes", "resolve_target", "save_figure", "write_all",
            "write_atomic"]
 
 
@@ -198,3 +200,32 @@ def save_figure(fig: Any, base: str | os.PathLike[str], formats: Iterable[str] =
                 dpi: float | None = None) -> list[Path]:
     """Write ``<base>.<fmt>`` for each format (deterministic, all-or-nothing); return the paths."""
     return write_all(figure_files(fig, base, formats, dpi))
+
+
+# -- JSON that never holds NaN / Infinity (moved here from results.py: every writer of results uses it) --
+
+def dumps_finite(obj: Any, what: str, **kwargs: Any) -> str:
+    """``json.dumps`` that never writes NaN / Infinity: a non-finite number raises an AccelsimError
+    naming where it is (it would mean a bug upstream, or a config value that escaped validation)."""
+    try:
+        return json.dumps(obj, allow_nan=False, **kwargs)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+        path, value = _non_finite(obj)
+        raise AccelsimError(f"{what}: {path} is {value}, not a finite number; refusing to write it "
+                            "(this is a bug in accelsim: please report it with the command line)") from None
+
+
+def _non_finite(obj: Any) -> tuple[str, float]:
+    """(path, value) of the first NaN / infinity in JSON-like ``obj`` (depth first)."""
+    stack: list[tuple[str, Any]] = [("(top level)", obj)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return path, node
+        if isinstance(node, dict):
+            stack.extend(reversed([(f"{path}.{k}" if path != "(top level)" else str(k), v) for k, v in node.items()]))
+        elif isinstance(node, list | tuple):
+            stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(node)]))
+    return "(somewhere)", math.nan

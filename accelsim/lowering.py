@@ -10,6 +10,7 @@ from typing import Any
 from accelsim.dtypes import stored_bytes
 from accelsim.formats import SparsityFormat, best_container, parse_format
 from accelsim.hardware.model import Hardware
+from accelsim.hardware.vnm_block import vnm_tile_rows
 from accelsim.limits import check_kernel
 from accelsim.workloads.attention import attention_groups
 from accelsim.workloads.model import VECTOR_OPS, Workload
@@ -20,11 +21,16 @@ REASON_CODES: dict[str, str] = {
     "activation_operands": "both operands are activations (attention QK^T / AV): weight sparsity cannot apply",
     "op_no_sparse_kernel": "the op type has no sparse kernel (grouped / depthwise convolution)",
     "no_sparse_support": "the hardware has no sparse datapath",
+    "format_unsupported": "the hardware declares no way to run this format family (unstructured without "
+                          "core.sparse.formats.unstructured, V:N:M without core.sparse.vnm, block sparsity without "
+                          "core.sparse.block)",
     "pattern_unsupported": "no native pattern of the hardware contains the requested one (among those that run "
                            "the layer's element type: core.sparse.patterns.*.dtypes)",
-    "format_unsupported": "the hardware declares no way to run this format family (core.sparse.formats: e.g. "
-                          "unstructured on a part without a load-sparse or SpMM path)",
     "dtype_unsupported": "the sparse datapath does not support this element type (core.sparse.dtypes)",
+    "block_shape_misaligned": "the format's block shape does not fit the hardware's tiles: V:N:M's V is not a "
+                              "multiple of a V:N:M CTA M tile (core.sparse.vnm.cta_tiles) or of the array width; a "
+                              "block side is not a multiple of core.sparse.block.block_multiple (blocks are not "
+                              "padded)",
     "shape_below_minimum": "the weight's rows or columns are not a multiple of the library's minimum "
                            "(core.sparse.weight_shape_multiple)",
     "slower_than_dense": "policy 'fastest': the sparse kernel was simulated slower than dense, so dense is used",
@@ -32,9 +38,14 @@ REASON_CODES: dict[str, str] = {
     "n_padded": "runs sparse; the library pads the dense operand's n up to its alignment "
                 "(core.sparse.dense_operand_align), computing the padded columns",
     "k_padded": "runs sparse; k is not a multiple of M and is zero-padded up to one",
+    "m_padded": "runs sparse; A's rows are not a multiple of the format's row block (V:N:M's V, block rows) and are "
+                "zero-padded up to one",
 }
-FALLBACK_REASONS = ("activation_operands", "op_no_sparse_kernel", "no_sparse_support", "pattern_unsupported",
-                    "format_unsupported", "dtype_unsupported", "shape_below_minimum", "slower_than_dense")
+FALLBACK_REASONS = ("activation_operands", "op_no_sparse_kernel", "no_sparse_support", "format_unsupported",
+                    "pattern_unsupported", "dtype_unsupported", "block_shape_misaligned", "shape_below_minimum",
+                    "slower_than_dense")
+# Format families the hardware runs through a section of their own (core.sparse.vnm / .block), not as natives.
+STRUCTURED_FAMILIES = ("vnm", "block")
 POLICIES = ("sparse-if-supported", "fastest")
 
 
@@ -69,8 +80,9 @@ class Kernel:
     # Formats that are not native patterns (SparsityFormat.native False: channel, unstructured), set by the
     # format's kernel_fields; the defaults are a native N:M or dense kernel's.
     rows_kept: int = 0  # rows of A computed and of C written (channel pruning drops whole rows); 0 = m
-    compute_on: str = "sparse"  # datapath of a sparse kernel: "sparse" (the N:M sparse datapath), "dense" (the
-    #   dense datapath: channel, load-sparse-compute-dense), "vector" (SpMM of the nonzeros on the vector unit)
+    compute_on: str = "sparse"  # datapath of a sparse kernel: "sparse" (the N:M sparse datapath; V:N:M), "dense"
+    #   (the dense datapath: channel, load-sparse-compute-dense, block), "vector" (SpMM of the nonzeros on the
+    #   vector unit)
     a_density: float = 1.0  # share of A's dense positions stored and moved as values (unstructured); the MACs
     #   shrink by it only on compute_on "vector"
     a_index_bits: float = 0.0  # index bits stored and moved per dense position of A (bitmap ~1, csr)
@@ -79,6 +91,12 @@ class Kernel:
     #   core.sparse.decode_groups_per_cycle) or "decompress" (each tile's nonzeros placed into a dense tile)
     a_stage_rate: float = 0.0  # a "decompress" stage's values per cycle per core (inf: never binds)
     compute_rate: float = 0.0  # compute_on "vector": MACs per cycle per core of the SpMM; 0 = the kind's rate
+    # engine inputs of V:N:M and block sparsity (formats/vnm.py, formats/block.py); 0 for every other format.
+    # Block formats: keep_n / group_m is the density as a reduced fraction, metadata_bits the bits of one BSR index.
+    row_block: int = 0  # rows of A sharing one column selection (V:N:M: V) or forming one block row (block: BM)
+    col_select: int = 0  # V:N:M: columns selected, and rows of B gathered, per group of group_m (4)
+    col_block: int = 0  # block: columns of A per block (BK); a nonzero block's index selects BK rows of B
+    selection_bits: float = 0.0  # V:N:M: column-index metadata bits per kept value, 4 ceil(log2 M) / (V N)
 
     @property
     def sparse(self) -> bool:
@@ -135,11 +153,15 @@ class Kernel:
 
     @property
     def k_padded(self) -> int:
-        return -(-self.k // self.group_m) * self.group_m
+        """k padded to whole groups (block formats: to whole blocks)."""
+        unit = self.col_block or self.group_m
+        return -(-self.k // unit) * unit
 
     @property
     def k_compressed(self) -> int:
-        """Reduction length A keeps after compression: ceil(k / M) * N."""
+        """Reduction length A keeps after compression: ceil(k / M) * N (block formats: density x padded k)."""
+        if self.col_block:
+            return max(1, round(self.keep_n * self.k_padded / self.group_m))
         return -(-self.k // self.group_m) * self.keep_n
 
     @cached_property
@@ -202,6 +224,10 @@ class LoweringTarget:
     vector_ops_per_element: tuple[tuple[str, float], ...]
     depthwise: str  # where depthwise convs run: "array" | "vector"
     attention: str = "unfused"  # "fused": attention groups run as one kernel (fused_attention)
+    vnm_runs_on: SparsityFormat | None = None  # the native pattern V:N:M runs on; None: no V:N:M
+    vnm_tile_rows: tuple[int, ...] = ()  # V must be a multiple of one of these (V:N:M CTA M tiles / array width)
+    block_multiple: tuple[int, int] | None = None  # (m, k) multiples of a block's sides; None: no block sparsity
+    block_dtypes: tuple[str, ...] | None = None  # element types the block-sparse kernel runs; None: all
 
 
 def lowering_target(hw: Hardware | LoweringTarget) -> LoweringTarget:
@@ -220,7 +246,20 @@ def lowering_target(hw: Hardware | LoweringTarget) -> LoweringTarget:
         weight_shape_multiple=(1, 1) if spec is None else (spec.weight_shape_multiple.m, spec.weight_shape_multiple.k),
         dense_operand_align=spec.dense_operand_align if spec is not None else 1,
         vector_ops_per_element=tuple(sorted(hw.vector.ops_per_element.items())), depthwise=hw.vector.depthwise,
-        attention=hw.attention.form)
+        attention=hw.attention.form, **_structured_target(hw))
+
+
+def _structured_target(hw: Hardware) -> dict[str, Any]:
+    """The LoweringTarget fields of the V:N:M and block sections (core.sparse.vnm / .block)."""
+    spec = hw.core.sparse
+    out: dict[str, Any] = {}
+    if spec is not None and spec.vnm is not None:
+        out["vnm_runs_on"] = parse_format(spec.vnm.runs_on)
+        out["vnm_tile_rows"] = vnm_tile_rows(hw.core.compute, spec.vnm)
+    if spec is not None and spec.block is not None:
+        out["block_multiple"] = (spec.block.block_multiple.m, spec.block.block_multiple.k)
+        out["block_dtypes"] = None if spec.block.dtypes is None else tuple(spec.block.dtypes)
+    return out
 
 
 def _pattern_dtypes(dtypes: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -255,6 +294,8 @@ def resolve_pattern(requested: SparsityFormat | None, hw: Hardware | LoweringTar
         return requested, None
     if natives is None:
         return None, "no_sparse_support"
+    if requested.key in STRUCTURED_FAMILIES:
+        return resolve_structured(requested, target, dtype)
     if dtype is not None:
         natives = natives_for(target, dtype)
     if requested in natives:
@@ -277,6 +318,58 @@ def _non_native_kernel(layer: Any, m: int, n: int, k: int, dtype: str, e: float,
     fields = executed.kernel_fields(m, k, format_support(target, executed))
     return Kernel(layer.name, layer.op, m, n, k, dtype, e, "sparse", req_str, str(executed), None,
                   b_unique=b_unique, batch=batch, weight=weight, **fields)
+def resolve_structured(requested: SparsityFormat, target: LoweringTarget,
+                       dtype: str | None = None) -> tuple[SparsityFormat | None, str | None]:
+    """How the part runs a V:N:M or block-sparse request (its own section, not a native pattern): the executed
+    format and the reason code, or None and the fallback reason."""
+    if requested.key == "vnm":
+        base = target.vnm_runs_on
+        if base is None:
+            return None, "format_unsupported"
+        if dtype is not None and target.sparse_dtypes is not None and dtype not in target.sparse_dtypes:
+            return None, "dtype_unsupported"
+        if dtype is not None and base not in natives_for(target, dtype):
+            return None, "pattern_unsupported"
+        n = getattr(requested, "n", base.keep)
+        if n > base.keep:
+            return None, "pattern_unsupported"
+        if not any(requested.v % t == 0 for t in target.vnm_tile_rows):  # type: ignore[attr-defined]
+            return None, "block_shape_misaligned"
+        executed = parse_format(f"{requested.v}:{base.keep}:{requested.m}")  # type: ignore[attr-defined]
+        return executed, None if executed == requested else "pattern_promoted"
+    if target.block_multiple is None:
+        return None, "format_unsupported"
+    if dtype is not None and target.block_dtypes is not None and dtype not in target.block_dtypes:
+        return None, "dtype_unsupported"
+    mult_m, mult_k = target.block_multiple
+    if requested.rows % mult_m or requested.cols % mult_k:  # type: ignore[attr-defined]
+        return None, "block_shape_misaligned"
+    return requested, None
+
+
+def _structured_fields(executed: SparsityFormat, target: LoweringTarget) -> dict[str, Any]:
+    """The Kernel fields of an executed V:N:M or block format: keep/group, metadata bits and the engine inputs."""
+    if executed.key == "vnm":
+        base = target.vnm_runs_on
+        bits = target.metadata_bits[target.natives.index(base)]  # type: ignore[union-attr, arg-type]
+        return {"keep_n": executed.keep, "group_m": executed.group, "metadata_bits": bits,
+                "row_block": executed.v, "col_select": executed.select,  # type: ignore[attr-defined]
+                "selection_bits": executed.selection_bits_per_value()}  # type: ignore[attr-defined]
+    # block: dense tiles over the nonzero blocks, on the dense datapath (its efficiency, MMA shape, launch, energy)
+    return {"keep_n": executed.keep, "group_m": executed.group, "metadata_bits": executed.default_metadata_bits,
+            "row_block": executed.rows, "col_block": executed.cols, "compute_on": "dense"}  # type: ignore[attr-defined]
+
+
+def _structured_padding(m: int, k: int, fields_: dict[str, Any]) -> dict[str, list[int]]:
+    """Rows padded to whole row blocks, k to whole groups (V:N:M) or blocks."""
+    padding: dict[str, list[int]] = {}
+    rb = fields_["row_block"]
+    if m % rb:
+        padding["m"] = [m, -(-m // rb) * rb]
+    unit = fields_.get("col_block") or fields_["group_m"]
+    if k % unit:
+        padding["k"] = [k, -(-k // unit) * unit]
+    return padding
 
 
 def dtype_fallback_note(kernels: list[Kernel], dtype: str, hw: Hardware | LoweringTarget) -> str | None:
@@ -363,6 +456,15 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str 
                       "activation_operands" if requested else None, batch=batch, weight=False)
     if kept_dense:
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", None, None, "kept_dense", b_unique=b_unique)
+    if requested is not None and requested.key in STRUCTURED_FAMILIES:  # V:N:M, block: their own sections
+        executed, reason = resolve_pattern(requested, target, dtype)
+        if executed is None:
+            return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique)
+        extra = _structured_fields(executed, target)
+        padding = _structured_padding(m, k, extra)
+        reason = reason or ("k_padded" if "k" in padding else "m_padded" if "m" in padding else None)
+        return Kernel(layer.name, layer.op, m, n, k, dtype, e, "sparse", req_str, str(executed), reason,
+                      padding=padding, b_unique=b_unique, **extra)
     executed, reason = resolve_pattern(requested, target)
     if executed is not None and not executed.native:
         return _non_native_kernel(layer, m, n, k, dtype, e, req_str, executed, target, b_unique)
@@ -413,6 +515,11 @@ def sparse_view(layer: Any, dtype: str, dtype_bytes: float, requested_text: str,
     if not executed.native:
         return _non_native_kernel(layer, m, n, k, dtype, dtype_bytes, requested_text, executed, target, b_unique,
                                   batch, layer.op != "matmul")
+    if executed.key in STRUCTURED_FAMILIES:
+        extra = _structured_fields(executed, target)
+        return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "sparse", requested_text, str(executed),
+                      None, padding=_structured_padding(m, k, extra), b_unique=b_unique, batch=batch,
+                      weight=layer.op != "matmul", **extra)
     bits = target.metadata_bits[target.natives.index(executed)]  # type: ignore[union-attr]
     return Kernel(layer.name, layer.op, m, n, k, dtype, dtype_bytes, "sparse", requested_text, str(executed), None,
                   executed.keep, executed.group, bits, _sparse_padding(n, k, executed, target.dense_operand_align),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from accelsim.errors import AccelsimError
+from accelsim.fileio import dumps_finite  # noqa: F401 (re-exported: results' writers import it from here)
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import hardware_from_dict
 from accelsim.tables import to_dataframe
@@ -50,9 +51,13 @@ TILE_DTYPE = np.dtype([
     ("dram_c_read", np.float64), ("dram_c_write", np.float64),
     ("sram_a_values", np.float64), ("sram_a_metadata", np.float64), ("sram_b", np.float64),
     ("sram_c", np.float64), ("binding", np.int8),
+    ("gather_rows", np.float64), ("gather_start", np.float64), ("gather_end", np.float64),
+    ("stall_gather", np.float64),
 ])
 
-BINDING_NAMES = ("compute", "memory", "decode", "launch", "decompress")
+# "gather": the column-gather stage of V:N:M and block-sparse kernels; "decompress": the stage of load-sparse
+# kernels (unstructured) between load and compute. Each is absent from results of kernels without it.
+BINDING_NAMES = ("compute", "memory", "decode", "launch", "gather", "decompress")
 STAGE_NAMES = ("decode", "decompress")  # the stage before compute (Kernel.a_stage); its stalls: stall_decode
 TENSORS = ("a_values", "a_metadata", "b", "c")
 
@@ -63,7 +68,8 @@ TENSORS = ("a_values", "a_metadata", "b", "c")
 CLOCK_LIMITS = ("nominal", "power_cap", "clock_floor", "no_power_cap", "no_energy")
 CAPPED_LIMITS = frozenset({"power_cap", "clock_floor"})
 TILE_CYCLE_COLUMNS = ("load_start", "load_end", "decode_start", "decode_end", "compute_start", "compute_end",
-                      "wb_start", "wb_end", "compute_cycles", "stall_memory", "stall_decode")
+                      "wb_start", "wb_end", "compute_cycles", "stall_memory", "stall_decode", "gather_start",
+                      "gather_end", "stall_gather")
 
 
 class KernelTotals(NamedTuple):
@@ -87,11 +93,15 @@ class KernelTotals(NamedTuple):
     binding: str  # one of BINDING_NAMES: the busiest resource
     decode_groups: float  # that stage's work: N:M groups decoded, or values decompressed
     stage: str = "decode"
+    stall_gather: int = 0  # the gather stage (V:N:M, block sparsity), reported where gather_rows > 0
+    busy_gather: int = 0
+    gather_rows: float = 0.0
 
     def cycles(self) -> dict[str, int]:
-        """Cycles by cause, as a KernelResult reports them."""
+        """Cycles by cause, as a KernelResult reports them (``stall_gather`` only where rows are gathered)."""
         return {"total": self.total, "compute": self.compute, "stall_memory": self.stall_memory,
-                "stall_decode": self.stall_decode, "launch": self.launch}
+                "stall_decode": self.stall_decode, "launch": self.launch,
+                **({"stall_gather": self.stall_gather} if self.gather_rows > 0 else {})}
 
     def dram(self) -> dict[str, int]:
         """DRAM bytes by tensor."""
@@ -104,8 +114,9 @@ class KernelTotals(NamedTuple):
                 "c": self.sram_c}
 
     def busy(self) -> dict[str, int]:
-        """Busy cycles of each resource."""
-        return dict(compute=self.compute, memory=self.busy_memory, **{self.stage: self.busy_decode}, launch=self.launch)
+        """Busy cycles of each resource (``gather`` only where rows are gathered)."""
+        return dict(compute=self.compute, memory=self.busy_memory, **{self.stage: self.busy_decode}, launch=self.launch,
+                    **({"gather": self.busy_gather} if self.gather_rows > 0 else {}))
 
     def in_nominal_cycles(self, fraction: float) -> KernelTotals:
         """These totals, counted at ``fraction`` of the nominal clock, as nominal-clock cycles (time x nominal clock):
@@ -113,10 +124,12 @@ class KernelTotals(NamedTuple):
         if fraction == 1.0:
             return self
         c, d, la = round(self.compute / fraction), round(self.stall_decode / fraction), round(self.launch / fraction)
-        total = max(round(self.total / fraction), c + d + la)
-        return self._replace(total=total, compute=c, stall_memory=total - c - d - la, stall_decode=d, launch=la,
+        g = round(self.stall_gather / fraction)
+        total = max(round(self.total / fraction), c + d + la + g)
+        return self._replace(total=total, compute=c, stall_memory=total - c - d - la - g, stall_decode=d, launch=la,
                              busy_memory=round(self.busy_memory / fraction),
-                             busy_decode=round(self.busy_decode / fraction))
+                             busy_decode=round(self.busy_decode / fraction), stall_gather=g,
+                             busy_gather=round(self.busy_gather / fraction))
 
 
 class LayerTotals(NamedTuple):
@@ -180,7 +193,8 @@ class ModelTotals:
 
 def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> ModelTotals:
     """The one summation of per-layer totals into a model's (``dense_total_cycles``: its dense baseline)."""
-    total = compute = stall_mem = stall_dec = launch = 0
+    total = compute = stall_mem = stall_dec = launch = stall_gat = 0
+    gathers = False
     dram = [0, 0, 0, 0]
     sram = [0, 0, 0, 0]
     macs = macs_exec = n_layers = requested = fallback = fallback_cycles = clock_cycles = capped = 0
@@ -195,6 +209,8 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
         compute += n * t.compute
         stall_mem += n * t.stall_memory
         stall_dec += n * t.stall_decode
+        stall_gat += n * t.stall_gather
+        gathers = gathers or t.gather_rows > 0
         launch += n * t.launch
         dram[0] += n * t.dram_a_values
         dram[1] += n * t.dram_a_metadata
@@ -216,7 +232,7 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
                 fallback_cycles += cyc
     return ModelTotals(
         cycles={"total": total, "compute": compute, "stall_memory": stall_mem, "stall_decode": stall_dec,
-                "launch": launch},
+                "launch": launch, **({"stall_gather": stall_gat} if gathers else {})},
         dram=dict(zip(TENSORS, dram, strict=True)), sram=dict(zip(TENSORS, sram, strict=True)), macs=macs,
         macs_executed=macs_exec, layers=n_layers, layers_by_path=dict(sorted(paths.items())),
         requested_layers=requested, fallback_layers=fallback, fallback_cycles=fallback_cycles, binding_cycles=bind,
@@ -281,7 +297,8 @@ class KernelResult:
         t = KernelTotals(c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], d["a_values"],
                          d["a_metadata"], d["b"], d["c"], s["a_values"], s["a_metadata"], s["b"], s["c"], b["memory"],
                          b[(stage := next((n for n in STAGE_NAMES if n in b), "decode"))], self.binding,
-                         float(self.counts.get("decode_groups", 0.0)), stage)
+                         float(self.counts.get("decode_groups", 0.0)), stage, c.get("stall_gather", 0),
+                         b.get("gather", 0), float(self.counts.get("gather_rows", 1.0 if "gather" in b else 0.0)))
         clock = self.clock
         return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed, 1,
                            None if clock is None else clock["cycles_at_clock"],
@@ -571,30 +588,3 @@ def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
         else:
             out[k] = v
     return out
-
-
-def dumps_finite(obj: Any, what: str, **kwargs: Any) -> str:
-    """``json.dumps`` that never writes NaN / Infinity: a non-finite number raises an AccelsimError
-    naming where it is (it would mean a bug upstream, or a config value that escaped validation)."""
-    try:
-        return json.dumps(obj, allow_nan=False, **kwargs)
-    except ValueError as exc:
-        if "Out of range float" not in str(exc):
-            raise
-        path, value = _non_finite(obj)
-        raise AccelsimError(f"{what}: {path} is {value}, not a finite number; refusing to write it "
-                            "(this is a bug in accelsim: please report it with the command line)") from None
-
-
-def _non_finite(obj: Any) -> tuple[str, float]:
-    """(path, value) of the first NaN / infinity in JSON-like ``obj`` (depth first)."""
-    stack: list[tuple[str, Any]] = [("(top level)", obj)]
-    while stack:
-        path, node = stack.pop()
-        if isinstance(node, float) and not math.isfinite(node):
-            return path, node
-        if isinstance(node, dict):
-            stack.extend(reversed([(f"{path}.{k}" if path != "(top level)" else str(k), v) for k, v in node.items()]))
-        elif isinstance(node, list | tuple):
-            stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(node)]))
-    return "(somewhere)", math.nan

@@ -65,10 +65,11 @@ def _capped(tdp: float) -> object:
 
 def test_power_cap_throttles_a_long_run_and_latency_rises() -> None:
     model = load_workload(WL / "llama2-7b-prefill.yaml", {"seq": 256})
-    hw = _capped(150.0)
+    hw = _capped(130.0)
     res = run(model, uncapped(hw), "2:4", keep_tiles=True)  # the transient starts from the nominal clock
     prof = power_profile(res, hw, repeats=4)
-    assert prof["uncapped"]["avg_power_w"] > 150.0  # the uncapped run draws more than the cap
+    # the uncapped run draws well over the cap (158 W since the A100 family re-fit of the L2 / port physics)
+    assert prof["uncapped"]["avg_power_w"] > 1.1 * 130.0
     capped = prof["capped"]
     assert capped["throttled"] and capped["min_clock_fraction"] < 0.95
     assert capped["latency_s"] > 1.05 * prof["uncapped"]["latency_s"]

@@ -75,7 +75,8 @@ def test_unknown_format_errors_name_the_key() -> None:
     with pytest.raises(UnknownFormatError, match="'blocky'.*registered: nm"):
         formats.family("blocky")
     with pytest.raises(ValueError, match=r"expected a pattern like \"2:4\" \(N:M\), \"4:8-paired\" \(pair-wise N:M\), "
-                                         r".*\"unstructured:90%\" \(unstructured\).* or \"dense\", got 'blocky'"):
+                                         r".*\"64:2:8\" \(V:N:M\), \"block32x32:75%\" \(block\).*"
+                                         r"\"unstructured:90%\" \(unstructured\).* or \"dense\", got 'blocky'"):
         parse_format("blocky")
     with pytest.raises(ValueError, match="already registered"):
         formats.register(Pattern)
@@ -151,6 +152,7 @@ class Evens(SparsityFormat):
 def _with_evens(path: str) -> object:
     data = load_hardware(HW / path).to_dict()
     data["core"]["sparse"]["patterns"] = {"evens": {}}
+    data["core"]["sparse"].pop("vnm", None)  # it names the 2:4 native the toy replaces
     return hardware_from_dict(data, "<toy>")
 
 
@@ -167,7 +169,12 @@ def test_a_toy_format_flows_through_lowering_engine_and_footprint(hw_name: str) 
         layer = simulate(kern, hw, keep_tiles=False)
         assert layer.bytes["dram"]["a_metadata"] == 0 and layer.bytes["sram"]["a_values"] > 0
         res = run(model, hw)
-        assert res.layers[0].speedup_vs_dense > 1.2
+        # as fast as the 2:4 it stands in for (same density and rate, no metadata), within 2 % (systolic folds
+        # group k differently): the shipped part's 2:4 speedup on this shape (A100 family fit: sparse efficiency
+        # 0.59 vs dense 0.77, 64 CTAs on 108 SMs: ~1.11x)
+        two_four = run(_gemm("2:4", 2048, 512, 4096), load_hardware(HW / hw_name)).layers[0]
+        assert res.layers[0].speedup_vs_dense == pytest.approx(two_four.speedup_vs_dense, rel=0.02)
+        assert res.layers[0].speedup_vs_dense > 1.1
         assert res.footprint["weights_deployed_bytes"] * 2 == res.footprint["weights_dense_bytes"]
         (promoted,) = lower(_gemm("2:4"), hw)  # a format the part does not list falls back
         assert promoted.path == "dense" and promoted.reason == "pattern_unsupported"

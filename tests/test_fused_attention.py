@@ -91,7 +91,7 @@ def test_tiling_by_hand():
     t = res["layers.0.scores"].tiling
     assert (t["q_block"], t["kv_block"], t["stages"], t["split_kv"]) == (128, 32, 4, 1)
     assert t["smem_bytes"] == 128 * 128 * 2 + 4 * 2 * 32 * 128 * 2 <= 167936
-    assert t["cycles_per_block"]["mma"] == pytest.approx(2 * 128 * 32 * 128 / (1024 * 0.79), abs=1e-3)
+    assert t["cycles_per_block"]["mma"] == pytest.approx(2 * 128 * 32 * 128 / (1024 * 0.77), abs=1e-3)  # eff 0.77
     assert t["cycles_per_block"]["softmax"] == pytest.approx(128 * 32 * 7 / (13824 / 108), abs=1e-3)
     assert t["ctas"] == 32 * 2048 // 128 and t["waves"] == -(-t["ctas"] // 108)
 

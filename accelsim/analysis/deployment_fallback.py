@@ -18,7 +18,14 @@ from typing import Any
 from accelsim.errors import ConfigError
 from accelsim.formats import SparsityFormat, parse_format
 from accelsim.hardware.model import Hardware, hardware_from_dict
-from accelsim.lowering import FALLBACK_REASONS, REASON_CODES, Kernel, resolve_pattern, sparse_view
+from accelsim.lowering import (
+    FALLBACK_REASONS,
+    REASON_CODES,
+    STRUCTURED_FAMILIES,
+    Kernel,
+    resolve_pattern,
+    sparse_view,
+)
 from accelsim.records import Record
 from accelsim.results import KernelResult, RunResult
 from accelsim.simulation import Simulator
@@ -128,7 +135,10 @@ def counterfactual_hardware(hw: Hardware, pattern: str) -> tuple[Hardware, list[
     if not pat.native:
         return _format_counterfactual(hw, pat)
     d = copy.deepcopy(hw.to_dict())
-    changes = []
+    changes: list[str] = []
+    if pat is not None and pat.key in STRUCTURED_FAMILIES:
+        _structured_counterfactual(d, pat, hw, changes)
+        return hardware_from_dict(d, f"<{hw.name} counterfactual>"), changes
     sp = d["core"].get("sparse")
     if sp is None:
         d["core"]["sparse"] = {"patterns": {str(pat): {}}, "decode_groups_per_cycle": "unlimited"}
@@ -147,10 +157,52 @@ def counterfactual_hardware(hw: Hardware, pattern: str) -> tuple[Hardware, list[
     return hardware_from_dict(d, f"<{hw.name} counterfactual>"), changes
 
 
+def _structured_counterfactual(d: dict[str, Any], pat: Any, hw: Hardware, changes: list[str]) -> None:
+    """V:N:M / block: add the section (gather unlimited) and the 2:4 native V:N:M runs on, drop the dtype lists and
+    the block-shape rule; a V:N:M CTA tile of M = V where none divides V. A V that is not a multiple of a systolic
+    array's width stays unrunnable (a fold shares one selection): those ops keep their time."""
+    sp = d["core"].get("sparse")
+    if sp is None:
+        sp = d["core"]["sparse"] = {"patterns": {"2:4": {}}, "decode_groups_per_cycle": "unlimited"}
+        changes.append("added a 2:4 sparse datapath (decode unlimited)")
+    if sp.get("dtypes") is not None:
+        sp["dtypes"] = None
+        changes.append("dropped core.sparse.dtypes")
+    if pat.key == "vnm":
+        section = sp.get("vnm") or {"runs_on": "2:4", "gather_rows_per_cycle": "unlimited"}
+        if section["runs_on"] not in sp["patterns"]:
+            sp["patterns"][section["runs_on"]] = {}
+        sp["patterns"][section["runs_on"]]["dtypes"] = None
+        tiles = section.get("cta_tiles") or d["core"]["compute"].get("cta_tiles", {}).get("sparse")
+        if tiles is not None and not any(pat.v % t[0] == 0 for t in tiles):
+            section["cta_tiles"] = [*tiles, [pat.v, 64, 32]]
+            changes.append(f"added a V:N:M CTA tile of M = {pat.v}")
+        if "vnm" not in sp:
+            changes.append("added core.sparse.vnm (gather unlimited)")
+        sp["vnm"] = section
+        return
+    section = sp.get("block") or {"gather_rows_per_cycle": "unlimited"}
+    if "block" not in sp:
+        changes.append("added core.sparse.block (gather unlimited)")
+    mult = section.get("block_multiple") or {}
+    if pat.rows % mult.get("m", 1) or pat.cols % mult.get("k", 1):
+        section["block_multiple"] = {"m": 1, "k": 1}
+        changes.append("dropped core.sparse.block.block_multiple")
+    section["dtypes"] = None
+    sp["block"] = section
+
+
 def _gemm_view(layer: Any, model: Workload, hw_cf: Hardware, requested: str) -> tuple[Kernel, Kernel]:
-    """The op's GEMM view as a sparse kernel (requested pattern or its best native container) and dense."""
+    """The op's GEMM view as a sparse kernel (requested pattern or its best native container) and dense; the
+    dense view twice when even the counterfactual cannot run it (V:N:M's V against a systolic array's width)."""
     sparse = sparse_view(layer, model.dtype, model.dtype_bytes, requested, hw_cf)
-    assert sparse is not None  # the counterfactual hardware runs the pattern, and fallback ops have a GEMM view
+    if sparse is None:
+        m, n, k = layer.gemm_shape()
+        batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
+        dense = Kernel(layer.name, layer.op, m, n, k, model.dtype, model.dtype_bytes, "dense", None, None, None,
+                       b_unique=layer.ifmap_elements() if layer.op == "conv2d" else 0, batch=batch,
+                       weight=layer.op != "matmul")
+        return dense, dense
     dense = Kernel(layer.name, layer.op, sparse.m, sparse.n, sparse.k, model.dtype, model.dtype_bytes, "dense", None,
                    None, None, b_unique=sparse.b_unique, batch=sparse.batch, weight=sparse.weight)
     return sparse, dense

@@ -21,7 +21,7 @@ import numpy as np
 from accelsim.dtypes import DTYPE_BYTES, stored_bytes
 from accelsim.engine import simulate
 from accelsim.engine import tiling as tl
-from accelsim.engine.functional import bitmap_gemm_tiles, csr_gemm_tiles, nm_gemm_tiles
+from accelsim.engine.functional import bitmap_gemm_tiles, csr_gemm_tiles, nm_gemm_tiles, run_tiled
 from accelsim.errors import FunctionalError, InfeasibleError
 from accelsim.formats import SparsityFormat, parse_spelling
 from accelsim.formats.base import CompressedOperand, bits_to_index
@@ -196,9 +196,20 @@ def execute_compressed(c: CompressedOperand, b: np.ndarray, tile_m: int, tile_k_
     if layout in ("csr", "bitmap"):
         return _execute_load_sparse(c, b, layout, tile_m, tile_n, tile_k_values or tile_k_groups, acc_dtype,
                                     return_tiles)
-    values, indices, keep, group = c.gather()
     tm = _positive("tile_m", tile_m)
     tn = _positive("tile_n", tile_n)
+    tiled_form = getattr(c, "tiled_form", None)
+    if tiled_form is not None:  # a format with its own tiled kernel (V:N:M's gather, block-sparse BSR)
+        kind, arrays, params = tiled_form()
+        if tile_k_values is not None:
+            tkc = _positive("tile_k_values", tile_k_values)
+        else:  # V:N:M counts kept values per group (N); a block format takes one block per k-step
+            tkc = _positive("tile_k_groups", tile_k_groups) * (params[1] if kind == "vnm" else 1)
+        acc = _acc_dtype(arrays[0], b, acc_dtype)
+        out = np.zeros((c.rows, b.shape[1]), dtype=acc)
+        tiles = run_tiled(kind, arrays, params, np.ascontiguousarray(b, dtype=acc), out, tm, tkc, tn, acc)
+        return (out, tiles) if return_tiles else out
+    values, indices, keep, group = c.gather()
     if tile_k_values is not None:
         tkc = _positive("tile_k_values", tile_k_values)
     else:
@@ -283,7 +294,8 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
                 meta_bits: int, dtype: str | None = None, executed: str | None = None,
                 kernel: Kernel | None = None) -> TilePlan:
     """Tile sizes of the timing model's fold/chunk schedule (systolic_plan) for this GEMM (``m``: the rows
-    computed; ``kernel``: the lowered kernel of a non-native format, whose CTA tile a GPU-like part uses)."""
+    computed; ``kernel``: the kernel lowering built, whose CTA tile a GPU-like part uses for a non-native
+    format, and which V:N:M and block formats need to be simulated as they run)."""
     if hw is None:
         rows = cols = 32
         dataflow, acc_bytes, double = "ws", 4, True
@@ -296,7 +308,7 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
                 bm, bn, bk = simulate(kernel, hw, source, keep_tiles=False).tiling["cta_tile"]
                 return TilePlan(source=hw.name, array=f"{hw.cores} cores, CTA tile {bm}x{bn}x{bk}", dataflow="cta",
                                 tile_m=int(bm), tile_k_values=int(bk), tile_n=int(bn))
-            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits, dtype, executed)
+            return _cta_tiles(hw, source, m, n, k, keep, group, elem_bytes, meta_bits, dtype, executed, kernel)
         rows, cols, dataflow, acc_bytes = comp.rows, comp.cols, comp.dataflow, comp.accumulator_bytes
         caps, double = hw.core.sram.buffer_bytes(), hw.core.sram.double_buffered
         name = hw.name
@@ -319,12 +331,19 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
 
 
 def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
-               meta_bits: int, dtype: str | None = None, executed: str | None = None) -> TilePlan:
+               meta_bits: int, dtype: str | None = None, executed: str | None = None,
+               lowered: Kernel | None = None) -> TilePlan:
     """Tile sizes of the CTA tile the tensor-core timing model picks for this GEMM (``executed``: the
     native format's spelling, default ``keep:group``)."""
     executed = executed or f"{keep}:{group}"
 
     dtype = dtype or {1: "int8", 2: "fp16", 4: "fp32"}[int(elem_bytes)]  # the rate table is per dtype
+    if lowered is not None and lowered.sparse and lowered.row_block:  # V:N:M, block: BK counts gathered columns
+        res = simulate(lowered, hw, source, keep_tiles=False)
+        bm, bn, bk = res.tiling["cta_tile"]
+        kept = bk // lowered.col_select * keep if lowered.col_select else bk
+        return TilePlan(source=hw.name, array=f"{hw.cores} cores, CTA tile {bm}x{bn}x{bk}", dataflow="cta",
+                        tile_m=int(bm), tile_k_values=int(kept), tile_n=int(bn))
     if keep < group:
         kern = Kernel("functional", "gemm", m, n, k, dtype, elem_bytes, "sparse", executed, executed, None, keep,
                       group, meta_bits)
@@ -363,6 +382,14 @@ def _not_exercised_text(pattern: str, reason: str | None, hw: Any, m: int, k: in
         return f"{text}: {', '.join(bad)} (core.sparse.weight_shape_multiple); {fix} would run sparse"
     if reason == "dtype_unsupported":
         return f"{text}: {dtype} is not in core.sparse.dtypes ({', '.join(hw.core.sparse.dtypes)})"
+    if reason == "block_shape_misaligned" and hw is not None:
+        target, fmt = lowering_target(hw), parse_spelling(pattern)
+        if getattr(fmt, "key", None) == "vnm":
+            rows = ", ".join(map(str, target.vnm_tile_rows))
+            return f"{text}: V = {fmt.v} is not a multiple of {rows} (V:N:M CTA M tiles or array width)"  # type: ignore[union-attr]
+        mult = target.block_multiple or (1, 1)
+        return (f"{text}: a {fmt.rows}x{fmt.cols} block is not made of whole {mult[0]}x{mult[1]} "  # type: ignore[union-attr]
+                "tiles (core.sparse.block.block_multiple)")
     if reason == "pattern_unsupported" and hw is not None and hw.core.sparse is not None:
         runs = ", ".join(map(str, natives_for(lowering_target(hw), dtype))) or "none"
         return f"{text}: the native patterns that run {dtype} ({runs}) do not contain {pattern}"

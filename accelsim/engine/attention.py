@@ -69,13 +69,13 @@ def _run(work: np.ndarray, active: int, count: int, wave_class: int, hw: Any, st
     from_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_B] + work[:, tl.T_DRAM_C_READ]
     step = step + work[:, tl.T_DRAM_C_READ]  # partials read back come from DRAM
     share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0)
-    bw = tc.load_rate(step, share, active, fill, l2_bw, dram_bw)
+    bw = tc.load_rate(step, share, np.ones(len(step)), active, fill, l2_bw, dram_bw)  # no multicast
     xfer = work.copy()  # transfers move the SRAM-side bytes; the DRAM columns say where they came from
     xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]
     xfer[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B]
     xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
-    wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.ones(len(work)), active, fill, l2_bw, dram_bw)
-    times = pl.run_pipeline_split(xfer, bw, wb_bw, hw.dram_latency_cycles(), math.inf, 0.0, stages, 0.0)
+    wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.ones(len(work)), np.ones(len(work)), active, fill, l2_bw, dram_bw)
+    times = pl.run_pipeline_split(xfer, bw, wb_bw, hw.dram_latency_cycles(), math.inf, 0.0, stages, 0.0, math.inf)
     return work, times, bw, active, count
 
 

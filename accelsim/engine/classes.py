@@ -56,16 +56,18 @@ class Sums:
     busy: float  # DRAM busy cycles: load transfer time (latency excluded) plus write-backs
     groups: float
     col: np.ndarray  # work.sum(axis=0): bytes and counts per tile-work column
+    stall_gather: float = 0.0  # cycles computes waited for the gather stage
 
     def vector(self) -> np.ndarray:
         """The layout of ``pipeline.segment_sums``."""
-        return np.concatenate([[self.end, self.cycles, self.stall_decode, self.busy, self.groups], self.col])
+        return np.concatenate([[self.end, self.cycles, self.stall_decode, self.busy, self.groups, self.stall_gather],
+                               self.col])
 
     @classmethod
     def from_vector(cls, v: np.ndarray) -> Sums:
         head = v[:pl.N_SUM_SCALARS].tolist()
         return cls(head[pl.S_END], head[pl.S_CYCLES], head[pl.S_STALL_DECODE], head[pl.S_BUSY], head[pl.S_GROUPS],
-                   v[pl.N_SUM_SCALARS:])
+                   v[pl.N_SUM_SCALARS:], head[pl.S_STALL_GATHER])
 
 
 def end_of(times: np.ndarray) -> float:
@@ -162,8 +164,8 @@ def systolic_loops(rows: int, cols: int, dataflow: int, m: int, n: int, k: int, 
 def systolic_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: int, n: int, k: int, keep: int,
                   group: int, elem_bytes: float, meta_bits: float, acc_bytes: float, chunk: int,
                   b_dram_scale: float, a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool,
-                  fill: float, latency: float, decode_rate: float, decode_latency: float,
-                  stages: int) -> tuple[Sums, int, int]:
+                  b_group: int, gather: bool, fill: float, latency: float, decode_rate: float, decode_latency: float,
+                  stages: int, gather_rate: float) -> tuple[Sums, int, int]:
     """Sums of a systolic GEMM too large to hold tile by tile (plan fixed by the full shape).
 
     Returns the Sums, the tiles the reduced copies held and the number of folds.
@@ -173,9 +175,11 @@ def systolic_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: in
     def run(counts: list[int]) -> Sums:
         mr, nr, kr = reduced_shape(loops, counts, m, n, k, keep, group)
         work = tl.systolic_tiles(rows, cols, dataflow, serial_drain, mr, nr, kr, keep, group, elem_bytes, meta_bits,
-                                 acc_bytes, chunk, b_dram_scale, a_resident, b_resident, c_resident, sparse)
+                                 acc_bytes, chunk, b_dram_scale, a_resident, b_resident, c_resident, sparse, b_group,
+                                 gather)
         assert len(work) == math.prod(counts)
-        times = pl.run_pipeline(work, np.full(len(work), fill), latency, decode_rate, decode_latency, stages, 0.0)
+        times = pl.run_pipeline(work, np.full(len(work), fill), latency, decode_rate, decode_latency, stages, 0.0,
+                                gather_rate)
         return sums_of(work, times, latency)
 
     summed, simulated = extrapolate(loops, run)

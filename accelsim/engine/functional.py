@@ -10,7 +10,9 @@ contribute nothing.
 
 Load-sparse layouts (unstructured sparsity) have kernels of their own: ``csr_gemm_tiles`` walks each
 row's nonzeros (an SpMM), ``bitmap_gemm_tiles`` decompresses each A tile from its bitmap into a dense
-buffer and multiplies it densely (load sparse, compute dense).
+buffer and multiplies it densely (load sparse, compute dense). V:N:M and block-sparse layouts too:
+``vnm_gemm_tiles`` gathers each V-row block's selected rows of B, then runs the 2:4 stage on them;
+``bsr_gemm_tiles`` multiplies each nonzero block by the BK rows of B its column index selects.
 """
 
 from __future__ import annotations
@@ -122,3 +124,95 @@ def bitmap_gemm_tiles(bitmap: np.ndarray, row_ptr: np.ndarray, values: np.ndarra
                             out[r, j] += v * b[c, j]
                 tiles += 1
     return tiles
+
+
+@njit(cache=True)
+def vnm_gemm_tiles(values: np.ndarray, slots: np.ndarray, columns: np.ndarray, b: np.ndarray, out: np.ndarray,
+                   v: int, n: int, m: int, tile_m: int, tile_groups: int, tile_n: int) -> int:
+    """Accumulate a V:N:M-compressed A . B into ``out`` tile by tile, as a Spatha-style kernel does.
+
+    A tile is ``tile_m`` rows inside one V-row block (tiles never straddle blocks), ``tile_groups``
+    groups of M along k and ``tile_n`` columns. Per tile the column-gather stage copies, for each
+    group, the block's 4 selected rows of B (``columns``) into a gathered panel; the 2:4 stage then
+    multiplies each kept value by the gathered row its slot (``slots``) names. Rows of B at or past
+    its end are the zero k-padding. Returns the number of tiles run.
+    """
+    rows = values.shape[0]
+    groups = columns.shape[1]
+    kb, ncols = b.shape
+    sel = columns.shape[2]
+    gathered = np.zeros((tile_groups * sel, tile_n), dtype=out.dtype)
+    tiles = 0
+    for blk0 in range(0, rows, v):
+        blk1 = min(rows, blk0 + v)
+        blk = blk0 // v
+        for m0 in range(blk0, blk1, tile_m):
+            m1 = min(blk1, m0 + tile_m)
+            for g0 in range(0, groups, tile_groups):
+                g1 = min(groups, g0 + tile_groups)
+                for n0 in range(0, ncols, tile_n):
+                    n1 = min(ncols, n0 + tile_n)
+                    for g in range(g0, g1):  # gather: the selected rows of B of each group
+                        for s in range(sel):
+                            krow = g * m + np.int64(columns[blk, g, s])
+                            dst = (g - g0) * sel + s
+                            for j in range(n0, n1):
+                                gathered[dst, j - n0] = b[krow, j] if krow < kb else 0
+                    for r in range(m0, m1):  # 2:4 inside the gathered rows
+                        for g in range(g0, g1):
+                            for q in range(n):
+                                p = g * n + q
+                                src = (g - g0) * sel + np.int64(slots[r, p])
+                                val = values[r, p]
+                                for j in range(n0, n1):
+                                    out[r, j] += val * gathered[src, j - n0]
+                    tiles += 1
+    return tiles
+
+
+@njit(cache=True)
+def bsr_gemm_tiles(blocks: np.ndarray, block_cols: np.ndarray, row_ptr: np.ndarray, b: np.ndarray,
+                   out: np.ndarray, rows: int, bm: int, bk: int, tile_n: int) -> int:
+    """Accumulate a BSR-compressed A . B into ``out`` tile by tile, as a block-sparse kernel does: for each
+    block row, each of its nonzero blocks (one k-step: its column index selects BK rows of B) and each
+    ``tile_n`` columns, a dense BM x BK x tile_n product. Returns the number of tiles run."""
+    kb, ncols = b.shape
+    tiles = 0
+    for br in range(row_ptr.shape[0] - 1):
+        r0 = br * bm
+        for idx in range(row_ptr[br], row_ptr[br + 1]):
+            k0 = np.int64(block_cols[idx]) * bk
+            for n0 in range(0, ncols, tile_n):
+                n1 = min(ncols, n0 + tile_n)
+                for i in range(bm):
+                    r = r0 + i
+                    if r >= rows:
+                        break
+                    for kk in range(bk):
+                        krow = k0 + kk
+                        if krow >= kb:
+                            break
+                        val = blocks[idx, i, kk]
+                        for j in range(n0, n1):
+                            out[r, j] += val * b[krow, j]
+                tiles += 1
+    return tiles
+
+
+def run_tiled(kind: str, arrays: tuple[np.ndarray, ...], params: tuple[int, ...], b: np.ndarray, out: np.ndarray,
+              tile_m: int, tile_kc: int, tile_n: int, acc: np.dtype) -> int:
+    """Run a format's own tiled functional kernel (``CompressedOperand.tiled_form``) into ``out``.
+
+    ``tile_kc`` counts kept values per row along k (V:N:M: groups x N); block formats take one block per k-step.
+    """
+    if kind == "vnm":
+        values, slots, columns = arrays
+        v, n, m = params
+        return int(vnm_gemm_tiles(np.ascontiguousarray(values, dtype=acc), slots, columns, b, out, v, n, m,
+                                  min(tile_m, v), max(1, tile_kc // n), tile_n))
+    if kind == "bsr":
+        blocks, block_cols, row_ptr = arrays
+        rows, bm, bk = params
+        return int(bsr_gemm_tiles(np.ascontiguousarray(blocks, dtype=acc), block_cols, row_ptr, b, out, rows, bm, bk,
+                                  tile_n))
+    raise ValueError(f"no functional kernel {kind!r}")

@@ -1,4 +1,4 @@
-"""The tile pipeline: load -> metadata decode -> compute -> write-back, one recurrence over tiles.
+"""The tile pipeline: load -> gather -> metadata decode -> compute -> write-back, one recurrence over tiles.
 
 Each stage is a resource that serves tiles in order. A stage starts a tile at
 max(its input ready, the stage free, a buffer free). DRAM is one channel shared by loads and
@@ -18,6 +18,7 @@ from accelsim.engine.tiling import (
     T_DRAM_B,
     T_DRAM_C_READ,
     T_DRAM_C_WRITE,
+    T_GATHER,
     T_GROUPS,
     systolic_tiles,
     vector_tiles,
@@ -27,9 +28,11 @@ from accelsim.engine.tiling import (
 P_LOAD_START, P_LOAD_END, P_DECODE_START, P_DECODE_END = 0, 1, 2, 3
 P_COMPUTE_START, P_COMPUTE_END, P_WB_START, P_WB_END = 4, 5, 6, 7
 P_STALL_MEMORY, P_STALL_DECODE, P_BINDING = 8, 9, 10
-N_TIME_COLS = 11
+P_GATHER_START, P_GATHER_END, P_STALL_GATHER = 11, 12, 13
+N_TIME_COLS = 14
 
 BIND_COMPUTE, BIND_MEMORY, BIND_DECODE = 0, 1, 2
+BIND_GATHER = 4  # results.BINDING_NAMES index (3 is launch, never a tile's)
 
 
 @njit(cache=True)
@@ -46,18 +49,20 @@ def _load(tiles: np.ndarray, times: np.ndarray, i: int, ready: float, dram_free:
 
 @njit(cache=True)
 def run_pipeline(tiles: np.ndarray, bw: np.ndarray, latency: float, decode_rate: float, decode_latency: float,
-                 n_buffers: int, start: float) -> np.ndarray:
+                 n_buffers: int, start: float, gather_rate: float) -> np.ndarray:
     """Schedule every tile with one transfer rate per tile for loads and write-backs alike."""
-    return run_pipeline_split(tiles, bw, bw, latency, decode_rate, decode_latency, n_buffers, start)
+    return run_pipeline_split(tiles, bw, bw, latency, decode_rate, decode_latency, n_buffers, start, gather_rate)
 
 
 @njit(cache=True)
 def run_pipeline_split(tiles: np.ndarray, bw: np.ndarray, wb_bw: np.ndarray, latency: float, decode_rate: float,
-                       decode_latency: float, n_buffers: int, start: float) -> np.ndarray:
+                       decode_latency: float, n_buffers: int, start: float, gather_rate: float) -> np.ndarray:
     """Schedule every tile; return the timing array (one row per tile, P_* columns).
 
     ``bw[i]`` is the bytes/cycle tile i's loads get (its share of the memory system); ``wb_bw[i]`` its
-    write-back's (where C goes may differ from where A and B come from).
+    write-back's (where C goes may differ from where A and B come from). A tile with rows of B to gather
+    (T_GATHER) passes the gather stage (``gather_rate`` rows per cycle, in order) between its load and its
+    decode; a wait for it is a gather stall.
     """
     n = tiles.shape[0]
     times = np.zeros((n, N_TIME_COLS), dtype=np.float64)
@@ -65,6 +70,7 @@ def run_pipeline_split(tiles: np.ndarray, bw: np.ndarray, wb_bw: np.ndarray, lat
         return times
     dram_free = start
     decode_free = start
+    gather_free = start
     compute_free = start
     ahead = max(1, n_buffers - 1)  # tiles loaded ahead of the one computing
     for j in range(min(ahead, n)):
@@ -75,16 +81,26 @@ def run_pipeline_split(tiles: np.ndarray, bw: np.ndarray, wb_bw: np.ndarray, lat
             buffer_free = times[i - 1, P_COMPUTE_END] if i >= 1 else start
             dram_free = _load(tiles, times, j, buffer_free, dram_free, bw, latency)
         load_end = times[i, P_LOAD_END]
+        rows = tiles[i, T_GATHER]
+        if rows > 0.0:
+            gs = max(load_end, gather_free)
+            ge = gs + rows / gather_rate
+            gather_free = ge
+        else:
+            gs = load_end
+            ge = load_end
+        times[i, P_GATHER_START] = gs
+        times[i, P_GATHER_END] = ge
         groups = tiles[i, T_GROUPS]
         if groups > 0.0:
-            ds = max(load_end, decode_free)
+            ds = max(ge, decode_free)
             de = ds + groups / decode_rate
             decode_free = de
             ready = de + decode_latency
         else:
-            ds = load_end
-            de = load_end
-            ready = load_end
+            ds = ge
+            de = ge
+            ready = ge
         times[i, P_DECODE_START] = ds
         times[i, P_DECODE_END] = de
         out_free = start
@@ -93,15 +109,22 @@ def run_pipeline_split(tiles: np.ndarray, bw: np.ndarray, wb_bw: np.ndarray, lat
         data_ready = max(load_end, out_free)
         cs = max(compute_free, data_ready, ready)
         gap = cs - compute_free
-        stall_dec = 0.0
+        stall_front = 0.0  # waiting for the gather and decode stages past the data and the compute unit
         if ready > data_ready and ready > compute_free:
-            stall_dec = ready - max(data_ready, compute_free)
-        stall_mem = gap - stall_dec
+            stall_front = ready - max(data_ready, compute_free)
+        stall_gat = 0.0  # the part of it until the gather ended
+        if stall_front > 0.0 and ge > max(data_ready, compute_free):
+            stall_gat = min(ge, ready) - max(data_ready, compute_free)
+        stall_dec = stall_front - stall_gat
+        stall_mem = gap - stall_front
         if stall_mem < 1e-9:
             stall_mem = 0.0
         times[i, P_STALL_MEMORY] = stall_mem
         times[i, P_STALL_DECODE] = stall_dec
-        if stall_dec > stall_mem:
+        times[i, P_STALL_GATHER] = stall_gat
+        if stall_gat > stall_dec and stall_gat > stall_mem:
+            times[i, P_BINDING] = BIND_GATHER
+        elif stall_dec > stall_mem:
             times[i, P_BINDING] = BIND_DECODE
         elif stall_mem > 0.0:
             times[i, P_BINDING] = BIND_MEMORY
@@ -128,8 +151,8 @@ def run_pipeline_split(tiles: np.ndarray, bw: np.ndarray, wb_bw: np.ndarray, lat
 
 # Layout of the sums vector ``segment_sums`` returns (``classes.Sums.vector()``): five scalars, then
 # the per-column sums of the tile-work array.
-S_END, S_CYCLES, S_STALL_DECODE, S_BUSY, S_GROUPS = 0, 1, 2, 3, 4
-N_SUM_SCALARS = 5
+S_END, S_CYCLES, S_STALL_DECODE, S_BUSY, S_GROUPS, S_STALL_GATHER = 0, 1, 2, 3, 4, 5
+N_SUM_SCALARS = 6
 
 
 @njit(cache=True)
@@ -148,9 +171,11 @@ def segment_sums(work: np.ndarray, times: np.ndarray, latency: float) -> np.ndar
     end = max(times[0, P_COMPUTE_END], times[0, P_WB_END])
     busy = 0.0
     stall = 0.0
+    stall_gather = 0.0
     for i in range(n):
         end = max(end, times[i, P_COMPUTE_END], times[i, P_WB_END])
         stall += times[i, P_STALL_DECODE]
+        stall_gather += times[i, P_STALL_GATHER]
         moved = times[i, P_LOAD_END] - times[i, P_LOAD_START]
         if moved > latency:
             busy += moved - latency
@@ -165,6 +190,7 @@ def segment_sums(work: np.ndarray, times: np.ndarray, latency: float) -> np.ndar
     out[S_STALL_DECODE] = stall
     out[S_BUSY] = busy
     out[S_GROUPS] = out[N_SUM_SCALARS + T_GROUPS]
+    out[S_STALL_GATHER] = stall_gather
     return out
 
 
@@ -172,12 +198,13 @@ def segment_sums(work: np.ndarray, times: np.ndarray, latency: float) -> np.ndar
 def systolic_segment_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: int, n: int, k: int,
                           keep: int, group: int, elem_bytes: float, meta_bits: float, acc_bytes: float, chunk: int,
                           b_dram_scale: float, a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool,
-                          fill: float, latency: float, decode_rate: float, decode_latency: float,
-                          n_stages: int) -> np.ndarray:
+                          b_group: int, gather: bool, fill: float, latency: float, decode_rate: float,
+                          decode_latency: float, n_stages: int, gather_rate: float) -> np.ndarray:
     """``segment_sums`` of a systolic schedule, generated and run in one call (no arrays kept)."""
     work = systolic_tiles(rows, cols, dataflow, serial_drain, m, n, k, keep, group, elem_bytes, meta_bits, acc_bytes,
-                          chunk, b_dram_scale, a_resident, b_resident, c_resident, sparse)
-    times = run_pipeline(work, np.full(work.shape[0], fill), latency, decode_rate, decode_latency, n_stages, 0.0)
+                          chunk, b_dram_scale, a_resident, b_resident, c_resident, sparse, b_group, gather)
+    times = run_pipeline(work, np.full(work.shape[0], fill), latency, decode_rate, decode_latency, n_stages, 0.0,
+                         gather_rate)
     return segment_sums(work, times, latency)
 
 
@@ -186,5 +213,5 @@ def vector_segment_sums(n_tiles: int, col_in: int, sram_in: int, in_l2: bool, in
                         cycles: float, rate: float, pipe_latency: float, latency: float) -> np.ndarray:
     """``segment_sums`` of a vector kernel's chunks, generated and run in one call (no arrays kept)."""
     work, xfer = vector_tiles(n_tiles, col_in, sram_in, in_l2, in_bytes, out_bytes, cycles)
-    times = run_pipeline(xfer, np.full(n_tiles, rate), pipe_latency, np.inf, 0.0, 2, 0.0)
+    times = run_pipeline(xfer, np.full(n_tiles, rate), pipe_latency, np.inf, 0.0, 2, 0.0, np.inf)
     return segment_sums(work, times, latency)

@@ -6,8 +6,11 @@ Each CTA runs its k-loop through the same tile pipeline as a systolic part: ever
 an A tile (compressed values + metadata) and a B tile into shared memory, decodes metadata, and
 runs BM*BN*BK MACs on the tensor cores. Active cores share L2 and DRAM bandwidth; A/B panels
 used by several CTAs of a wave are read from DRAM once per wave, and a panel stays in L2 for a
-later wave unless too much other data passed through L2 in between (``engine.l2reuse``). Waves
-with identical parameters are simulated once and counted.
+later wave unless too much other data passed through L2 in between (``engine.l2reuse``); where the
+config lists several rasters, the kernel launches in the one reading the fewest DRAM bytes. CTAs of a
+thread-block cluster (``core.compute.cluster``) receive shared tiles by one L2 read (TMA multicast). A
+write-back L2 takes a wave's C stores at its port rate and drains them to DRAM behind the next loads.
+Waves with identical parameters are simulated once and counted.
 """
 
 from __future__ import annotations
@@ -41,7 +44,10 @@ from accelsim.engine.tiling import (
 def cta_k_loop(bm: int, bn: int, bk: int, k_total: int, keep: int, group: int, mma_k: int,
                elem_bytes: float, meta_bits: float, c_bytes: float, macs_per_cycle: float,
                sparse: bool) -> np.ndarray:
-    """Per-tile work of one CTA: one row per k-step (SRAM bytes, cycles, decode groups)."""
+    """Per-tile work of one CTA: one row per k-step (SRAM bytes, cycles, decode groups).
+
+    The gather column (T_GATHER) stays 0: V:N:M and block-sparse grids fill it (``engine.structured``).
+    """
     steps = -(-k_total // bk)
     out = np.zeros((steps, N_TILE_COLS), dtype=np.float64)
     for s in range(steps):
@@ -121,11 +127,18 @@ def merge_close(classes: list[WaveClass], a_panel: float, b_panel: float) -> lis
     return sorted(merged, key=lambda cls: cls[4])
 
 
-def raster_band(order: str, group_width: int, grid_m: int, grid_n: int) -> int:
-    """CTA-rows (for ``grouped_columns``: CTA-columns) of one raster band, cut to the grid."""
+def raster_band(order: str, group_width: int, grid_m: int, grid_n: int, cluster_m: int = 1,
+                cluster_n: int = 1) -> int:
+    """CTA-rows (for ``grouped_columns``: CTA-columns) of one raster band, cut to the grid.
+
+    A band holds ``group_width`` clusters across it (CUTLASS 3 swizzles whole clusters), so
+    ``group_width * cluster_m`` CTA-rows (``* cluster_n`` columns for ``grouped_columns``).
+    """
     if order == "m_fastest":
         return grid_m
-    return max(1, min(group_width, grid_n if order == "grouped_columns" else grid_m))
+    if order == "grouped_columns":
+        return max(1, min(group_width * cluster_n, grid_n))
+    return max(1, min(group_width * cluster_m, grid_m))
 
 
 def reuse_classes(order: str, band: int, grid_m: int, grid_n: int, planes: int, slots: int, a_panel: float,
@@ -147,6 +160,62 @@ def reuse_classes(order: str, band: int, grid_m: int, grid_n: int, planes: int, 
     return merge_close(exact, a_panel, b_panel)
 
 
+def raster_classes(order: str, width: int, cluster: tuple[int, int], grid_m: int, grid_n: int, planes: int,
+                   slots: int, a_panel: float, b_panel: float, c_cta: float, capacity: float,
+                   b_from_dram: bool) -> tuple[int, list[WaveClass], bool]:
+    """(band, wave classes, settled) of the grid launched in raster ``order`` with ``width`` clusters per band.
+
+    ``settled``: no other raster can read fewer DRAM bytes -- every CTA runs in one wave, or the whole footprint
+    (A, B and the C written) fits the usable L2, or this raster already reads each panel exactly once.
+    """
+    band = raster_band(order, width, grid_m, grid_n, *cluster)
+    classes = reuse_classes(order, band, grid_m, grid_n, planes, slots, a_panel, b_panel, c_cta, capacity,
+                            b_from_dram)
+    ctas = grid_m * grid_n * planes
+    footprint = a_panel * grid_m * planes + b_panel * grid_n * planes + c_cta * ctas
+    compulsory = (a_panel * grid_m + (b_panel if b_from_dram else 0.0) * grid_n) * planes  # each panel once
+    dram = sum(c * (da + db) for _, da, db, c, _ in classes)
+    return band, classes, ctas <= slots or footprint <= capacity or dram <= compulsory * (1 + 1e-9)
+
+
+def pick_raster(candidates: list[tuple[str, int]], cluster: tuple[int, int], grid_m: int, grid_n: int, planes: int,
+                slots: int, a_panel: float, b_panel: float, c_cta: float, capacity: float, b_from_dram: bool,
+                first: list[WaveClass] | None = None) -> tuple[int, str, int, list[WaveClass], bool]:
+    """(index, order, band, wave classes, settled) of the candidate raster whose waves read the fewest A + B bytes
+    from DRAM (the first wins a tie, within 1e-9 relative); the walk stops at a settled one (``raster_classes``).
+    ``first``: the classes of the first candidate when already known."""
+    best: tuple[float, int, str, int, list[WaveClass], bool] | None = None
+    seen: set[tuple[str, int]] = set()
+    for i, (order, width) in enumerate(candidates):
+        band = raster_band(order, width, grid_m, grid_n, *cluster)
+        if (order, band) in seen:
+            continue
+        seen.add((order, band))
+        if i == 0 and first is not None:
+            classes, settled = first, False
+        else:
+            band, classes, settled = raster_classes(order, width, cluster, grid_m, grid_n, planes, slots, a_panel,
+                                                    b_panel, c_cta, capacity, b_from_dram)
+        dram = sum(c * (da + db) for _, da, db, c, _ in classes)
+        if best is None or dram < best[0] * (1 - 1e-9):
+            best = (dram, i, order, band, classes, settled)
+        if settled:
+            break
+    assert best is not None  # candidates is never empty (schema)
+    return best[1], best[2], best[3], best[4], best[5]
+
+
+def cluster_share(step_a: np.ndarray, step_b: np.ndarray, cluster_m: int, cluster_n: int) -> np.ndarray:
+    """Per k-step: bytes the L2 sends per byte a CTA's shared memory receives, with TMA multicast.
+
+    A CTA's A tile is shared by the ``cluster_n`` CTAs of its cluster row and read from L2 once for all of
+    them; its B tile likewise by ``cluster_m``.
+    """
+    step = step_a + step_b
+    l2 = step_a / cluster_n + step_b / cluster_m
+    return np.divide(l2, step, out=np.ones_like(step), where=step > 0)
+
+
 def legacy_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: float, b_block: float,
                    all_fit: bool) -> list[WaveClass]:
     """The m-fastest, all-or-nothing classes of the model before issue 17 (batch folded into m)."""
@@ -156,16 +225,22 @@ def legacy_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: fl
 
 
 @njit(cache=True)
-def load_rate(step_bytes: np.ndarray, dram_share: np.ndarray, active: int, fill_bw: float, l2_bw: float,
-              dram_bw: float) -> np.ndarray:
-    """Bytes/cycle each tile's transfers get when ``active`` CTAs share L2 and DRAM."""
+def load_rate(step_bytes: np.ndarray, dram_share: np.ndarray, l2_share: np.ndarray, active: int, fill_bw: float,
+              l2_bw: float, dram_bw: float) -> np.ndarray:
+    """Bytes/cycle each tile's transfers get when ``active`` CTAs share L2 and DRAM.
+
+    ``dram_share``/``l2_share``: DRAM / L2 bytes per byte the CTA's shared memory receives (the L2 share is
+    below 1 with TMA multicast in clusters).
+    """
     out = np.empty(len(step_bytes), dtype=np.float64)
-    base = 1.0 / fill_bw
-    if math.isfinite(l2_bw):
-        base = max(base, active / l2_bw)
+    l2 = math.isfinite(l2_bw)
     dram = math.isfinite(dram_bw)
     for i in range(len(out)):
-        per_byte = max(base, active * dram_share[i] / dram_bw) if dram else base
+        per_byte = 1.0 / fill_bw
+        if l2:
+            per_byte = max(per_byte, active * l2_share[i] / l2_bw)
+        if dram:
+            per_byte = max(per_byte, active * dram_share[i] / dram_bw)
         out[i] = 1.0 / per_byte if per_byte > 0 else np.inf
     return out
 

@@ -17,15 +17,17 @@ from numba import njit
 T_FOLD_R, T_FOLD_C, T_CHUNK, T_CYCLES, T_GROUPS = 0, 1, 2, 3, 4
 T_DRAM_A_VALUES, T_DRAM_A_META, T_DRAM_B, T_DRAM_C_READ, T_DRAM_C_WRITE = 5, 6, 7, 8, 9
 T_SRAM_A_VALUES, T_SRAM_A_META, T_SRAM_B, T_SRAM_C = 10, 11, 12, 13
-N_TILE_COLS = 14
+T_GATHER = 14  # rows of B gathered by index (V:N:M's selected columns, block-sparse block columns)
+N_TILE_COLS = 15
 
 DATAFLOW_CODE = {"os": 0, "ws": 1, "is": 2}
 
 
 @njit(cache=True)
-def _dense_rows(x: int, keep: int, group: int, k: int) -> int:
-    """Dense k positions of B covered by the first x compressed positions of A."""
-    return min(k, -(-x // keep) * group)
+def _b_rows(x: int, keep: int, b_group: int, cap: int) -> int:
+    """Rows of B the first x compressed positions of A need: ``b_group`` per group of ``keep`` (the group's
+    dense rows for N:M; V:N:M's 4 gathered rows; one per position for block sparsity), at most ``cap``."""
+    return min(cap, -(-x // keep) * b_group)
 
 
 @njit(cache=True)
@@ -64,9 +66,15 @@ def vector_tiles(n_tiles: int, col_in: int, sram_in: int, in_l2: bool, in_bytes:
 def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                    m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
                    meta_bits: float, acc_bytes: float, chunk: int, b_dram_scale: float,
-                   a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool) -> np.ndarray:
-    """Per-tile work of one GEMM on an R x C systolic array (one row per (fold, chunk))."""
+                   a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool, b_group: int,
+                   gather: bool) -> np.ndarray:
+    """Per-tile work of one GEMM on an R x C systolic array (one row per (fold, chunk)).
+
+    ``b_group``: rows of B one group of A needs (``group`` for N:M); ``gather``: those rows are gathered by
+    index (V:N:M, block sparsity), counted per tile in T_GATHER.
+    """
     k_eff = -(-k // group) * keep
+    b_cap = min(k, -(-k // group) * b_group)
     meta_b = meta_bits / 8.0 if sparse else 0.0
     if dataflow == 0:  # os: rows <- n (pixels), cols <- m (filters), stream k
         s_r, s_c, t_len = n, m, k_eff
@@ -101,7 +109,7 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                     a_vals = sc * tl * elem_bytes
                     a_meta = sc * tl * meta_b
                     groups = sc * _groups(x0, x1, keep) if sparse else 0
-                    b_rows = _dense_rows(x1, keep, group, k) - _dense_rows(x0, keep, group, k)
+                    b_rows = _b_rows(x1, keep, b_group, b_cap) - _b_rows(x0, keep, b_group, b_cap)
                     b = b_rows * sr * elem_bytes
                     row[T_SRAM_A_VALUES] = a_vals
                     row[T_SRAM_A_META] = a_meta
@@ -120,7 +128,7 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                         cyc += rows  # preload of the stationary operand
                     if last:
                         cyc += skew
-                    b_rows = _dense_rows(r0 + sr, keep, group, k) - _dense_rows(r0, keep, group, k)
+                    b_rows = _b_rows(r0 + sr, keep, b_group, b_cap) - _b_rows(r0, keep, b_group, b_cap)
                     if dataflow == 1:  # A stationary (sr x sc), B streams b_rows x tl
                         if c == 0:
                             a_vals = sr * sc * elem_bytes
@@ -162,13 +170,15 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                         row[T_DRAM_C_READ] = outputs * acc_bytes
                 row[T_CYCLES] = cyc
                 row[T_GROUPS] = groups
+                if gather:
+                    row[T_GATHER] = b_rows
                 t += 1
     return out
 
 
 def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, keep: int, group: int,
-                  elem_bytes: float, meta_bits: int, acc_bytes: int, caps: dict[str, int],
-                  double_buffered: bool, b_elements: int) -> dict:
+                  elem_bytes: float, meta_bits: float, acc_bytes: int, caps: dict[str, int],
+                  double_buffered: bool, b_elements: int, b_group: int = 0) -> dict:
     """Choose the stream chunk length and operand residency for one GEMM.
 
     Returns a dict with ``chunk`` and residency flags, or ``infeasible`` = (buffer, needed, have).
@@ -177,7 +187,7 @@ def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, k
     k_eff = -(-k // group) * keep
     meta_b = meta_bits / 8 if sparse else 0.0
     per = {b: (caps[b] // 2 if double_buffered else caps[b]) for b in caps}
-    expand = group / keep  # dense rows of B per compressed position of A
+    expand = (b_group or group) / keep  # rows of B per compressed position of A
     if dataflow == "os":
         t_len = k_eff
         fixed: dict[str, float] = {"ofmap": min(rows, n) * min(cols, m) * elem_bytes}

@@ -43,6 +43,7 @@ from accelsim.hardware.provenance import Provenance, peak_problems, provenance
 from accelsim.hardware.provenance import Section as ProvenanceSection
 from accelsim.hardware.systolic import SystolicCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.tensor_core import TensorCoreCompute  # noqa: F401 (re-exported)
+from accelsim.hardware.vnm_block import BlockSupport, VnmSupport
 from accelsim.textsafe import short_repr
 
 if TYPE_CHECKING:  # the shipped kinds, for type checkers; at run time the registry's union
@@ -160,6 +161,9 @@ class FormatsSpec(Strict):
         return {k: v for k, v in handler(self).items() if v is not None}
 
 
+_OPTIONAL_FORMAT_SECTIONS = ("vnm", "block")
+
+
 class SparseSpec(Strict):
     """The sparse datapath on operand A: native patterns and the metadata-decode stage."""
 
@@ -179,6 +183,12 @@ class SparseSpec(Strict):
     dense_operand_align: PosInt = Field(
         1, description="Library rule: on the sparse path the dense operand B is padded so n is a multiple of "
                        "this (PyTorch/cuSPARSELt pads fp16 to 32 columns: a 1-token GEMM computes 32).")
+    vnm: VnmSupport | None = Field(
+        None, description="V:N:M (e.g. 64:2:8) on a native N:M pattern with a column-gather stage; absent: V:N:M "
+                          "layers run dense (format_unsupported).")
+    block: BlockSupport | None = Field(
+        None, description="Block sparsity (e.g. block32x32:75%) on the dense datapath over the nonzero blocks; "
+                          "absent: block-sparse layers run dense (format_unsupported).")
 
     @field_validator("patterns", mode="before")
     @classmethod
@@ -198,6 +208,9 @@ class SparseSpec(Strict):
             pat = parse_format(key)
             if pat is None:
                 raise ValueError(f"pattern {key!r} is dense; list only N:M patterns with N < M")
+            if pat.key in _OPTIONAL_FORMAT_SECTIONS:
+                raise ValueError(f"{key!r} is a {pat.title} pattern, not a native one: say how the part runs "
+                                 f"{pat.title} under core.sparse.{pat.key}")
             if not pat.native:
                 where = "core.sparse.formats" if pat.needs_support else "no entry: every part runs it dense"
                 raise ValueError(f"{key!r} is not a native pattern of the sparse datapath ({where})")
@@ -205,11 +218,23 @@ class SparseSpec(Strict):
 
     @model_serializer(mode="wrap")
     def _formats_if_listed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``formats`` out of the resolved config when absent (configs written before it read the same)."""
+        """Leave ``formats`` and the V:N:M / block sections out of the resolved config when absent (configs
+        written before them read the same). One serializer: pydantic applies only a model's last one."""
         data = handler(self)
-        if self.formats is None:
-            data.pop("formats", None)
+        for key in ("formats", *_OPTIONAL_FORMAT_SECTIONS):
+            if data.get(key, 0) is None:
+                data.pop(key)
         return data
+
+    @model_validator(mode="after")
+    def _vnm_runs_on_a_native_pattern(self) -> SparseSpec:
+        if self.vnm is not None and self.vnm.runs_on not in self.patterns:
+            raise configio.FieldError(("vnm", "runs_on"), f"{self.vnm.runs_on!r} is not one of core.sparse.patterns "
+                                      f"({', '.join(self.patterns)})")
+        if self.vnm is not None and parse_format(self.vnm.runs_on).group != 4:  # type: ignore[union-attr]
+            raise configio.FieldError(("vnm", "runs_on"), f"{self.vnm.runs_on!r}: V:N:M runs its 4 selected columns "
+                                      "on an N:4 pattern (e.g. 2:4)")
+        return self
 
     @model_validator(mode="after")
     def _pattern_dtypes_supported(self) -> SparseSpec:
@@ -301,6 +326,11 @@ class L2Spec(Strict):
 
     bytes: PosInt = Field(description="Capacity.")
     bandwidth_bytes_per_cycle: PosFloat = Field(description="Total L2 -> core bandwidth, shared by active cores.")
+    write_policy: Literal["write_back", "write_through"] = Field(
+        "write_back", description="'write_back': a GEMM wave's output stores land in L2 at its port rate and are "
+        "written to DRAM while the next wave loads (their DRAM bytes share the loads' DRAM bandwidth), when one "
+        "wave's C fits in l2.bytes (NVIDIA's L2 is a write-back cache); 'write_through': each CTA's stores wait "
+        "for DRAM (the model before issue 17's follow-up, ablation). Tensor-core parts only.")
 
 
 class StaticPower(Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from accelsim.config import schema as configio
 from accelsim.hardware.base import DtypeName, Fraction, PosFloat, PosInt, Strict, Triple
@@ -58,19 +58,54 @@ class SplitK(Strict):
     sparse: Annotated[list[PosInt], Field(min_length=1)] = [1]
 
 
-class Raster(Strict):
-    """The order a library's GEMM kernel issues its CTAs in: which output tiles share a wave, and so L2."""
+RasterOrder = Literal["grouped", "grouped_columns", "m_fastest"]
+GroupWidths = Annotated[list[PosInt], Field(min_length=1)]
 
-    order: Literal["grouped", "grouped_columns", "m_fastest"] = Field(
-        "grouped", description="'grouped': CTAs walk a band of group_width CTA-rows (m fastest inside the band), "
-        "then move along n, then take the next band (Triton's grouped matmul order, GROUP_M); 'grouped_columns': "
-        "the same with m and n exchanged (CUTLASS 2.x GemmIdentityThreadblockSwizzle<group_width>: a band of "
-        "CTA-columns walked along m); 'm_fastest': blockIdx.x = m tile over the whole grid, no swizzle (CUTLASS's "
-        "GemmIdentityThreadblockSwizzle<1>; the model's order before issue 17, kept for ablation).")
-    group_width: PosInt = Field(
-        8, description="CTA-rows (columns for grouped_columns) per band, cut to the grid. Default 8: Triton's "
-        "matmul tutorial GROUP_SIZE_M = 8, CUTLASS's library generator default SwizzlingFunctor.Identity8 "
-        "(python/cutlass_library/generator.py, dense and sparse GEMMs).")
+
+class Raster(Strict):
+    """The order a library's GEMM kernel issues its CTAs in: which output tiles share a wave, and so L2.
+
+    ``order`` and ``group_width`` may each list candidates: the library launches the kernel it chose (CTA tile,
+    split-k, timed in the first candidate) in the candidate whose waves read the fewest A and B bytes from DRAM
+    (the first listed wins a tie), as cuBLAS's heuristics pick a kernel's CTA swizzle per problem and CUTLASS 3's
+    tile scheduler takes the raster order and swizzle size as run-time arguments.
+    """
+
+    order: Annotated[list[RasterOrder], Field(min_length=1)] = Field(
+        ["grouped"], description="'grouped': CTAs walk a band of group_width CTA-rows (m fastest inside the band), "
+        "then move along n, then take the next band (Triton's grouped matmul order, GROUP_M; CUTLASS 3's "
+        "RasterOrder::AlongN with a swizzle); 'grouped_columns': the same with m and n exchanged (CUTLASS 2.x "
+        "GemmIdentityThreadblockSwizzle<group_width>: a band of CTA-columns walked along m; CUTLASS 3's AlongM); "
+        "'m_fastest': blockIdx.x = m tile over the whole grid, no swizzle (CUTLASS's "
+        "GemmIdentityThreadblockSwizzle<1>; the model's order before issue 17, kept for ablation). A list: "
+        "candidates the library picks from per GEMM (fewest DRAM bytes; one name is a list of one).")
+    group_width: GroupWidths = Field(
+        [8], description="CTA-rows (columns for grouped_columns) per band, in clusters of core.compute.cluster "
+        "(CUTLASS 3 swizzles whole clusters), cut to the grid. Default 8: Triton's matmul tutorial "
+        "GROUP_SIZE_M = 8, CUTLASS's library generator default SwizzlingFunctor.Identity8 "
+        "(python/cutlass_library/generator.py, dense and sparse GEMMs). A list: candidates, as for order.")
+
+    @field_validator("order", "group_width", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return value if isinstance(value, list) else [value]
+
+    def candidates(self) -> list[tuple[str, int]]:
+        """(order, group width) pairs the library may pick from, in preference order (m_fastest takes no width)."""
+        out: list[tuple[str, int]] = []
+        for order in self.order:
+            for width in self.group_width[:1] if order == "m_fastest" else self.group_width:
+                if (order, width) not in out:
+                    out.append((order, width))
+        return out
+
+
+class Cluster(Strict):
+    """CTAs launched together as a thread-block cluster (Hopper and later): a tile several of them load is read
+    from L2 once and multicast into each CTA's shared memory (TMA multicast)."""
+
+    m: PosInt = Field(1, description="CTAs of a cluster along m: they share each B tile (read from L2 once).")
+    n: PosInt = Field(1, description="CTAs of a cluster along n: they share each A tile (read from L2 once).")
 
 
 UsableFraction = Annotated[float, Field(ge=0, le=1)]
@@ -108,6 +143,10 @@ class TensorCoreCompute(Strict):
     raster: Raster = Field(default_factory=lambda: Raster(),
                            description="CTA rasterization of the library's GEMM kernels (sets which A/B panels "
                                        "each wave shares and how far apart in time a panel is reused).")
+    cluster: Cluster = Field(
+        default_factory=lambda: Cluster(), description="Thread-block cluster of the library's GEMM kernels: L2 -> "
+        "SM bytes per CTA are A / n + B / m of its tiles (TMA multicast; shared memory still receives whole "
+        "tiles); 1 x 1: no clusters (parts before Hopper). Partners are cut to the grid.")
     l2_reuse: L2Reuse = Field(default_factory=lambda: L2Reuse(),
                               description="How A/B panels are kept in L2 across waves of CTAs.")
     efficiency: PerPath = Field(
@@ -139,11 +178,20 @@ class TensorCoreKind(ComputeKind):
     calibrated_fields = ("core.compute.efficiency.dense", "core.compute.efficiency.sparse",
                          "launch_overhead_cycles.dense", "launch_overhead_cycles.sparse", "dram.sustained_fraction")
     trace = TraceLabels("SM", (("wave_class", "wave_class"), ("k_step", "chunk")),
-                        ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas", "wave_classes", "raster", "l2_reuse",
-                         "dram_reread"), waves=True)
+                        ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas", "wave_classes", "raster", "cluster",
+                         "l2_reuse", "dram_reread"), waves=True)
 
     def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
         return float(compute.macs_per_cycle.get(dtype, 0.0))
+
+    def check(self, hw: Any) -> None:
+        """The V:N:M kernel's CTA tiles (core.sparse.vnm.cta_tiles) are whole sparse MMA tiles."""
+        vnm = hw.core.sparse.vnm if hw.core.sparse is not None else None
+        mma = hw.core.compute.mma.sparse
+        for i, tile in enumerate((vnm.cta_tiles or []) if vnm is not None else []):
+            if any(t % m for t, m in zip(tile, mma, strict=True)):
+                raise configio.FieldError(("core", "sparse", "vnm", "cta_tiles", i),
+                                          f"CTA tile {tile} is not a multiple of the sparse MMA tile {mma}")
 
     def slots_per_core(self, compute: Any) -> int:
         return int(compute.ctas_per_core)

@@ -94,7 +94,7 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
     hw_name, wl, pat = _names(result)
     fig = _figure("timeline")
     ax = fig.add_axes((0.17, 0.2, 0.8, 0.64))
-    rows = ["layers", "launch", "load", "decode", "compute", "writeback", "vector"]
+    rows = ["layers", "launch", "load", "gather", "decode", "compute", "writeback", "vector"]
     bars: dict[str, list[tuple[float, float]]] = {r: [] for r in rows}
     idle: dict[str, list[tuple[float, float]]] = {"memory": [], "decode": []}
     tags: dict[str, list[tuple[float, float, int]]] = {r: [] for r in rows}
@@ -116,7 +116,8 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
             tags[stage].extend(zip(s.tolist(), (e - s).tolist(), ls.tiles["tile"][iv.row].tolist(), strict=True))
             if stage in ("compute", "vector"):
                 t = ls.tiles[iv.row]
-                sm, sd = _us(t["stall_memory"], clock), _us(t["stall_decode"], clock)
+                sm = _us(t["stall_memory"], clock)
+                sd = _us(t["stall_decode"] + t["stall_gather"], clock)  # the gather / decode front end
                 for start, m, d in zip(s.tolist(), sm.tolist(), sd.tolist(), strict=True):
                     if m > 0:
                         idle["memory"].append((start - d - m, m))

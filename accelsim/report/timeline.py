@@ -26,10 +26,11 @@ from accelsim.hardware.kinds import kind_of
 from accelsim.hardware.model import Hardware
 from accelsim.results import BINDING_NAMES, STAGE_NAMES, KernelResult, RunResult
 
-STAGES = ("load", "decode", "compute", "writeback", "vector")
+STAGES = ("load", "gather", "decode", "compute", "writeback", "vector")
 
 STAGE_LABELS = {
     "load": "load (DRAM/L2 \u2192 SRAM)",
+    "gather": "gather (rows of B by index)",
     "decode": "metadata decode / decompress",
     "compute": "compute array",
     "writeback": "write-back (SRAM \u2192 DRAM)",
@@ -42,13 +43,15 @@ STAGE_LABELS = {
 STAGE_COLORS = {
     "load": "#4387fd",       # rail_response (67, 135, 253)
     "decode": "#ee8e00",     # rail_idle (238, 142, 0)
+    "gather": "#ff8c00",     # thread_state_iowait (255, 140, 0)
     "compute": "#0da861",    # rail_load (13, 168, 97)
     "writeback": "#f44a3f",  # rail_animation (244, 74, 63)
     "vector": "#b400b4",     # detailed_memory_dump (180, 0, 180)
     "launch": "#7d7d7d",     # generic_work (125, 125, 125)
 }
 STAGE_CNAMES = {
-    "load": "rail_response", "decode": "rail_idle", "compute": "rail_load", "writeback": "rail_animation",
+    "load": "rail_response", "gather": "thread_state_iowait", "decode": "rail_idle", "compute": "rail_load",
+    "writeback": "rail_animation",
     "vector": "detailed_memory_dump", "launch": "generic_work",
 }
 PATH_COLORS = {"sparse": "#99ee66", "dense": "#bbbbbb", "vector": "#ffff77"}
@@ -185,6 +188,8 @@ def _stage_cols(ls: LayerSchedule, stage: str, rows: slice) -> tuple[np.ndarray,
         return s, np.where(e > s, busy_end, s)
     if stage == "decode":
         return t["decode_start"], t["decode_end"]
+    if stage == "gather":
+        return t["gather_start"], t["gather_end"]
     if stage in ("compute", "vector"):
         return t["compute_start"], t["compute_end"]
     return t["wb_start"], t["wb_end"]
@@ -283,11 +288,13 @@ def layer_counters(ls: LayerSchedule, hw: Hardware, windows: int) -> tuple[np.nd
     ``array_occupancy_pct`` share of CTA slots (cores x ctas_per_core; 1 for systolic parts) whose
     array is busy; ``vector_occupancy_pct`` the vector unit busy; ``dram_bytes_per_cycle`` DRAM
     bytes moved (loads and write-backs of all active cores, each transfer spread evenly over its
-    busy time); ``sram_bytes`` bytes staged in SRAM by tiles in flight (operands from load start
-    to compute end, outputs from compute start to write-back end; vector layers stream and are not
+    busy time; behind a write-back L2 (``tiling.c_write_back``) C's DRAM bytes drain during the
+    loads); ``sram_bytes`` bytes staged in SRAM by tiles in flight (operands from load start to
+    compute end, outputs from compute start to write-back end; vector layers stream and are not
     counted); ``decode_utilization_pct`` the metadata decoders busy.
     """
     slots = _slots(hw)
+    write_back = bool(ls.result.tiling.get("c_write_back"))
     edges = np.linspace(ls.start, ls.end, windows + 1)
     width = np.diff(edges)
     width = np.where(width > 0, width, 1.0)
@@ -315,8 +322,15 @@ def layer_counters(ls: LayerSchedule, hw: Hardware, windows: int) -> tuple[np.nd
         key = "vector_occupancy_pct" if ls.vector else "array_occupancy_pct"
         add(key, expand(cs), expand(ce), rep(busy))
         dram_in = cast(np.ndarray, sum(r[k] for k in _LOAD_DRAM))
+        c_out = r["dram_c_write"]
+        if write_back and len(r):  # a write-back L2 drains C to DRAM behind the loads, as the engine charges it
+            loaded = cast(np.ndarray, sum(r[k] for k in _LOAD_SRAM))
+            total = float(loaded.sum())
+            if total > 0:
+                dram_in = dram_in + float(c_out.sum()) * loaded / total
+                c_out = np.zeros_like(c_out)
         add("dram_bytes_per_cycle", expand(ls_), expand(le_), rep(dram_in))
-        add("dram_bytes_per_cycle", expand(r["wb_start"]), expand(r["wb_end"]), rep(r["dram_c_write"]))
+        add("dram_bytes_per_cycle", expand(r["wb_start"]), expand(r["wb_end"]), rep(c_out))
         ds, de = r["decode_start"], r["decode_end"]
         add("decode_utilization_pct", expand(ds), expand(de), rep(de - ds))
         if not ls.vector:

@@ -9,8 +9,8 @@ one to a file):
   equal windows per layer, fewer when the layer has fewer tile runs): array occupancy %, vector
   unit occupancy %, DRAM bandwidth (bytes/cycle and GB/s), SRAM occupancy (bytes staged by
   tiles in flight, all cores), metadata-decode utilisation %;
-- pid 100 + c, "core c": threads load (DRAM/L2 -> SRAM), metadata decode (or a load-sparse format's
-  decompress stage: slices of category "decompress" with the values placed), compute array,
+- pid 100 + c, "core c": threads load (DRAM/L2 -> SRAM), gather (V:N:M / block), metadata decode (or a
+  load-sparse format's decompress stage: slices of category "decompress" with the values placed), compute array,
   write-back, and on core 0 the vector unit; one complete ("X") slice per tile and stage.
   Slices on one thread never overlap. A load slice is the transfer (the channel busy); the DRAM
   latency after it is in args (``ready_cycle``). CTA slot s of a multi-core part runs on core
@@ -55,7 +55,7 @@ DEFAULT_MAX_EVENTS = 500_000
 COUNTER_WINDOWS = 32
 LAYERS_PID, MEMORY_PID, CORE_PID0 = 1, 2, 100
 LAYERS_TID, LAUNCH_TID = 1, 2
-STAGE_TID = {"load": 1, "decode": 2, "compute": 3, "writeback": 4, "vector": 5}
+STAGE_TID = {"load": 1, "decode": 2, "compute": 3, "writeback": 4, "vector": 5, "gather": 6}
 # tiling keys of a non-native format's layer (channel, unstructured) that its layer slice shows
 FORMAT_TILING_KEYS = ("compute_on", "rows_kept", "downstream_input", "a_density", "a_index", "stage",
                       "compute_macs_per_cycle")
@@ -219,10 +219,15 @@ def _tile_args(ls: tl.LayerSchedule, stage: str, row: int, labels: TraceLabels) 
     elif stage == "decode":
         args["groups"] = _num(t["decode_groups"])
         args["metadata_bytes"] = _num(t["sram_a_metadata"])
+    elif stage == "gather":
+        args["rows"] = _num(t["gather_rows"])
+        args["b_bytes"] = _num(t["sram_b"])
     elif stage in ("compute", "vector"):
         args["sram_bytes"] = {k[5:]: _num(t[k]) for k in tl._LOAD_SRAM}
         args["stall_memory_cycles"] = _num(t["stall_memory"])
         args["stall_decode_cycles"] = _num(t["stall_decode"])
+        if t["gather_rows"] > 0:
+            args["stall_gather_cycles"] = _num(t["stall_gather"])
     else:
         args["dram_bytes"] = {"c_write": _num(t["dram_c_write"])}
         args["sram_bytes"] = {"c": _num(t["sram_c"])}
@@ -247,9 +252,13 @@ def _merged_args(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, lo: int, hi
         args["values"] = _num(t["decode_groups"].sum())
     elif stage == "decode":
         args["groups"] = _num(t["decode_groups"].sum())
+    elif stage == "gather":
+        args["rows"] = _num(t["gather_rows"].sum())
     elif stage in ("compute", "vector"):
         args["stall_memory_cycles"] = _num(t["stall_memory"].sum())
         args["stall_decode_cycles"] = _num(t["stall_decode"].sum())
+        if t["gather_rows"].sum() > 0:
+            args["stall_gather_cycles"] = _num(t["stall_gather"].sum())
     else:
         args["dram_bytes"] = {"c_write": _num(t["dram_c_write"].sum())}
     args["binding"] = {tl.binding_name(c, tl.a_stage(ls.result)): int(n) for c, n in zip(codes, counts, strict=True)}

@@ -1,0 +1,291 @@
+"""Tensor-core kernels: CTA tiles in waves over the cores (the ``cta_waves`` simulation).
+
+Candidate kernels (CTA tile, split-k, stages; V:N:M and block grids from ``engine.structured``) are each
+simulated as wave classes through the tile pipeline (``engine.tensorcore``, ``engine.pipeline``) and the
+fastest is kept; its raster is then chosen among the configured candidates (fewest DRAM bytes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from accelsim.engine import classes as cl
+from accelsim.engine import loadsparse as ls
+from accelsim.engine import pipeline as pl
+from accelsim.engine import structured as st
+from accelsim.engine import tensorcore as tc
+from accelsim.engine import tiling as tl
+from accelsim.engine.segment import Segment, decode_params
+from accelsim.errors import InfeasibleError
+from accelsim.hardware.model import Hardware
+from accelsim.hardware.tensor_core import TensorCoreCompute
+from accelsim.limits import SizeLimitError
+from accelsim.lowering import Kernel
+
+# One candidate kernel: (CTA tile, the GEMM its CTAs run, datapath, metadata bits per kept value, V:N:M / block extras)
+_Candidate = tuple[tuple[int, int, int], Kernel, str, float, "st.GridExtras | None"]
+
+
+def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment], dict, float]:
+    """The fastest candidate kernel (CTA tile, split-k, raster) of ``kernel`` on ``hw``: its segments, tiling, peak."""
+    comp = hw.core.compute
+    assert isinstance(comp, TensorCoreCompute)
+    dtype = kernel.dtype
+    if dtype not in comp.macs_per_cycle:
+        raise InfeasibleError(source, "core.compute.macs_per_cycle",
+                              f"no {dtype} rate: layer '{kernel.name}' needs one "
+                              f"(this part lists {', '.join(comp.macs_per_cycle)})", kernel.name)
+    path = "sparse" if kernel.sparse_datapath else "dense"  # tiles, MMA shape, efficiency, split-k
+    e = float(kernel.dtype_bytes)
+    stages = hw.core.sram.n_stages()
+    smem = hw.core.sram.buffer_bytes()
+    unified_bytes = hw.core.sram.bytes
+    unified = unified_bytes is not None
+    best: tuple[float, list[Segment], dict] | None = None
+    # (candidate, split, stages, the first raster's wave classes unless no raster reads fewer DRAM bytes) of the best
+    chosen: tuple[_Candidate, int, int, list[tc.WaveClass] | None] | None = None
+    smallest_need = None
+    cands: list[_Candidate]
+    if kernel.sparse and kernel.row_block:  # V:N:M, block: the CTA grids they run (engine.structured)
+        cands = [(c.tile, c.inner, c.path, c.mbits, c.extras) for c in st.candidates(kernel, hw)]
+    else:
+        mbits0 = float(kernel.metadata_bits) if kernel.sparse_datapath else 0.0
+        cands = [((t[0], t[1], t[2]), kernel, path, mbits0, None) for t in comp.cta_tiles.for_path(path, dtype)]
+    rasters = comp.raster.candidates()
+    for cand in cands:
+        (bm, bn, bk), inner, path, mbits, extras = cand
+        rate = _compute_rate(inner, hw, path, comp.macs_per_cycle[dtype])
+        mma = getattr(comp.mma, path)
+        a_tile = bm * (bk * inner.keep_n / inner.group_m) * (e + mbits / 8)
+        b_tile = bk * bn * e * (extras.b_panels if extras is not None else 1)
+
+        def fits(st: int, a_tile: float = a_tile, b_tile: float = b_tile) -> bool:
+            if unified_bytes is not None:
+                return st * (a_tile + b_tile) <= unified_bytes
+            return st * a_tile <= smem["filter"] and st * b_tile <= smem["ifmap"]
+
+        # libraries ship fewer-stage variants of a tile for wide dtypes: use the deepest that fits
+        tile_stages = stages
+        while tile_stages > 1 and not fits(tile_stages):
+            tile_stages -= 1
+        if not fits(tile_stages):
+            total_need = a_tile + b_tile
+            smallest_need = total_need if smallest_need is None else min(smallest_need, total_need)
+            continue
+        steps = -(-inner.k_padded // bk)
+        for split in sorted(set(_split_options(inner, comp, path))) if extras is None else [1]:
+            if split > 1 and split > steps:
+                continue
+            segs, tiling, unsettled = _cta_grid(inner, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages,
+                                                rasters[:1], extras=extras)
+            total = sum(s.count * s.end for s in segs)
+            if best is None or total < best[0] - 1e-9:
+                best = (total, segs, tiling)
+                chosen = (cand, split, tile_stages, unsettled)
+    if best is None:
+        raise InfeasibleError(source, hw.core.sram.buffer_key("filter") if not unified else "core.sram.bytes",
+                              f"shared memory too small for every {path} CTA tile of layer '{kernel.name}': "
+                              f"the smallest needs {math.ceil(smallest_need or 0)} bytes even single-staged",
+                              kernel.name)
+    if chosen is not None and chosen[3] is not None and len(rasters) > 1:  # the kernel chosen, then its raster
+        tile, inner, path, mbits, extras = chosen[0]
+        rate = _compute_rate(inner, hw, path, comp.macs_per_cycle[dtype])
+        segs, tiling, _ = _cta_grid(inner, hw, tile, chosen[1], getattr(comp.mma, path), rate, e, mbits, chosen[2],
+                                    rasters, (chosen[3], best[1], best[2]), extras)
+        best = (sum(s.count * s.end for s in segs), segs, tiling)
+    peak = comp.macs_per_cycle[dtype] * hw.cores
+    best[2]["candidates"] = len(cands) * (1 if kernel.row_block else len(set(_split_options(kernel, comp, path))))
+    return best[1], best[2], peak
+
+
+def _split_options(kernel: Kernel, comp: TensorCoreCompute, path: str) -> list[int]:
+    """Split-k factors searched: the path's, none for a vector-unit SpMM."""
+    return [1] if kernel.sparse and kernel.compute_on == "vector" else list(getattr(comp.split_k, path))
+
+
+def _compute_rate(kernel: Kernel, hw: Hardware, path: str, peak: float) -> float:
+    """MACs per cycle per core of ``kernel``'s CTAs on the tensor cores' ``path`` (``peak``: the dtype's dense
+    MACs per cycle per core), or the vector unit's SpMM rate."""
+    comp = hw.core.compute
+    assert isinstance(comp, TensorCoreCompute)
+    if kernel.sparse and kernel.compute_on == "vector":
+        return kernel.compute_rate  # the SpMM's sustained rate on the vector unit
+    rate = peak * getattr(comp.efficiency, path)
+    if kernel.sparse_datapath:
+        rate *= hw.core.sparse.rate(kernel.executed_format)  # type: ignore[union-attr, arg-type]
+    return rate
+
+
+def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma: list[int], rate: float,
+              e: float, mbits: float, stages: int, rasters: list[tuple[str, int]],
+              known: tuple[list[tc.WaveClass], list[Segment], dict] | None = None,
+              extras: st.GridExtras | None = None) -> tuple[list[Segment], dict, list[tc.WaveClass] | None]:
+    """One candidate kernel: ``tile`` and ``split``, launched in the raster (order, width) of ``rasters`` whose
+    waves read the fewest DRAM bytes (the first wins a tie). Also returns the wave classes, or None when no raster
+    could read fewer DRAM bytes (``tc.raster_classes``). ``known``: the first raster's classes and result.
+    ``extras``: what a V:N:M or block grid adds (engine.structured)."""
+    comp = hw.core.compute
+    assert isinstance(comp, TensorCoreCompute)
+    bm, bn, bk = tile
+    m, n, k_total = kernel.m_exec, kernel.n_exec, kernel.k_padded
+    batch = kernel.batch  # independent products: more CTAs along m, each with its own A and B
+    grid_m, grid_n = -(-m // bm) * batch, -(-n // bn)
+    steps = -(-k_total // bk)
+    k_slice = -(-steps // split) * bk  # logical k per CTA
+    ctas = grid_m * grid_n * split
+    slots = hw.cores * comp.ctas_per_core
+    k_c = kernel.k_compressed
+    if kernel.load_sparse:  # values and index per dense position (unstructured)
+        a_total = m * batch * k_total * (kernel.a_density * e + kernel.a_index_bits / 8)
+    else:
+        a_total = m * batch * k_c * (e + mbits / 8)
+    b_total = k_total * n * e * batch
+    if extras is not None:  # V:N:M, block: their own distinct A and B bytes (engine.structured)
+        a_total, b_total = extras.a_total, extras.b_total
+    c_total = m * kernel.n * e * batch
+    # split-k: every CTA writes an fp32 partial tile; a reduction reads them back and writes C
+    c_traffic = c_total if split == 1 else (m * batch * n * 4.0 * split * 2 + c_total)
+    l2 = hw.l2
+    l2_bytes = l2.bytes if l2 is not None else 0
+    all_fit = l2 is not None and a_total + b_total <= l2_bytes
+    b_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and b_total <= l2_bytes
+    c_footprint = c_total + (m * batch * n * 4.0 * split if split > 1 else 0.0)  # C plus split-k partials
+    c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_footprint <= l2_bytes
+    waves = -(-ctas // slots)
+    reuse = comp.l2_reuse
+    # cluster partners are cut to the grid (a one-row grid has no partner along m to multicast B to)
+    cluster = (min(comp.cluster.m, grid_m // batch), min(comp.cluster.n, grid_n))
+    order, band = rasters[0][0], tc.raster_band(*rasters[0], grid_m // batch, grid_n, *cluster)
+    capacity = 0.0
+    settled = True
+    if l2 is None:  # no cache between cores and DRAM: every CTA reads its own blocks
+        classes = tc.legacy_classes(1, 1, ctas, slots, a_total * grid_n / ctas, b_total * grid_m / ctas, False)
+        classes = [(a, a * a_total * grid_n / ctas, a * b_total * grid_m / ctas, c, f)
+                   for a, _, _, c, f in classes]
+        l2_reuse = "none"
+    elif reuse.across_waves == "all_or_nothing" and order == "m_fastest":  # the model before issue 17
+        classes = tc.legacy_classes(grid_m, grid_n, split, slots, a_total / (grid_m * split),
+                                    0.0 if b_in_l2 else b_total / (grid_n * split), all_fit)
+        l2_reuse = "kernel" if all_fit else "wave"
+        capacity = float(l2_bytes) if all_fit else 0.0
+    else:  # batch entries and split-k slices are planes with their own A and B panels
+        planes = batch * split
+        if reuse.across_waves == "all_or_nothing":
+            capacity, l2_reuse = (math.inf, "kernel") if all_fit else (0.0, "wave")
+        else:
+            capacity, l2_reuse = reuse.usable_fraction * l2_bytes, "reuse_distance"
+        c_written = c_total if split == 1 else m * batch * n * 4.0 * split  # into L2 during the kernel
+        try:
+            pick, order, band, classes, settled = tc.pick_raster(
+                rasters, cluster, grid_m // batch, grid_n, planes, slots, a_total / (grid_m * split),
+                b_total / (grid_n * planes), c_written / ctas, capacity, not b_in_l2,
+                known[0] if known is not None else None)
+        except SizeLimitError as err:
+            raise SizeLimitError(f"layer '{kernel.name}': {err}") from None
+        if known is not None and pick == 0:  # the first raster, already simulated
+            return known[1], known[2], None
+    k_cta = min(k_slice, k_total)
+
+    def k_loop(k_len: int) -> np.ndarray:
+        if kernel.load_sparse:
+            return ls.cta_k_loop_load_sparse(bm, bn, bk, k_len, mma[2], e, kernel.a_density, kernel.a_index_bits,
+                                             c_traffic / ctas, rate, kernel.compute_on == "vector")
+        out = tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_traffic / ctas,
+                            rate, kernel.sparse_datapath)
+        if extras is not None:  # rows of B gathered by index per k-step (its k length, per panel), block indices
+            out[:, tl.T_SRAM_B] *= extras.b_panels
+            out[:, tl.T_GATHER] = out[:, tl.T_SRAM_B] / (bn * e)
+            out[:, tl.T_SRAM_A_META] += extras.meta_per_step
+        return out
+
+    fill = hw.fill_bytes_per_cycle()
+    l2_bw = l2.bandwidth_bytes_per_cycle if l2 is not None else math.inf
+    dram_bw = hw.dram_bytes_per_cycle()
+    dec_rate, dec_lat = decode_params(kernel, hw)
+    g_rate = extras.gather_rate if extras is not None else math.inf
+    latency = hw.dram_latency_cycles()
+
+    def run_class(base: np.ndarray, idx: int, active: int, count: int, fa: float, fb: float, fc: float,
+                  drain: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One wave class; ``drain``: DRAM bytes of C write-back per load byte, drained behind the loads."""
+        work = base.copy()
+        tc.fill_dram_columns(work, fa, fb, fc)
+        tc.tag_rows(work, idx, count)
+        step_a = work[:, tl.T_SRAM_A_VALUES] + work[:, tl.T_SRAM_A_META]
+        step = step_a + work[:, tl.T_SRAM_B]
+        from_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META] + work[:, tl.T_DRAM_B]
+        share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0) + drain
+        bw = tc.load_rate(step, share, tc.cluster_share(step_a, work[:, tl.T_SRAM_B], *cluster), active, fill,
+                          l2_bw, dram_bw)
+        # transfers move the SRAM-side bytes; the DRAM columns only say where they came from
+        xfer = work.copy()
+        xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]
+        xfer[:, tl.T_DRAM_A_META] = work[:, tl.T_SRAM_A_META]
+        xfer[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B]
+        xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
+        # C goes to DRAM (or stays in L2): its own share of the memory system, not the loads'; a write-back
+        # L2 takes the stores at its port rate and drains them to DRAM behind the next loads (``drain``)
+        wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.full(len(work), 0.0 if write_back else fc), np.ones(len(work)),
+                             active, fill, l2_bw, dram_bw)
+        times = pl.run_pipeline_split(xfer, bw, wb_bw, latency, dec_rate, dec_lat, stages, 0.0, g_rate)
+        return work, times, bw
+
+    fc = 0.0 if c_in_l2 else 1.0
+    # a write-back L2 absorbs a wave's C stores (when they fit) and writes them to DRAM while the next wave loads
+    write_back = l2 is not None and l2.write_policy == "write_back" and fc > 0 and slots * c_traffic / ctas <= l2_bytes
+    k_steps = -(-k_cta // bk)
+    segs = []
+    if k_steps <= cl.KSTEP_CAP:
+        base = k_loop(k_cta)
+        a_cta = base[:, tl.T_SRAM_A_VALUES].sum() + base[:, tl.T_SRAM_A_META].sum()
+        b_cta = base[:, tl.T_SRAM_B].sum()
+        drain = fc * c_traffic / ctas / (a_cta + b_cta) if write_back and a_cta + b_cta > 0 else 0.0
+        for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
+            fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
+            fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
+            work, times, bw = run_class(base, idx, active, count, fa, fb, fc, drain)
+            segs.append(Segment(work, times, bw, count=count, active=active, wave_class=idx))
+    else:  # a k-loop too long to hold: reduced loops, extended linearly in the number of k-steps
+        loop = cl.Loop(k_steps, bk, "k")
+        bases: dict[int, np.ndarray] = {}
+
+        def reduced(steps_run: int) -> np.ndarray:
+            if steps_run not in bases:
+                bases[steps_run] = k_loop(k_cta - (k_steps - steps_run) * bk)
+            return bases[steps_run]
+
+        def operand_bytes(counts: list[int]) -> cl.Sums:
+            return cl.Sums(0.0, 0.0, 0.0, 0.0, 0.0, reduced(counts[0]).sum(axis=0))
+
+        col = cl.extrapolate([loop], operand_bytes)[0].col
+        a_cta = col[tl.T_SRAM_A_VALUES] + col[tl.T_SRAM_A_META]
+        b_cta = col[tl.T_SRAM_B]
+        drain = fc * c_traffic / ctas / (a_cta + b_cta) if write_back and a_cta + b_cta > 0 else 0.0
+        for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
+            fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
+            fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
+
+            def one(counts: list[int], idx: int = idx, active: int = active, count: int = count, fa: float = fa,
+                    fb: float = fb) -> cl.Sums:
+                work, times, _ = run_class(reduced(counts[0]), idx, active, count, fa, fb, fc, drain)
+                return cl.sums_of(work, times, latency)
+
+            summed = cl.extrapolate([loop], one)[0]
+            segs.append(Segment(None, None, None, count=count, active=active, wave_class=idx, summed=summed))
+    last = ctas - (waves - 1) * slots
+    tiling = {"tiles": int(ctas * k_steps), "cta_tile": [bm, bn, bk], "split_k": split, "stages": stages,
+              "ctas": ctas, "grid": [grid_m, grid_n, split], "slots": slots, "waves": waves, "last_wave_ctas": last,
+              "idle_slot_fraction": round(1 - ctas / (waves * slots), 6), "k_steps": int(k_steps),
+              "wave_classes": len(classes), "raster": {"order": order, "group_width": band},
+              "cluster": list(cluster),
+              "l2_reuse": l2_reuse, "l2_bytes_used": int(capacity) if math.isfinite(capacity) else l2_bytes,
+              "dram_reread": {"a": round(sum(c * da for _, da, _, c, _ in classes) / a_total, 6) if a_total else 0.0,
+                              "b": round(sum(c * db for _, _, db, c, _ in classes) / b_total, 6) if b_total else 0.0},
+              "b_from_l2": b_in_l2, "c_to_l2": c_in_l2, "c_write_back": write_back}
+    if k_steps > cl.KSTEP_CAP:
+        tiling["extrapolated"] = True
+    if extras is not None:
+        tiling.update(extras.tiling)
+    return segs, tiling, None if settled else classes

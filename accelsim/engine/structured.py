@@ -1,0 +1,236 @@
+"""V:N:M and block-sparse kernels in the engine: the GEMM their tiles run and what they add to it.
+
+Both formats reach the engine as sparse kernels with ``row_block`` set (``lowering.Kernel``); the
+hardware says how it runs them (``core.sparse.vnm`` / ``core.sparse.block``,
+:mod:`accelsim.hardware.vnm_block`). This module turns such a kernel into the tiles the existing
+simulations time (numba k-loops and folds), plus the stages and bytes the format adds:
+
+**V:N:M on tensor cores** (Spatha, Castro et al. SC'23). Each CTA lies inside one V-row block (its M
+tile BM = V, else BM dividing V: ``VnmSupport.cta_tiles``). It runs a 2:4 GEMM over the *gathered* k,
+``k_g = ceil(k / M) x 4`` columns (4 selected per group), on the 2:4 sparse tensor cores at their rate
+(``core.sparse.patterns[runs_on]``) and sparse efficiency: per k-step BK gathered columns, BM x BK/2 kept
+values and their 2-bit indices, the block's column indices (``Kernel.selection_bits`` per kept value),
+and BK rows of B gathered by index through the gather stage (``gather_rows_per_cycle``). Executed MACs
+are N / M of dense. B's distinct DRAM bytes are the rows at least one V-row block selects: with
+independent selections, ``coverage = 1 - (1 - 4 / M) ^ (V-row blocks)`` of B.
+
+**Block sparsity on tensor cores** (a BSR kernel on the dense tensor cores, e.g. Triton's
+``bsr_dense_mm``). ``core.sparse.block.cta_m`` names the kernel's M tile: ``block`` (default): one
+block row per CTA, M = BM_b (Triton takes BLOCK_M from the block size), so a block smaller than the
+library's tiles runs a smaller, costlier tile (more CTAs, more B traffic per MAC), and r = 1;
+``library``: the dense library tiles whose M is a multiple of BM_b (a CTA covers r = M / BM_b block
+rows) or divides it (r = 1). BN comes from the library tiles. A k-step lies in one block column
+(BK = the library's when it divides BK_b, else BK_b). Each CTA walks the
+nonzero blocks of its block rows in lockstep, so its k-loop has ``imbalance x density x block columns``
+blocks: ``imbalance`` is the expected maximum over the r rows of Binomial(block columns, density)
+nonzero blocks over its mean (:func:`expected_max_binomial`; random placement; 1 when r = 1), or the
+configured ``core.sparse.block.imbalance``. CTAs are otherwise alike (the hardware hands a free SM the
+next CTA, so the expected loop length stands for all: a named assumption). Per k-step: a dense BM x BK
+A tile plus each covered block row's 32-bit index (and the row pointers); the r block rows' current
+blocks sit in different block columns, so the step gathers r panels of BK rows of B (r x BK x BN).
+Runs at the dense rate and efficiency, with the dense MMA shape.
+
+**Systolic arrays** (weight-stationary folds, columns <- m). V:N:M: a fold's columns must lie in one
+V-row block (V a multiple of the array width, checked in lowering); its rows hold the compressed k
+(N per group) and the feeder gathers 4 rows of B per group. Block: a fold of c columns covers
+r = c / BM_b block rows; it packs the union of their nonzero block columns into its rows,
+``u = columns x (1 - (1 - density) ^ r)`` of them (zero blocks inside the union are computed), and
+gathers those block columns' rows of B.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from accelsim.formats import parse_format
+from accelsim.formats.vnm import SELECT
+from accelsim.hardware.model import Hardware
+from accelsim.lowering import Kernel
+
+
+def _plain() -> dict[str, Any]:
+    """Kernel fields that make an inner kernel a plain GEMM (no V:N:M / block inputs, no padding labels)."""
+    return {"row_block": 0, "col_select": 0, "col_block": 0, "selection_bits": 0.0, "padding": {}}
+
+
+@dataclass(frozen=True)
+class GridExtras:
+    """What a V:N:M or block CTA grid adds to the plain one ``engine._cta_grid`` times."""
+
+    a_total: float  # distinct bytes of A (values + metadata) the kernel reads
+    b_total: float  # distinct bytes of B behind the gathered rows
+    gather: bool  # each k-step's rows of B are gathered by index (T_GATHER = BK)
+    meta_per_step: float  # block: index bytes per CTA k-step
+    tiling: dict[str, Any]  # echoed into the layer's tiling
+    gather_rate: float  # rows of B the gather stage handles per cycle per core
+    b_panels: int = 1  # block: panels of B a k-step loads (one per block row the CTA covers: their columns differ)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One CTA tile of a V:N:M or block kernel: the GEMM it runs and on which datapath."""
+
+    tile: tuple[int, int, int]
+    inner: Kernel  # the GEMM the CTAs run (k in gathered / executed positions)
+    path: str  # "sparse" (the native N:M datapath) | "dense"
+    mbits: float  # metadata bits per kept value in the CTA's A tile
+    extras: GridExtras
+
+
+def _rate(value: object) -> float:
+    return math.inf if value == "unlimited" else float(value)  # type: ignore[arg-type]
+
+
+def gather_rate(kernel: Kernel, hw: Hardware) -> float:
+    """Rows of B the gather stage handles per cycle per core (inf: not a gathering kernel)."""
+    spec = hw.core.sparse
+    if not kernel.sparse or not kernel.row_block or spec is None:
+        return math.inf
+    section = spec.vnm if kernel.col_select else spec.block
+    return math.inf if section is None else _rate(section.gather_rows_per_cycle)
+
+
+def coverage(share: float, selections: int) -> float:
+    """Expected share of B's rows that at least one of ``selections`` independent selections (each taking
+    ``share`` of the rows) uses."""
+    return 1.0 - (1.0 - min(1.0, share)) ** max(1, selections)
+
+
+@lru_cache(maxsize=4096)
+def expected_max_binomial(n: int, p: float, r: int) -> float:
+    """E[max of r independent Binomial(n, p)] = sum over j < n of 1 - F(j)^r (F: the binomial CDF)."""
+    if r <= 1 or n == 0 or p <= 0.0 or p >= 1.0:
+        return n * p if p < 1.0 else float(n)
+    log_p, log_q = math.log(p), math.log1p(-p)
+    cdf = 0.0
+    total = 0.0
+    for j in range(n):
+        cdf += math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * log_p
+                        + (n - j) * log_q)
+        total += 1.0 - min(1.0, cdf) ** r
+    return total
+
+
+def block_imbalance(block_cols: int, density: float, rows_per_cta: int, override: float | None) -> float:
+    """A CTA's k-loop (nonzero blocks, its r block rows in lockstep) over the mean nonzero blocks of a row."""
+    if override is not None:
+        return float(override)
+    mean = block_cols * density
+    return expected_max_binomial(block_cols, density, rows_per_cta) / mean if mean > 0 else 1.0
+
+
+# -- tensor cores ------------------------------------------------------------------------------
+
+def candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
+    """The CTA tiles a V:N:M or block kernel may run on ``hw`` (the engine keeps the fastest)."""
+    return _vnm_candidates(kernel, hw) if kernel.col_select else _block_candidates(kernel, hw)
+
+
+def _vnm_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
+    spec = hw.core.sparse
+    assert spec is not None and spec.vnm is not None  # lowering ran it sparse only with the section
+    comp = hw.core.compute
+    v = kernel.row_block
+    tiles = [tuple(t) for t in (spec.vnm.cta_tiles or comp.cta_tiles.sparse)]  # type: ignore[union-attr]
+    exact = [t for t in tiles if t[0] == v]
+    usable = exact or [t for t in tiles if v % t[0] == 0]
+    base = parse_format(spec.vnm.runs_on)
+    assert base is not None
+    groups = -(-kernel.k // kernel.group_m)
+    k_g = groups * SELECT
+    inner = dataclasses.replace(kernel, k=k_g, keep_n=base.keep, group_m=base.group, pattern_executed=str(base),
+                                **_plain())
+    e = float(kernel.dtype_bytes)
+    mbits = float(kernel.metadata_bits) + kernel.selection_bits
+    m, n, batch = kernel.m, kernel.n, kernel.batch
+    kept = m * batch * groups * base.keep
+    a_total = kept * e + m * batch * groups * base.keep * mbits / 8
+    blocks = -(-m // v)
+    cov = coverage(SELECT / kernel.group_m, blocks)
+    b_total = cov * kernel.k * n * e * batch
+    tiling = {"format": "V:N:M", "v": v, "gathered_k": k_g, "runs_on": str(base), "b_coverage": round(cov, 6)}
+    return [Candidate((int(t[0]), int(t[1]), int(t[2])), inner, "sparse", mbits,
+                      GridExtras(a_total, b_total, True, 0.0, tiling, _rate(spec.vnm.gather_rows_per_cycle)))
+            for t in usable]
+
+
+def _block_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
+    spec = hw.core.sparse
+    assert spec is not None and spec.block is not None
+    comp = hw.core.compute
+    bm_b, bk_b = kernel.row_block, kernel.col_block
+    density = kernel.keep_n / kernel.group_m
+    k_pad = kernel.k_padded
+    block_cols = k_pad // bk_b
+    lib = [tuple(t) for t in comp.cta_tiles.for_path("dense", kernel.dtype)]  # type: ignore[union-attr]
+    if spec.block.cta_m == "block":  # one block row per CTA: M = the block height (a smaller tile than the library's)
+        top = max(t[0] for t in lib)
+        heights = {bm_b} if bm_b <= top else {t[0] for t in lib if bm_b % t[0] == 0}
+        tiles = {(h, t[1], t[2]) for h in heights for t in lib}
+    else:  # library tiles over whole block rows (r of them, lockstep) or inside one
+        tiles = {t for t in lib if t[0] % bm_b == 0 or bm_b % t[0] == 0}
+    e = float(kernel.dtype_bytes)
+    m, n, batch = kernel.m, kernel.n, kernel.batch
+    brows = -(-m // bm_b)
+    nnz = max(1, round(density * brows * block_cols))
+    a_total = batch * (nnz * bm_b * bk_b * e + (nnz + brows + 1) * kernel.metadata_bits / 8)
+    out = []
+    for bm, bn, bk in sorted(tiles):
+        step = bk if bk_b % bk == 0 else bk_b if bk_b < bk else 0
+        if not step:
+            continue
+        r = max(1, bm // bm_b)
+        imb = block_imbalance(block_cols, density, r, spec.block.imbalance)
+        loop_blocks = max(1.0, imb * density * block_cols)
+        k_loop = max(step, round(loop_blocks) * bk_b)
+        inner = dataclasses.replace(kernel, path="dense", k=k_loop, keep_n=1, group_m=1, pattern_executed=None,
+                                    metadata_bits=0, **_plain())
+        cov = coverage(density, -(-m // bm) * r)
+        b_total = cov * k_pad * n * e * batch
+        meta_step = kernel.metadata_bits / 8 * r * step / bk_b  # each covered block row's block index
+        tiling = {"format": "block", "block": [bm_b, bk_b], "block_rows_per_cta": r, "imbalance": round(imb, 6),
+                  "nonzero_blocks": nnz, "cta_k_blocks": round(loop_blocks, 3), "b_coverage": round(cov, 6)}
+        out.append(Candidate((bm, bn, step), inner, "dense", 0.0,
+                             GridExtras(a_total, b_total, True, meta_step, tiling,
+                                        _rate(spec.block.gather_rows_per_cycle), r)))
+    return out
+
+
+# -- systolic arrays ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SystolicView:
+    """A V:N:M or block kernel as the systolic tile generator sees it."""
+
+    kernel: Kernel  # keep/group (and k) of the folds
+    b_group: int  # rows of B per group of A
+    mbits: float  # metadata bits per kept value
+    decode: bool  # the N:M decode stage runs (V:N:M's 2:4 indices; not for block indices)
+    tiling: dict[str, Any]
+
+
+def systolic_view(kernel: Kernel, cols: int, imbalance: float | None = None) -> SystolicView:
+    """How a fold schedule runs ``kernel`` (module docstring)."""
+    if kernel.col_select:  # V:N:M: N per group in the rows, 4 gathered rows of B per group
+        inner = dataclasses.replace(kernel, **_plain())
+        return SystolicView(inner, kernel.col_select, float(kernel.metadata_bits) + kernel.selection_bits, True,
+                            {"format": "V:N:M", "v": kernel.row_block})
+    bm_b, bk_b = kernel.row_block, kernel.col_block
+    density = kernel.keep_n / kernel.group_m
+    k_pad = kernel.k_padded
+    block_cols = k_pad // bk_b
+    r = max(1.0, cols / bm_b)
+    union = block_cols * (1.0 - (1.0 - density) ** r)
+    if imbalance is not None:
+        union = min(block_cols, imbalance * density * block_cols)
+    kept_cols = max(1, min(block_cols, round(union)))
+    keep = kept_cols * bk_b
+    inner = dataclasses.replace(kernel, k=k_pad, keep_n=keep, group_m=k_pad, **_plain())
+    mbits = kernel.metadata_bits / (bm_b * bk_b)
+    return SystolicView(inner, keep, mbits, False,
+                        {"format": "block", "block": [bm_b, bk_b], "block_rows_per_fold": round(r, 3),
+                         "fold_k_blocks": kept_cols, "union_share": round(kept_cols / block_cols, 6)})
