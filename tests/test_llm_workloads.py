@@ -8,7 +8,7 @@ from functools import cache
 
 import pytest
 import yaml
-from conftest import HW, WL
+from conftest import HW, ROOT, WL
 
 from accelsim.cli import main
 from accelsim.errors import ConfigError
@@ -250,3 +250,26 @@ def test_run_text_names_the_routing(capsys):
     out = capsys.readouterr().out
     assert ("moe routing: uniform, top-2 of 8 experts over 3 tokens: tokens per expert [1, 1, 1, 1, 1, 1, 0, 0] "
             "(32 moe layer(s), 6 experts run in each)") in out
+
+
+def test_sweep_and_reality_check_run_on_the_llm_workloads(tmp_path, monkeypatch):
+    """Issue 19 must-show 5: a sweep over formats on Llama-3-8B decode gives the same totals as `run`, and the
+    reality-check ladder ends at the run's real speedup on a prefill."""
+    from accelsim.analysis.reality import reality_check
+    from accelsim.sweep import load_results, run_sweep, spec_from_dict
+
+    monkeypatch.chdir(ROOT)
+    spec = spec_from_dict({"name": "llm", "hardware": "hwconfigs/a100-like.yaml",
+                           "workloads": "workloads/llama3-8b-decode.yaml", "set": {"kv_len": [256]},
+                           "sparsity": ["2:4", "64:2:8", "unstructured:75%"]}, "python", base_dir=ROOT)
+    run_sweep(spec, tmp_path / "out", workers=1)
+    table = load_results(tmp_path / "out")
+    assert sorted(rec["sparsity"] for rec in table.records()) == ["2:4", "64:2:8", "unstructured:75%"]
+    hw = load_hardware(HW / "a100-like.yaml")
+    for rec in table.records():
+        direct = run(wl("llama3-8b-decode.yaml", kv_len=256), hw, rec["sparsity"])
+        assert rec["cycles"] == direct.total_cycles, rec["sparsity"]
+    prefill = wl("llama3-8b-prefill.yaml", seq=128)
+    check = reality_check(prefill, hw, "2:4")
+    real = run(prefill, hw, "2:4")
+    assert check.rungs[-1].speedup == pytest.approx(real.dense_total_cycles / real.total_cycles)
