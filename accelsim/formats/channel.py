@@ -26,7 +26,6 @@ weights: ``metadata_bytes`` is 0.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -36,14 +35,13 @@ import numpy as np
 from accelsim.errors import FunctionalError
 from accelsim.formats.base import SparsityFormat
 from accelsim.formats.nm import Pruned, as_2d
-from accelsim.formats.percent import level_of_share, level_text, parse_level, zeros_of
+from accelsim.formats.percent import PercentLevelFormat, zeros_of
 
-_CHANNEL_RE = re.compile(r"^[ \t]*channel[ \t]*:(.*)\Z", re.IGNORECASE | re.DOTALL)
 DOWNSTREAM_INPUT = "not_shrunk"  # the named assumption echoed in results (module docstring)
 
 
 @dataclass(frozen=True, order=True)
-class ChannelPruning(SparsityFormat):
+class ChannelPruning(PercentLevelFormat):
     """``level`` percent of A's rows (output channels) pruned whole; the kept rows run as a dense GEMM."""
 
     level: Fraction
@@ -53,51 +51,6 @@ class ChannelPruning(SparsityFormat):
     example = "channel:50%"
     native = False  # a smaller dense GEMM, not a pattern of the sparse datapath
     needs_support = False  # every part runs dense GEMMs
-
-    @classmethod
-    def claims(cls, text: str) -> bool:
-        return text.lower().startswith("channel")
-
-    @classmethod
-    def parse(cls, text: str) -> ChannelPruning:
-        match = _CHANNEL_RE.match(text.strip())
-        body = match.group(1) if match else ""
-        return ChannelPruning(parse_level("channel", body, text, cls.example))
-
-    @classmethod
-    def at_sparsity(cls, sparsity: float) -> ChannelPruning | None:
-        """``channel:P%`` with P = 100 x ``sparsity``."""
-        level = level_of_share(sparsity)
-        return None if level is None or level == 0 else ChannelPruning(level)
-
-    def __str__(self) -> str:
-        return f"channel:{level_text(self.level)}%"
-
-    # k is not compressed: the engine's keep/group are 1/1; the rows are (rows_kept)
-    @property
-    def keep(self) -> int:
-        return 1
-
-    @property
-    def group(self) -> int:
-        return 1
-
-    @property
-    def is_dense(self) -> bool:
-        return self.level == 0
-
-    @property
-    def density(self) -> float:
-        """Share of A's rows kept, before rounding to whole rows."""
-        return float(1 - self.level / 100)
-
-    @property
-    def dense_speedup(self) -> float:
-        return 1.0 / self.density
-
-    @property
-    def default_metadata_bits(self) -> int:
-        return 0
 
     def rows_kept(self, m: int) -> int:
         """Rows of an ``m``-row A kept: m - floor(m x P / 100), at least 1 (module docstring)."""

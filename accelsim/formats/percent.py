@@ -10,7 +10,9 @@ import math
 import re
 from decimal import Decimal
 from fractions import Fraction
+from typing import Self
 
+from accelsim.formats.base import SparsityFormat
 from accelsim.textsafe import short_repr
 
 MAX_DECIMALS = 4  # 12.3456% is the finest level a spelling may write
@@ -51,3 +53,54 @@ def level_text(level: Fraction) -> str:
 def zeros_of(count: int, level: Fraction) -> int:
     """Entries pruned out of ``count`` at ``level`` percent: floor(count x level / 100), exact."""
     return math.floor(count * level / 100)
+
+
+class PercentLevelFormat(SparsityFormat):
+    """A family spelled ``<key>:P%`` whose one field is ``level`` (percent of zeros, a Fraction): the spelling,
+    the level at a share of zeros, and the engine inputs of a format that does not compress k (keep = group = 1).
+    Subclasses are frozen dataclasses with a ``level: Fraction`` field."""
+
+    level: Fraction
+
+    @classmethod
+    def claims(cls, text: str) -> bool:
+        return text.lower().startswith(cls.key)
+
+    @classmethod
+    def parse(cls, text: str) -> Self:
+        match = re.match(rf"^[ \t]*{cls.key}[ \t]*:(.*)\Z", text.strip(), re.IGNORECASE | re.DOTALL)
+        return cls(parse_level(cls.key, match.group(1) if match else "", text, cls.example))  # type: ignore[call-arg]
+
+    @classmethod
+    def at_sparsity(cls, sparsity: float) -> Self | None:
+        """``<key>:P%`` with P = 100 x ``sparsity``."""
+        level = level_of_share(sparsity)
+        return None if level is None or level == 0 else cls(level)  # type: ignore[call-arg]
+
+    def __str__(self) -> str:
+        return f"{self.key}:{level_text(self.level)}%"
+
+    @property
+    def keep(self) -> int:
+        return 1
+
+    @property
+    def group(self) -> int:
+        return 1
+
+    @property
+    def is_dense(self) -> bool:
+        return self.level == 0
+
+    @property
+    def density(self) -> float:
+        """Share of A kept, before rounding to whole rows or values."""
+        return float(1 - self.level / 100)
+
+    @property
+    def dense_speedup(self) -> float:
+        return 1.0 / self.density
+
+    @property
+    def default_metadata_bits(self) -> int:
+        return 0

@@ -35,7 +35,6 @@ counted from the bitmap as it is read (a popcount), so they are not stored and n
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -45,15 +44,14 @@ import numpy as np
 from accelsim.errors import FunctionalError
 from accelsim.formats.base import SparsityFormat
 from accelsim.formats.nm import Pruned, as_2d
-from accelsim.formats.percent import level_of_share, level_text, parse_level, zeros_of
+from accelsim.formats.percent import PercentLevelFormat, zeros_of
 
-_UNSTRUCTURED_RE = re.compile(r"^[ \t]*unstructured[ \t]*:(.*)\Z", re.IGNORECASE | re.DOTALL)
 INDEX_ENCODINGS = ("bitmap", "csr")
 RUNS_ON = ("load_sparse_compute_dense", "vector_spmm")
 
 
 @dataclass(frozen=True, order=True)
-class Unstructured(SparsityFormat):
+class Unstructured(PercentLevelFormat):
     """``level`` percent of A's values are zero, anywhere; stored as values + a bitmap or CSR index."""
 
     level: Fraction
@@ -63,50 +61,6 @@ class Unstructured(SparsityFormat):
     example = "unstructured:90%"
     native = False  # no sparse datapath runs arbitrary masks natively: the hardware says how (module doc)
     default_support = {"runs_on": "load_sparse_compute_dense"}  # what-ifs (deployment report): bitmap, unlimited
-
-    @classmethod
-    def claims(cls, text: str) -> bool:
-        return text.lower().startswith("unstructured")
-
-    @classmethod
-    def parse(cls, text: str) -> Unstructured:
-        match = _UNSTRUCTURED_RE.match(text.strip())
-        body = match.group(1) if match else ""
-        return Unstructured(parse_level("unstructured", body, text, cls.example))
-
-    @classmethod
-    def at_sparsity(cls, sparsity: float) -> Unstructured | None:
-        """``unstructured:P%`` with P = 100 x ``sparsity``."""
-        level = level_of_share(sparsity)
-        return None if level is None or level == 0 else Unstructured(level)
-
-    def __str__(self) -> str:
-        return f"unstructured:{level_text(self.level)}%"
-
-    # the reduction is not regular: the engine's keep/group are 1/1 and the load-sparse inputs carry it
-    @property
-    def keep(self) -> int:
-        return 1
-
-    @property
-    def group(self) -> int:
-        return 1
-
-    @property
-    def is_dense(self) -> bool:
-        return self.level == 0
-
-    @property
-    def density(self) -> float:
-        return float(1 - self.level / 100)
-
-    @property
-    def dense_speedup(self) -> float:
-        return 1.0 / self.density
-
-    @property
-    def default_metadata_bits(self) -> int:
-        return 0  # the index is the hardware's (index_bytes)
 
     def nonzeros(self, rows: int, k: int) -> int:
         """Values stored of a ``rows x k`` A: rows k - floor(rows k P / 100)."""
