@@ -97,3 +97,12 @@ def test_cli_writes_table_chart_and_json_deterministically(tmp_path, capsys) -> 
     assert data["levels"] == [0.5, 0.75] and set(data["best_per_level"]) == {"50%", "75%"}
     assert main([*args[:-1], "abc"]) == 2
     assert "--levels" in capsys.readouterr().err
+
+
+def test_header_names_the_parameters_it_ran_at(capsys) -> None:
+    # a comparison at batch 16 must not read like the workload's defaults
+    args = ["patterns", "--hw", str(HW / "a100-like.yaml"), "--workload", str(WL / "bert-base.yaml"),
+            "--set", "batch=16", "--levels", "50%"]
+    assert main(args) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("WHICH PATTERN PAYS  bert-base (batch 16, seq 128) on a100-like (dense ")

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelsim.fileio import figure_files
+from accelsim.report.reality_chart import format_params
+from accelsim.textsafe import printable
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -66,7 +68,7 @@ def render_patterns(data: PatternsComparison) -> Figure:
     handles.append(Line2D([], [], marker="o", color="#444444", markerfacecolor="white", linestyle="none"))
     labels.append("every layer fell back dense")
     ax1.legend(handles, labels, fontsize=8, frameon=False, loc="best")
-    fig.suptitle(f"Which pattern pays: {data.workload} on {data.hardware}", fontsize=12)
+    fig.suptitle(f"Which pattern pays: {_subject(data)}", fontsize=12)
     fig.text(0.5, 0.005, "held fixed: " + data.held_fixed, ha="center", va="bottom", fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.05, 1, 0.95))
     return fig
@@ -93,12 +95,19 @@ def _row(r: FormatAtLevel) -> list[str]:
             (r.biggest_loss or "-") + (f"; fallback: {reasons}" if r.fallback_layers else "")]
 
 
+def _subject(data: PatternsComparison) -> str:
+    """``bert-base (batch 16, seq 128) on a100-like``: the parameters the comparison ran at."""
+    params = format_params(data.params)
+    workload = f"{data.workload} ({params})" if params else str(data.workload)
+    return printable(f"{workload} on {data.hardware}")
+
+
 def patterns_table(data: PatternsComparison) -> str:
     """One line per (level, format): speedup, layers sparse, weights, metadata share, biggest ladder loss."""
     header = ["level", "family", "format", "speedup", "sparse", "weights", "metadata", "biggest loss; fallbacks"]
     body = [_row(r) for r in data.results]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = [f"WHICH PATTERN PAYS  {data.workload} on {data.hardware} (dense {data.dense_total_cycles:,} cycles)",
+    lines = [f"WHICH PATTERN PAYS  {_subject(data)} (dense {data.dense_total_cycles:,} cycles)",
              "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]
