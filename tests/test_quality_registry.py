@@ -240,3 +240,17 @@ def test_evidence_is_in_the_report_record() -> None:
     assert data["drop_source"] == "registry" and data["evidence"]["chosen"] == g.evidence.chosen
     assert data["evidence"]["policy"] == "smallest published drop"
     assert dataclasses.replace(g.evidence, conflicts=()).conflicts == ()
+
+
+def test_the_sources_ship_as_package_data() -> None:
+    import tomllib
+
+    from accelsim.quality import DATA
+    root = Path(__file__).resolve().parents[1]
+    package_data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert {"quality/data/*.csv", "quality/data/*.md"} <= set(package_data["accelsim"])
+    assert DATA == root / "accelsim" / "quality" / "data"
+    shipped = sorted(p.stem for p in DATA.glob("*.csv"))
+    assert shipped == sorted({e.source_key for e in load_registry()})
+    readme = (DATA / "README.md").read_text()
+    assert all(f"`{name}.csv`" in readme for name in shipped)  # every source is listed with its citation

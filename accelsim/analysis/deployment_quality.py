@@ -249,7 +249,7 @@ def registry_evidence(model: Workload, pattern: str | None, threshold: float | N
     conflicts = _conflicts(matches, threshold)
     spread = (f"; {len(matches)} entries, drops {matches[0].drop:.4g} to {matches[-1].drop:.4g}"
               if len(matches) > 1 else "")
-    message = (f"published: {best.task} {best.metric} {best.dense:g} dense -> {best.sparse:g} at {pattern} "
+    message = (f"published: {best.task} {best.metric} dense {best.dense:g}, {pattern} {best.sparse:g} "
                f"({best.method}{', fine-tuned' if best.finetuned else ', one-shot'}), a drop of {best.drop:.4g} "
                f"[{best.id}]{spread}")
     return QualityEvidence(model=name, matched_by=how, pattern=pattern, task=best.task, metric=best.metric,
