@@ -43,7 +43,7 @@ PROXY_SEED = 2024      # base seed of the proxy (combined with a CRC of the laye
 LoadedWeights = tuple[dict[str, np.ndarray], list[str]]  # arrays by layer name, names of unused arrays
 # which registry entry's drop the guardrail checks when several match: the smallest (the best published
 # result for the model and format: what the format is shown to cost when pruned well); the others are listed
-EVIDENCE_POLICY = "smallest published drop"
+EVIDENCE_POLICY = "smallest published drop (a derived one only when none is published)"
 MAX_CONFLICTS_NAMED = 3  # conflicting pairs spelled out in the guardrail message (all are in the record)
 
 
@@ -247,7 +247,7 @@ def registry_evidence(model: Workload, pattern: str | None, threshold: float | N
                                message=f"{len(matches)} published entries for {name} at {pattern} over "
                                        f"{len(tasks)} tasks ({listed}); name one with quality.task")
     matches.sort(key=lambda e: (e.drop, e.id))
-    best = matches[0]
+    best = min(matches, key=lambda e: (e.kind != "published", e.drop, e.id))
     conflicts = _conflicts(matches, threshold)
     spread = (f"; {len(matches)} entries, drops {matches[0].drop:.4g} to {matches[-1].drop:.4g}"
               if len(matches) > 1 else "")
