@@ -36,6 +36,7 @@ def test_registry_size_families_formats_and_kinds() -> None:
     assert len(published) >= 40
     assert len({e.family for e in entries}) >= 6
     assert len({e.format for e in entries}) >= 3
+    assert {"nm", "block", "unstructured"} <= {type(parse_format(e.format)).key for e in entries}  # format families
     assert {e.kind for e in entries} <= {"published", "derived"}
     assert all(e.derivation for e in entries if e.kind == "derived")
     assert all(e.source and e.method and e.dtype for e in entries)
