@@ -15,6 +15,7 @@ from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
 from accelsim.workloads.moe import MoeRouting, expand_moe
+from accelsim.workloads.quality import QualityFigure, QualityRef, resolve_entries, resolve_ref, typed_figure
 
 Dtype = DtypeName  # fp32 ... int8, and the sub-byte fp6, fp4, int4 (accelsim.dtypes)
 Pair = Annotated[list[PosInt], Field(min_length=2, max_length=2)]
@@ -201,23 +202,84 @@ Layer = Annotated[Gemm | Conv2d | Matmul | Embedding | BatchNorm | LayerNorm | R
 
 
 class Quality(Strict):
-    """Quality figures from the user's own training runs: dense and per pattern, with a threshold."""
+    """Quality figures, dense and per pattern, with a threshold: registry entries (``entry`` / ``entries``
+    ids, or ``model`` + ``format`` (+ ``task``, ``method``) matched in the quality registry; labelled
+    published or derived) or numbers typed here (``metric``, ``dense``, ``patterns``; labelled ``kind``:
+    illustrative, the default, or user)."""
 
-    metric: str = Field(description="What is measured, e.g. 'SQuAD v1.1 F1'.")
+    entry: str | None = Field(None, min_length=1, description="A quality registry id (`accelsim quality list`).")
+    entries: list[str] = Field(default_factory=list, description="Registry ids, one per format, from one source.")
+    model: str | None = Field(None, min_length=1, description="Registry model name, matched with format (+ task, "
+                              "method) to exactly one entry.")
+    task: str | None = Field(None, min_length=1, description="Registry task, e.g. 'SQuAD v1.1'.")
+    format: str | None = Field(None, description="Registry format, e.g. '2:4' (with model).")
+    method: str | None = Field(None, min_length=1, description="Registry pruning method (with model).")
+    metric: str | None = Field(None, description="What is measured, e.g. 'SQuAD v1.1 F1' (typed figures; registry "
+                               "entries name their own).")
     higher_is_better: bool = True
-    dense: float = Field(description="The dense model's value.")
+    dense: float | None = Field(None, description="The dense model's value (typed, or the registry's).")
     patterns: dict[str, float] = Field(default_factory=dict, description="Value per N:M pattern, e.g. {'2:4': 88.1}.")
+    kind: Literal["illustrative", "user"] = Field("illustrative", description="Label of typed figures: "
+                                                  "illustrative (an assumption) or user (your own measurement).")
     max_drop: float | None = Field(None, ge=0, description="Largest acceptable loss vs dense, in metric units.")
     source: str = Field("", description="Where the figures come from.")
+    _figures: dict[str, QualityFigure] = PrivateAttr(default_factory=dict)
 
     @field_validator("patterns")
     @classmethod
     def _keys(cls, value: dict[str, float]) -> dict[str, float]:
         return {normalize_format(k): v for k, v in value.items()}
 
+    @model_validator(mode="after")
+    def _resolve(self) -> Quality:
+        ids = ([self.entry] if self.entry else []) + list(self.entries)
+        if self.model is not None:
+            if ids:
+                raise ValueError("give registry ids (entry / entries) or model + format, not both")
+            if self.format is None:
+                raise ValueError("model needs a format (the registry entry's, e.g. '2:4')")
+            ref = QualityRef(model=self.model, task=self.task, format=self.format, method=self.method)
+            ids = [str(resolve_ref(ref, normalize_format(self.format)).entry)]
+        elif any(v is not None for v in (self.task, self.format, self.method)):
+            raise ValueError("task / format / method narrow a registry match: give model too")
+        if not ids:
+            if self.metric is None or self.dense is None:
+                raise ValueError("give registry entries (entry, entries, or model + format) or typed figures "
+                                 "(metric and dense, labelled by kind)")
+            figs = {"dense": typed_figure(self.dense, "dense", self.kind, self.metric, self.higher_is_better,
+                                          self.source or None)}
+            for pat, val in self.patterns.items():
+                figs[pat] = typed_figure(val, pat, self.kind, self.metric, self.higher_is_better, self.source or None)
+            self._figures = figs
+            return self
+        figs = resolve_entries(ids)
+        typed = {"dense": self.dense, **self.patterns} if self.dense is not None or self.patterns else {}
+        for fmt, val in typed.items():
+            if fmt not in figs or figs[fmt].value != val:
+                raise ValueError(f"the typed {fmt} figure {val} is not the registry's "
+                                 f"({figs[fmt].value if fmt in figs else 'none'}): drop it or the entry")
+        first = figs["dense"]
+        if "higher_is_better" in self.model_fields_set and self.higher_is_better != first.higher_is_better:
+            raise ValueError(f"higher_is_better {self.higher_is_better} contradicts the registry's {first.metric}")
+        self.entries, self.entry, self.model, self.task, self.format, self.method = ids, None, None, None, None, None
+        self.metric, self.higher_is_better, self.dense = first.metric, first.higher_is_better, first.value
+        self.patterns = {k: f.value for k, f in figs.items() if k != "dense"}
+        self.source = self.source or "; ".join(f"{f.format}: {f.entry} ({f.source})" for f in figs.values()
+                                               if f.format != "dense")
+        self._figures = figs
+        return self
+
+    def figure(self, pattern: str) -> QualityFigure | None:
+        """The figure for ``pattern`` (``dense`` for the dense one) with its evidence label; None if absent."""
+        return self._figures.get(pattern)
+
+    def figures(self) -> dict[str, QualityFigure]:
+        """Every figure by pattern, ``dense`` first."""
+        return dict(self._figures)
+
     def delta(self, pattern: str) -> float | None:
         """Change vs dense (positive = better), or None when no figure exists for the pattern."""
-        if pattern not in self.patterns:
+        if pattern not in self.patterns or self.dense is None:
             return None
         d = self.patterns[pattern] - self.dense
         return d if self.higher_is_better else -d
