@@ -15,6 +15,7 @@ from accelsim.cli.check import add_functional_check, add_schema, add_validate
 from accelsim.cli.import_onnx import add_import_onnx
 from accelsim.cli.options import Parser
 from accelsim.cli.patterns import add_patterns
+from accelsim.cli.quality import add_quality
 from accelsim.cli.regress import add_regress
 from accelsim.cli.run import CSV_FIELDS, add_run, format_by_op_type, format_csv, format_table
 from accelsim.cli.serve import add_serve, format_serve
@@ -27,7 +28,7 @@ __all__ = ["CSV_FIELDS", "build_parser", "format_by_op_type", "format_csv", "for
 # in the order `accelsim --help` lists them
 _SUBCOMMANDS = (add_run, add_reality_check, add_patterns, add_import_onnx, add_regress, add_report, add_sweep,
                 add_sweep_plot, add_serve, add_trace, add_plot, add_validate_hw, add_calibrate, add_functional_check,
-                add_validate, add_schema)
+                add_validate, add_schema, add_quality)
 
 
 def build_parser() -> argparse.ArgumentParser:
