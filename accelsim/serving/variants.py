@@ -35,7 +35,7 @@ from accelsim.workloads.model import Quality
 from accelsim.workloads.quality import QualityFigure, QualityRef, resolve_ref, typed_figure
 
 __all__ = ["LATENCY_METRICS", "Variant", "VariantsFile", "count_quality_kinds", "evaluate_variants", "load_variants",
-           "quality_at_budget", "study_metric", "verdict"]
+           "merged_runtime", "quality_at_budget", "study_metric", "verdict"]
 
 LATENCY_METRICS = ("latency", "ttft", "tpot")
 KIND_ORDER = ("published", "derived", "illustrative", "user", "missing")
@@ -139,15 +139,17 @@ def study_metric(vf: VariantsFile, figures: Sequence[QualityFigure | None], src:
             raise ConfigError(src, f"variants.{i}.quality", f"measures {f.metric!r}, variant {who!r} measures "
                               f"{metric!r}: a decision compares one metric")
         if hib is not None and f.higher_is_better != hib:
-            raise ConfigError(src, f"variants.{i}.quality", f"{f.metric} is {'higher' if f.higher_is_better else 'lower'}"
-                              "-is-better, against the file's higher_is_better")
+            way = "higher" if f.higher_is_better else "lower"
+            raise ConfigError(src, f"variants.{i}.quality", f"{f.metric} is {way}-is-better, against the file's "
+                              "higher_is_better")
         if who is None:
             metric, who = f.metric, vf.variants[i].name
         hib = f.higher_is_better
     return metric or "quality", True if hib is None else hib
 
 
-def _runtime(vf: VariantsFile, config: RuntimeConfig | Mapping[str, Any] | None) -> RuntimeConfig:
+def merged_runtime(vf: VariantsFile, config: RuntimeConfig | Mapping[str, Any] | None) -> RuntimeConfig:
+    """The file's runtime fields with the caller's on top (a RuntimeConfig given whole wins whole)."""
     if isinstance(config, RuntimeConfig):
         return config
     return RuntimeConfig.from_dict({**vf.runtime, **dict(config or {})})
@@ -169,7 +171,7 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
     metric, hib = study_metric(vf, figures, src)
     hw_obj, hw_src = resolve_hardware(hw, hw_set)
     sim = simulator or Simulator(hw_obj, hw_src)
-    cfg = _runtime(vf, config)
+    cfg = merged_runtime(vf, config)
     rows: list[VariantOutcome] = []
     for v, path, fig in zip(vf.variants, paths, figures, strict=True):
         dec = _rel(v.decode_workload, variants) if v.decode_workload else None
