@@ -75,8 +75,9 @@ class QualityEntry(Record):
 
 
 def normalize_name(name: str) -> str:
-    """A name for matching: lower case, spaces, underscores and hyphens dropped ("Llama-2 7B" == "llama2_7b")."""
-    return re.sub(r"[\s_\-]+", "", str(name)).lower()
+    """A name for matching: lower case; spaces, underscores, hyphens and slashes dropped ("Llama-2 7B" == "llama2_7b",
+    "ViT-B/16" == "vit-b16")."""
+    return re.sub(r"[\s_\-/]+", "", str(name)).lower()
 
 
 def _slug(text: str) -> str:
