@@ -18,6 +18,7 @@ from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
 from accelsim.records import Record, freeze, plain
 from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig
+from accelsim.serving.limits import MAX_REQUESTS
 from accelsim.serving.results import BudgetVerdict, VariantOutcome
 from accelsim.serving.service import resolve_hardware
 from accelsim.serving.variants import (
@@ -91,11 +92,12 @@ def _notes(rows: Sequence[VariantOutcome]) -> list[str]:
 
 def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence[float] | None = None,
            rate: float | None = None, *, config: RuntimeConfig | Mapping[str, Any] | None = None,
-           duration_s: float | None = None, requests: int | None = DEFAULT_REQUESTS_PER_EVAL, seed: int = 0,
+           duration_s: float | None = None, requests: int | None = None, seed: int = 0,
            quantile: str = "p99", hw_set: Sequence[str] | None = None,
            simulator: Simulator | None = None) -> Decision:
     """Serve every variant of ``variants`` on ``hw`` at ``rate`` (else the file's rate_rps) and judge each
-    budget of ``budgets_ms`` (else the file's budget_ms): best counted variant vs best counted dense one."""
+    budget of ``budgets_ms`` (else the file's budget_ms): best counted variant vs best counted dense one.
+    ``requests`` per variant: else the file's ``requests``, else 20000 (with ``duration_s``: that long)."""
     vf, _ = load_variants(variants)
     budgets = [float(b) for b in budgets_ms] if budgets_ms else ([vf.budget_ms] if vf.budget_ms else [])
     if not budgets:
@@ -104,6 +106,10 @@ def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence
         raise AccelsimError(f"at most {MAX_BUDGETS} budgets, got {len(budgets)}")
     if any(not b > 0 or b != b for b in budgets):
         raise AccelsimError(f"a latency budget is a number of ms > 0, got {budgets}")
+    if requests is None and duration_s is None:
+        requests = vf.requests or DEFAULT_REQUESTS_PER_EVAL
+    if requests is not None and not (isinstance(requests, int) and 0 < requests <= MAX_REQUESTS):
+        raise AccelsimError(f"--requests {requests!r}: expected an integer from 1 to {MAX_REQUESTS:,}")
     hw_obj, hw_src = resolve_hardware(hw, hw_set)
     sim = simulator or Simulator(hw_obj, hw_src)
     vf, rate_used, metric, hib, rows = evaluate_variants(

@@ -70,6 +70,8 @@ class VariantsFile(Strict):
     note: str | None = None
     budget_ms: float | None = Field(None, gt=0, description="Default latency budget (the caller's wins).")
     rate_rps: float | None = Field(None, gt=0, description="Default arrival rate (the caller's wins).")
+    requests: int | None = Field(None, gt=0, le=1_000_000, description="Requests simulated per variant (the "
+                                 "caller's wins; default 20000).")
     latency: Literal["latency", "ttft", "tpot"] = Field("latency", description="The latency the budget is on: "
                                                         "request latency, or an LLM's ttft / tpot.")
     runtime: dict[str, Any] = Field(default_factory=dict, description="RuntimeConfig fields (the caller's win).")
@@ -165,6 +167,8 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
     vf, paths = load_variants(variants)
     src = str(variants)
     rate = rate if rate is not None else vf.rate_rps
+    if requests is None and duration_s is None:
+        requests = vf.requests or DEFAULT_REQUESTS_PER_EVAL
     if rate is None:
         raise ServingError(f"{variants}: give an arrival rate (or rate_rps in the variants file)")
     figures = [variant_figure(vf, i, p, src) for i, p in enumerate(paths)]
@@ -178,11 +182,11 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
         if vf.latency != "latency" and dec is None:
             raise ConfigError(src, f"variants.{vf.variants.index(v)}.decode_workload",
                               f"latency: {vf.latency} needs an LLM variant (a decode workload)")
-        base = {"name": v.name, "workload": v.workload, "decode_workload": v.decode_workload, "set": dict(v.set),
-                "quality": None if fig is None else fig.value, "quality_kind": "missing" if fig is None else fig.kind,
-                "quality_entry": None if fig is None else fig.entry,
-                "quality_source": None if fig is None else fig.source, "quantile": quantile,
-                "latency_metric": vf.latency}
+        base: dict[str, Any] = {
+            "name": v.name, "workload": v.workload, "decode_workload": v.decode_workload, "set": dict(v.set),
+            "quality": None if fig is None else fig.value, "quality_kind": "missing" if fig is None else fig.kind,
+            "quality_entry": None if fig is None else fig.entry, "quality_source": None if fig is None else fig.source,
+            "quantile": quantile, "latency_metric": vf.latency}
         try:
             model = ServingModel.from_files(hw_obj, path, v.sparsity, config=cfg, set_params=v.set,
                                             decode_workload=dec, simulator=sim)
@@ -230,7 +234,7 @@ def verdict(rows: Sequence[VariantOutcome], budget_ms: float, higher_is_better: 
     if best is not None and dense is not None:
         assert best.quality is not None and dense.quality is not None
         gain = best.quality - dense.quality
-        delta = round(gain if higher_is_better else -gain, 6)
+        delta = round(gain if higher_is_better else -gain, 6) + 0.0  # + 0.0: no -0.0
     anyone = _best([r for r in holding if r.quality is not None], higher_is_better)
     uncounted = anyone.name if anyone is not None and (best is None or anyone.name != best.name) \
         and not anyone.counted else None
@@ -238,6 +242,8 @@ def verdict(rows: Sequence[VariantOutcome], budget_ms: float, higher_is_better: 
         message = f"no variant with a registry figure holds {budget_ms:g} ms"
     elif dense is None:
         message = f"{best.name} is best within {budget_ms:g} ms; no dense variant with a registry figure holds it"
+    elif best is dense:
+        message = f"{best.name} (dense) is best within {budget_ms:g} ms: no sparse variant beats it"
     else:
         message = (f"{best.name} is best within {budget_ms:g} ms; vs the best dense, {dense.name}: "
                    f"{delta:+.4g} ({'higher' if higher_is_better else 'lower'} is better)")

@@ -230,42 +230,58 @@ class Quality(Strict):
     def _keys(cls, value: dict[str, float]) -> dict[str, float]:
         return {normalize_format(k): v for k, v in value.items()}
 
-    @model_validator(mode="after")
-    def _resolve(self) -> Quality:
-        ids = ([self.entry] if self.entry else []) + list(self.entries)
-        if self.model is not None:
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, data: Any) -> Any:
+        """Registry references become their figures (metric, dense, patterns) and ``entries`` ids."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        ids = ([data.pop("entry")] if data.get("entry") is not None else []) + list(data.get("entries") or [])
+        data.pop("entry", None)
+        if not all(isinstance(i, str) and i for i in ids):
+            raise ValueError("entry / entries are registry ids (strings)")
+        ref = {k: data.pop(k) for k in ("model", "task", "format", "method") if data.get(k) is not None}
+        for k in ("model", "task", "format", "method"):
+            data.pop(k, None)
+        if ref:
             if ids:
                 raise ValueError("give registry ids (entry / entries) or model + format, not both")
-            if self.format is None:
-                raise ValueError("model needs a format (the registry entry's, e.g. '2:4')")
-            ref = QualityRef(model=self.model, task=self.task, format=self.format, method=self.method)
-            ids = [str(resolve_ref(ref, normalize_format(self.format)).entry)]
-        elif any(v is not None for v in (self.task, self.format, self.method)):
-            raise ValueError("task / format / method narrow a registry match: give model too")
+            if "model" not in ref or "format" not in ref:
+                raise ValueError("a registry match needs model and format (task, method narrow it)")
+            r = QualityRef(**ref)
+            ids = [str(resolve_ref(r, str(r.format)).entry)]
         if not ids:
-            if self.metric is None or self.dense is None:
-                raise ValueError("give registry entries (entry, entries, or model + format) or typed figures "
-                                 "(metric and dense, labelled by kind)")
-            figs = {"dense": typed_figure(self.dense, "dense", self.kind, self.metric, self.higher_is_better,
-                                          self.source or None)}
-            for pat, val in self.patterns.items():
-                figs[pat] = typed_figure(val, pat, self.kind, self.metric, self.higher_is_better, self.source or None)
-            self._figures = figs
-            return self
+            return data
         figs = resolve_entries(ids)
-        typed = {"dense": self.dense, **self.patterns} if self.dense is not None or self.patterns else {}
+        typed = {"dense": data.get("dense"), **dict(data.get("patterns") or {})}
         for fmt, val in typed.items():
-            if fmt not in figs or figs[fmt].value != val:
+            fmt = fmt if fmt == "dense" else normalize_format(fmt)
+            if val is not None and (fmt not in figs or figs[fmt].value != val):
                 raise ValueError(f"the typed {fmt} figure {val} is not the registry's "
                                  f"({figs[fmt].value if fmt in figs else 'none'}): drop it or the entry")
         first = figs["dense"]
-        if "higher_is_better" in self.model_fields_set and self.higher_is_better != first.higher_is_better:
-            raise ValueError(f"higher_is_better {self.higher_is_better} contradicts the registry's {first.metric}")
-        self.entries, self.entry, self.model, self.task, self.format, self.method = ids, None, None, None, None, None
-        self.metric, self.higher_is_better, self.dense = first.metric, first.higher_is_better, first.value
-        self.patterns = {k: f.value for k, f in figs.items() if k != "dense"}
-        self.source = self.source or "; ".join(f"{f.format}: {f.entry} ({f.source})" for f in figs.values()
-                                               if f.format != "dense")
+        if data.get("higher_is_better", first.higher_is_better) != first.higher_is_better:
+            raise ValueError(f"higher_is_better {data['higher_is_better']} contradicts the registry's {first.metric}")
+        if data.get("metric", first.metric) != first.metric:
+            raise ValueError(f"metric {data['metric']!r} is not the registry entries' {first.metric!r}")
+        sources = "; ".join(f"{f.format}: {f.entry} ({f.source})" for f in figs.values() if f.format != "dense")
+        return {**data, "entries": ids, "metric": first.metric, "higher_is_better": first.higher_is_better,
+                "dense": first.value, "patterns": {k: f.value for k, f in figs.items() if k != "dense"},
+                "source": data.get("source") or sources}
+
+    @model_validator(mode="after")
+    def _figures_by_pattern(self) -> Quality:
+        if self.entries:
+            self._figures = resolve_entries(list(self.entries))
+            return self
+        if self.metric is None or self.dense is None:
+            raise ValueError("give registry entries (entry, entries, or model + format) or typed figures "
+                             "(metric and dense, labelled by kind)")
+        figs = {"dense": typed_figure(self.dense, "dense", self.kind, self.metric, self.higher_is_better,
+                                      self.source or None)}
+        for pat, val in self.patterns.items():
+            figs[pat] = typed_figure(val, pat, self.kind, self.metric, self.higher_is_better, self.source or None)
         self._figures = figs
         return self
 

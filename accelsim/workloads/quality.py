@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.formats import normalize_format
@@ -41,14 +41,17 @@ class QualityRef(Strict):
                                "the entry's dense figure).")
     method: str | None = Field(None, min_length=1, description="Pruning method, e.g. 'Wanda', when several match.")
 
+    @field_validator("format", mode="before")
+    @classmethod
+    def _format(cls, value: Any) -> Any:
+        return None if value is None else normalize_format(value)
+
     @model_validator(mode="after")
     def _one_way(self) -> QualityRef:
         if (self.entry is None) == (self.model is None):
             raise ValueError("give either 'entry' (a registry id) or 'model' (with task, format, method to narrow it)")
         if self.entry is not None and any(v is not None for v in (self.task, self.format, self.method)):
             raise ValueError("'entry' names one registry entry: drop task / format / method")
-        if self.format is not None:
-            self.format = normalize_format(self.format)
         return self
 
 
