@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
 from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
@@ -38,6 +38,15 @@ __all__ = ["LATENCY_METRICS", "Variant", "VariantsFile", "count_quality_kinds", 
            "merged_runtime", "quality_at_budget", "study_metric", "verdict"]
 
 LATENCY_METRICS = ("latency", "ttft", "tpot")
+
+
+def _quality_tag(value: Any) -> str:
+    return "ref" if isinstance(value, Mapping | QualityRef) else "number"
+
+
+# a mapping is a registry reference, anything else a typed number: one error message, not one per member
+QualityOrNumber = Annotated[Annotated[QualityRef, Tag("ref")] | Annotated[float, Tag("number")],
+                            Discriminator(_quality_tag)]
 KIND_ORDER = ("published", "derived", "illustrative", "user", "missing")
 
 
@@ -51,7 +60,7 @@ class Variant(Strict):
                                         "(prefill is 'workload'); relative to the variants file.")
     sparsity: str = "dense"
     set: dict[str, int | float] = Field(default_factory=dict, description="Workload parameters (--set).")
-    quality: float | QualityRef | None = Field(None, description="A registry reference ({entry: id} or {model, "
+    quality: QualityOrNumber | None = Field(None, description="A registry reference ({entry: id} or {model, "
                                                "task, format, method}) or a typed number; if absent, the "
                                                "workload file's 'quality' key is read.")
     quality_kind: Literal["illustrative", "user"] | None = Field(None, description="Label of a typed number: "
