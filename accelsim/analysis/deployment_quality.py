@@ -1,7 +1,11 @@
 """The deployment report's quality section: the guardrail on the workload's quality figures and a numeric proxy.
 
 Guardrail: the drop of the workload's quality metric for the run's pattern (``quality:`` block) against
-a threshold (an argument, else ``quality.max_drop``): ``ok``, ``breach`` or ``missing``.
+a threshold (an argument, else ``quality.max_drop``): ``ok``, ``breach`` or ``missing``. Published
+evidence from the quality registry (:mod:`accelsim.quality`) for the workload's model and the pattern is
+looked up every time (:func:`registry_evidence`): without a figure of the workload's own for the pattern,
+the guardrail checks the registry's drop (the smallest published one, its entry named); sources whose
+drops for that model, task and format differ by more than the threshold are called out.
 
 Numeric proxy: per sparse weight op, ``||(A - prune(A)) B||_F / ||A B||_F`` with magnitude N:M pruning
 along k, at most :data:`PROXY_MAX_ROWS` rows of A (a seeded sample) and :data:`PROXY_COLS` seeded
@@ -14,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +26,14 @@ import numpy as np
 
 from accelsim.errors import AccelsimError
 from accelsim.formats import SparsityFormat, parse_format
+from accelsim.quality import QualityEntry, find_entries, load_registry, normalize_name
 from accelsim.records import Record, freeze
 from accelsim.results import RunResult
 from accelsim.workloads.model import WEIGHT_OPS, Workload
 
-__all__ = ["PROXY_COLS", "PROXY_MAX_ROWS", "SYNTHETIC_LABEL", "Guardrail", "LoadedWeights", "NumericProxy",
-           "ProxyLayer", "QualityGuard", "QualityReport", "load_weights", "numeric_proxy", "quality_guard"]
+__all__ = ["EVIDENCE_POLICY", "PROXY_COLS", "PROXY_MAX_ROWS", "SYNTHETIC_LABEL", "EvidenceConflict", "Guardrail",
+           "LoadedWeights", "NumericProxy", "ProxyLayer", "QualityEvidence", "QualityGuard", "QualityReport",
+           "load_weights", "numeric_proxy", "quality_guard", "registry_evidence", "registry_model"]
 
 SYNTHETIC_LABEL = "synthetic weights"
 PROXY_MAX_ROWS = 256   # rows of A sampled per layer for the numeric proxy
@@ -35,6 +41,46 @@ PROXY_COLS = 64        # random columns of B per layer
 PROXY_SEED = 2024      # base seed of the proxy (combined with a CRC of the layer name)
 
 LoadedWeights = tuple[dict[str, np.ndarray], list[str]]  # arrays by layer name, names of unused arrays
+# which registry entry's drop the guardrail checks when several match: the smallest (the best published
+# result for the model and format: what the format is shown to cost when pruned well); the others are listed
+EVIDENCE_POLICY = "smallest published drop"
+MAX_CONFLICTS_NAMED = 3  # conflicting pairs spelled out in the guardrail message (all are in the record)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EvidenceConflict(Record):
+    """Two registry entries from different sources whose drops differ by more than the threshold."""
+
+    first: str  # entry ids
+    second: str
+    first_drop: float
+    second_drop: float
+    difference: float
+    same_method: bool  # True: the sources contradict each other; False: they disagree with different methods
+    message: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QualityEvidence(Record):
+    """What the quality registry publishes for the workload's model at the run's pattern."""
+
+    model: str | None  # the registry's model name that matched, or None
+    matched_by: str | None  # how: "quality.model", "workload name", "workload name without '-decode'"
+    pattern: str | None
+    task: str | None  # the task (and metric below) the drops are in
+    metric: str | None
+    higher_is_better: bool | None
+    entries: tuple[str, ...]  # ids of every matching entry, smallest drop first
+    drops: tuple[float, ...]  # their drops, same order
+    chosen: str | None  # the entry whose drop the guardrail uses (EVIDENCE_POLICY)
+    dense: float | None
+    sparse: float | None
+    drop: float | None
+    source: str | None
+    kind: str | None  # "published" or "derived"
+    policy: str
+    conflicts: tuple[EvidenceConflict, ...]
+    message: str
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -49,6 +95,9 @@ class Guardrail(Record):
     drop: float | None
     threshold: float | None
     threshold_source: str | None
+    drop_source: str | None  # "workload" (its quality: block), "registry" (a published entry) or None
+    evidence: str | None  # the registry entry id the drop comes from (or the best published one shown alongside)
+    conflicts: int  # pairs of sources that disagree by more than the threshold
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -69,11 +118,14 @@ class QualityGuard(Record):
     missing: tuple[str, ...]
     status: str
     message: str
+    drop_source: str | None
+    evidence: QualityEvidence
 
     def guardrail(self) -> Guardrail:
         return Guardrail(status=self.status, message=self.message, metric=self.metric, pattern=self.pattern,
                          delta=self.delta, drop=self.drop, threshold=self.threshold,
-                         threshold_source=self.threshold_source)
+                         threshold_source=self.threshold_source, drop_source=self.drop_source,
+                         evidence=self.evidence.chosen, conflicts=len(self.evidence.conflicts))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -120,10 +172,113 @@ def _num(v: float) -> str:
     return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.1f}"
 
 
-def quality_guard(model: Workload, pattern: str | None, threshold: float | None) -> QualityGuard:
-    """Check the workload's quality figure for ``pattern`` against ``threshold`` (else ``quality.max_drop``)."""
+def registry_model(model: Workload, entries: Iterable[QualityEntry] | None = None) -> tuple[str | None, str | None]:
+    """The registry model the workload is: ``quality.model`` when the workload names one, else its name, else its
+    name with trailing ``-word`` parts dropped one at a time (``llama2-7b-decode`` -> ``llama2-7b``), matched
+    after :func:`~accelsim.quality.normalize_name`. (registry model name, how it matched) or (None, None)."""
+    pool = tuple(load_registry() if entries is None else entries)
+    names = {normalize_name(e.model): e.model for e in pool}
+    named = getattr(model.quality, "model", None) if model.quality is not None else None
+    candidates: list[tuple[str, str]] = []
+    if named:
+        candidates.append((str(named), "quality.model"))
+    parts = model.name.split("-")
+    candidates.append((model.name, "workload name"))
+    for cut in range(len(parts) - 1, 0, -1):
+        candidates.append(("-".join(parts[:cut]), f"workload name without '-{'-'.join(parts[cut:])}'"))
+    for text, how in candidates:
+        hit = names.get(normalize_name(text))
+        if hit is not None:
+            return hit, how
+        if how == "quality.model":  # a model the workload names is not guessed around
+            return None, None
+    return None, None
+
+
+def _conflicts(matches: list[QualityEntry], threshold: float | None) -> tuple[EvidenceConflict, ...]:
+    if threshold is None:
+        return ()
+    out = []
+    for i, a in enumerate(matches):
+        for b in matches[i + 1:]:
+            diff = abs(a.drop - b.drop)
+            if a.source_key == b.source_key or diff <= threshold:
+                continue
+            same = normalize_name(a.method) == normalize_name(b.method) and a.finetuned == b.finetuned
+            how = "contradict each other (same method)" if same else f"disagree ({a.method} vs {b.method})"
+            out.append(EvidenceConflict(
+                first=a.id, second=b.id, first_drop=a.drop, second_drop=b.drop, difference=round(diff, 9),
+                same_method=same, message=f"{a.source_key} and {b.source_key} {how}: drops {a.drop:.4g} vs "
+                                          f"{b.drop:.4g}, {diff:.4g} apart (threshold {threshold:.4g})"))
+    return tuple(sorted(out, key=lambda c: (-c.difference, c.first, c.second)))
+
+
+def registry_evidence(model: Workload, pattern: str | None, threshold: float | None,
+                      entries: Iterable[QualityEntry] | None = None) -> QualityEvidence:
+    """What the registry publishes for ``model`` at ``pattern``: the matching entries of one task (the workload's
+    ``quality.task`` when it names one, else the only task there is), the smallest drop and conflicts between
+    sources (drops further apart than ``threshold``)."""
+    pool = tuple(load_registry() if entries is None else entries)
+    name, how = registry_model(model, pool)
+    empty: dict[str, Any] = dict(model=name, matched_by=how, pattern=pattern, task=None, metric=None,
+                                 higher_is_better=None, entries=(), drops=(), chosen=None, dense=None, sparse=None,
+                                 drop=None, source=None, kind=None, policy=EVIDENCE_POLICY, conflicts=())
+    if name is None:
+        return QualityEvidence(**empty, message=f"no model in the quality registry matches workload '{model.name}'"
+                                                "; name one with quality.model")
+    if pattern is None:
+        return QualityEvidence(**empty, message="the run mixes patterns: no single format to look up")
+    matches = list(find_entries(model=name, format=pattern, entries=pool))
+    task = getattr(model.quality, "task", None) if model.quality is not None else None
+    if task:
+        matches = [e for e in matches if normalize_name(e.task) == normalize_name(str(task))]
+    if not matches:
+        where = f" for task {task}" if task else ""
+        formats = sorted({e.format for e in find_entries(model=name, entries=pool)})
+        return QualityEvidence(**empty, message=f"none published for {name} at {pattern}{where} (the registry has "
+                                                f"{name} at: {', '.join(formats) or 'nothing'})")
+    tasks = sorted({(e.task, e.metric) for e in matches})
+    if len(tasks) > 1:
+        listed = "; ".join(f"{t} {m}" for t, m in tasks)
+        return QualityEvidence(**{**empty, "entries": tuple(e.id for e in matches),
+                                  "drops": tuple(e.drop for e in matches)},
+                               message=f"{len(matches)} published entries for {name} at {pattern} over "
+                                       f"{len(tasks)} tasks ({listed}); name one with quality.task")
+    matches.sort(key=lambda e: (e.drop, e.id))
+    best = matches[0]
+    conflicts = _conflicts(matches, threshold)
+    spread = (f"; {len(matches)} entries, drops {matches[0].drop:.4g} to {matches[-1].drop:.4g}"
+              if len(matches) > 1 else "")
+    message = (f"published: {best.task} {best.metric} {best.dense:g} dense -> {best.sparse:g} at {pattern} "
+               f"({best.method}{', fine-tuned' if best.finetuned else ', one-shot'}), a drop of {best.drop:.4g} "
+               f"[{best.id}]{spread}")
+    return QualityEvidence(model=name, matched_by=how, pattern=pattern, task=best.task, metric=best.metric,
+                           higher_is_better=best.higher_is_better, entries=tuple(e.id for e in matches),
+                           drops=tuple(e.drop for e in matches), chosen=best.id, dense=best.dense,
+                           sparse=best.sparse, drop=best.drop, source=best.source, kind=best.kind,
+                           policy=EVIDENCE_POLICY, conflicts=conflicts, message=message)
+
+
+def _conflict_text(ev: QualityEvidence) -> str:
+    if not ev.conflicts:
+        return ""
+    named = "; ".join(c.message for c in ev.conflicts[:MAX_CONFLICTS_NAMED])
+    more = len(ev.conflicts) - MAX_CONFLICTS_NAMED
+    return (f"; CONTRADICTORY EVIDENCE: {named}" + (f"; and {more} more pair{'s' if more > 1 else ''}" if more > 0
+                                                    else ""))
+
+
+def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
+                  entries: Iterable[QualityEntry] | None = None) -> QualityGuard:
+    """Check the workload's quality figure for ``pattern`` against ``threshold`` (else ``quality.max_drop``); without
+    a figure of its own, the quality registry's published drop for the workload's model (``entries``: the
+    registry to use, the shipped one when None)."""
     q = model.quality
-    value = delta = drop = None
+    value = delta = drop = dense = None
+    metric: str | None = q.metric if q else None
+    higher: bool | None = q.higher_is_better if q else None
+    source: str | None = q.source if q else None
+    drop_source: str | None = None
     thr: float | None = None
     thr_source: str | None = None
     missing: list[str] = []
@@ -131,14 +286,23 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None)
         thr, thr_source = float(threshold), "argument"
     elif q is not None and q.max_drop is not None:
         thr, thr_source = float(q.max_drop), "workload quality.max_drop"
-    if q is None:
-        missing.append("the workload has no quality: block (metric, dense value, value per pattern)")
-    elif pattern is None or q.delta(pattern) is None:
-        missing.append(f"no quality figure for {pattern} (the workload lists: {', '.join(q.patterns) or 'none'})")
-    else:
+    ev = registry_evidence(model, pattern, thr, entries)
+    own = q is not None and pattern is not None and q.delta(pattern) is not None
+    if own:
+        assert q is not None and pattern is not None
         delta = q.delta(pattern)
         assert delta is not None
-        value, drop = q.patterns[pattern], -delta
+        value, drop, dense, drop_source = q.patterns[pattern], -delta, q.dense, "workload"
+    elif ev.chosen is not None:
+        assert ev.sparse is not None and ev.dense is not None and ev.drop is not None
+        value, dense, drop, delta, drop_source = ev.sparse, ev.dense, ev.drop, -ev.drop, "registry"
+        metric, higher, source = f"{ev.task} {ev.metric}", ev.higher_is_better, f"{ev.source} [{ev.chosen}]"
+    elif q is None:
+        missing.append(f"the workload has no quality: block, and the quality registry gives no single figure: "
+                       f"{ev.message}")
+    else:
+        missing.append(f"no quality figure for {pattern} (the workload lists: {', '.join(q.patterns) or 'none'}; "
+                       f"registry: {ev.message})")
     if thr is None:
         missing.append("no threshold (quality.max_drop in the workload, or --quality-threshold)")
     if missing:
@@ -146,24 +310,28 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None)
     else:
         assert drop is not None and thr is not None
         status = "breach" if drop > thr else "ok"
-    metric = q.metric if q else None
-    dense = q.dense if q else None
-    if status == "missing":
-        if drop is not None:
-            assert value is not None and dense is not None and delta is not None
-            message = (f"{metric}: {pattern} {_num(value)} vs dense {_num(dense)} "
-                       f"(change {delta:+.4g}); cannot check: " + "; ".join(missing))
-        else:
-            message = "cannot check quality: " + "; ".join(missing)
+    if drop is not None:
+        assert value is not None and dense is not None and delta is not None
+        origin = "the workload's figure" if drop_source == "workload" else f"published [{ev.chosen}]"
+        head = f"{metric}: {pattern} {_num(value)} vs dense {_num(dense)}, a drop of {drop:.4g} ({origin})"
     else:
-        assert value is not None and dense is not None and drop is not None and thr is not None
+        head = ""
+    if status == "missing":
+        message = (f"{head}; cannot check: " if head else "cannot check quality: ") + "; ".join(missing)
+    else:
+        assert thr is not None
         verb = "exceeds" if status == "breach" else "within"
-        message = (f"{metric}: {pattern} {_num(value)} vs dense {_num(dense)}, a drop of "
-                   f"{drop:.4g} ({verb} the threshold {thr:.4g}, from {thr_source})")
-    return QualityGuard(pattern=pattern, metric=metric, higher_is_better=q.higher_is_better if q else None,
-                        dense=dense, value=value, delta=delta, drop=drop, threshold=thr, threshold_source=thr_source,
-                        source=q.source if q else None, patterns=freeze(dict(q.patterns) if q else {}),
-                        missing=tuple(missing), status=status, message=message)
+        message = f"{head}, {verb} the threshold {thr:.4g} (from {thr_source})"
+    if drop_source == "workload":
+        message += f"; registry: {ev.message}"
+    elif drop_source == "registry" and q is not None and normalize_name(q.metric) != normalize_name(str(metric)):
+        message += (f"; note: the threshold is the workload's, in its metric ({q.metric}), the published drop is in "
+                    f"{metric}")
+    message += _conflict_text(ev)
+    return QualityGuard(pattern=pattern, metric=metric, higher_is_better=higher, dense=dense, value=value, delta=delta,
+                        drop=drop, threshold=thr, threshold_source=thr_source, source=source,
+                        patterns=freeze(dict(q.patterns) if q else {}), missing=tuple(missing), status=status,
+                        message=message, drop_source=drop_source, evidence=ev)
 
 
 # ---------------------------------------------------------------------------------------------- numeric proxy

@@ -6,6 +6,7 @@ whether its figures are published as printed or derived from published ones (and
 """
 
 from accelsim.quality.registry import (
+    COLUMNS,
     DATA,
     KINDS,
     QualityEntry,
@@ -13,8 +14,9 @@ from accelsim.quality.registry import (
     find_entries,
     load_registry,
     normalize_name,
+    read_registry,
     read_source,
 )
 
-__all__ = ["DATA", "KINDS", "QualityEntry", "entry", "find_entries", "load_registry", "normalize_name",
-           "read_source"]
+__all__ = ["COLUMNS", "DATA", "KINDS", "QualityEntry", "entry", "find_entries", "load_registry", "normalize_name",
+           "read_registry", "read_source"]

@@ -57,6 +57,11 @@ class QualityEntry(Record):
     derivation: str  # how a derived figure was computed ("" for published ones)
 
     @property
+    def source_key(self) -> str:
+        """The source file's stem (the id's first part): entries of one source share it."""
+        return self.id.split(":", 1)[0]
+
+    @property
     def delta(self) -> float:
         """sparse - dense, in metric units (its sign is the metric's: see :attr:`drop`)."""
         return self.sparse - self.dense
@@ -64,13 +69,13 @@ class QualityEntry(Record):
     @property
     def drop(self) -> float:
         """How much worse the sparse model is, in metric units (positive = worse, whichever way the metric runs)."""
-        return -self.delta if self.higher_is_better else self.delta
+        return (-self.delta if self.higher_is_better else self.delta) + 0.0  # + 0.0: no negative zero
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, then ``delta`` and ``drop`` (rounded to 6 decimals: metric units)."""
         out = super().to_dict()
-        out["delta"] = round(self.delta, 6)
-        out["drop"] = round(self.drop, 6)
+        out["delta"] = round(self.delta, 6) + 0.0  # + 0.0: no "-0.0" in JSON
+        out["drop"] = round(self.drop, 6) + 0.0
         return out
 
 

@@ -151,6 +151,15 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
             f"{_esc(g.message)}</div>", _html_table(*t["quality"])]
     if q.source:
         out.append(f"<p class='small'>Source of the figures: {_esc(q.source)}</p>")
+    ev = q.evidence
+    out.append(f"<p>Published evidence (quality registry; model {_esc(ev.model or 'not matched')}"
+               + (f", by {_esc(ev.matched_by)}" if ev.matched_by else "") + f"; policy: {_esc(ev.policy)}): "
+               f"{_esc(ev.message)}</p>")
+    if ev.entries:
+        out.append(_html_table(*t["evidence"]))
+    if ev.conflicts:
+        out.append("<p><b>Contradictory evidence</b> (sources whose drops differ by more than the threshold):</p><ul>"
+                   + "".join(f"<li>{_esc(c.message)}</li>" for c in ev.conflicts) + "</ul>")
     plabel = proxy.label or "no op runs sparse"
     out.append(f"<h3>Numeric proxy ({_esc(plabel)})</h3>")
     if proxy.layers:

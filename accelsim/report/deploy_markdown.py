@@ -158,6 +158,14 @@ def render_markdown(report: DeploymentReport) -> str:
     out += md_table(*t["quality"])
     if q.source:
         out += ["", f"Source of the figures: {q.source}"]
+    ev = q.evidence
+    out += ["", f"Published evidence (quality registry; model {ev.model or 'not matched'}"
+                + (f", by {ev.matched_by}" if ev.matched_by else "") + f"; policy: {ev.policy}): {ev.message}"]
+    if ev.entries:
+        out += [""] + md_table(*t["evidence"])
+    if ev.conflicts:
+        out += ["", "**Contradictory evidence** (sources whose drops differ by more than the threshold):", ""]
+        out += [f"- {c.message}" for c in ev.conflicts]
     plabel = proxy.label or "no op runs sparse"
     out += ["", f"### Numeric proxy ({plabel})", ""]
     if proxy.layers:

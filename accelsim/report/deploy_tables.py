@@ -159,4 +159,9 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
          "-" if q.drop is None else f"{q.drop:.4g}",
          "-" if q.threshold is None else f"{q.threshold:.4g} ({q.threshold_source})",
          q.status.upper()]])
+    ev = q.evidence
+    used = "used" if q.drop_source == "registry" else "best published"
+    t["evidence"] = (["quality registry entry", "drop", "guardrail"], [
+        [ident, fmt_num(drop), used if ident == ev.chosen else ""]
+        for ident, drop in zip(ev.entries, ev.drops, strict=True)])
     return t
