@@ -90,12 +90,39 @@ def test_a_workload_quality_section_points_at_the_registry() -> None:
     assert w.quality is not None and not w.quality.higher_is_better and w.quality.patterns == {"2:4": 8.27}
     typed = workload_from_dict({**base, "quality": {"metric": "F1", "dense": 88.5, "patterns": {"2:4": 88.0}}}, "w")
     assert typed.quality is not None and typed.quality.figure("2:4").kind == "illustrative"
+    named = workload_from_dict({**base, "quality": {"model": "BERT-Large", "max_drop": 1.0}}, "w").quality
+    assert named is not None and named.metric == "SQuAD v1.1 F1" and named.figures() == {}  # looked up per pattern
+
+
+def test_the_report_labels_every_quality_figure_and_counts_each_kind() -> None:
+    from accelsim.analysis.deployment import build_report
+    from accelsim.hardware.model import load_hardware
+    from accelsim.report.deploy_markdown import render_markdown
+
+    hw = load_hardware(A100)
+    w = workload_from_dict({**TINY, "name": "bert-large", "quality": {"entry": BERT_LARGE_24, "max_drop": 1.0}}, "w")
+    rep = build_report(w, hw, "2:4")
+    assert dict(rep.quality_labels.counts) == {"published": 3, "derived": 0, "illustrative": 0, "user": 0}
+    assert [(f.where, f.format, f.kind) for f in rep.quality_labels.figures] == [
+        ("workload quality section", "dense", "published"), ("workload quality section", "2:4", "published"),
+        ("registry evidence", "2:4", "published")]
+    md = render_markdown(rep)
+    head = md[:md.index("<!-- ")] if "<!-- " in md else md[:2000]
+    assert "quality figures: 3 published, 0 derived, 0 illustrative, 0 user" in head
+    assert f"| registry evidence | 2:4 | 91.9 | 91.9 | published | {BERT_LARGE_24} |" in md
+    typed = workload_from_dict({**TINY, "quality": {"metric": "F1", "dense": 90.0, "patterns": {"2:4": 89.0},
+                                                    "kind": "user", "max_drop": 2.0}}, "w")
+    rep = build_report(typed, hw, "2:4")
+    assert dict(rep.quality_labels.counts) == {"published": 0, "derived": 0, "illustrative": 0, "user": 2}
+    assert rep.to_dict()["quality_labels"]["counts"]["user"] == 2
 
 
 @pytest.mark.parametrize(("quality", "message"), [
     ({"entry": "no-such-id"}, "quality registry: no entry 'no-such-id'"),
     ({"entry": BERT_LARGE_24, "dense": 90.0}, "the typed dense figure 90.0 is not the registry's (91.9)"),
-    ({"model": "BERT-Large"}, "a registry match needs model and format"),
+    ({"model": "BERT-base"}, "the quality registry has model 'BERT-base' in"),  # several tasks: name one
+    ({"model": "Llama-2-7B", "task": "nope"}, "the quality registry has no entry for model 'Llama-2-7B', task 'nope'"),
+    ({"entry": BERT_LARGE_24, "format": "2:4"}, "give registry ids (entry / entries) or model + format, not both"),
     ({"dense": 1.0}, "typed figures"),
 ])
 def test_bad_workload_quality_sections(tmp_path: Path, capsys, quality, message) -> None:

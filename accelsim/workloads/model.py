@@ -14,8 +14,16 @@ from accelsim.dtypes import DTYPE_BYTES, DtypeName
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
+from accelsim.quality import entry as registry_entry
 from accelsim.workloads.moe import MoeRouting, expand_moe
-from accelsim.workloads.quality import QualityFigure, QualityRef, resolve_entries, resolve_ref, typed_figure
+from accelsim.workloads.quality import (
+    QualityFigure,
+    QualityRef,
+    registry_metric,
+    resolve_entries,
+    resolve_ref,
+    typed_figure,
+)
 
 Dtype = DtypeName  # fp32 ... int8, and the sub-byte fp6, fp4, int4 (accelsim.dtypes)
 Pair = Annotated[list[PosInt], Field(min_length=2, max_length=2)]
@@ -214,8 +222,8 @@ class Quality(Strict):
     task: str | None = Field(None, min_length=1, description="Registry task, e.g. 'SQuAD v1.1'.")
     format: str | None = Field(None, description="Registry format, e.g. '2:4' (with model).")
     method: str | None = Field(None, min_length=1, description="Registry pruning method (with model).")
-    metric: str | None = Field(None, description="What is measured, e.g. 'SQuAD v1.1 F1' (typed figures; registry "
-                               "entries name their own).")
+    metric: str = Field("", description="What is measured, e.g. 'SQuAD v1.1 F1' (typed figures; registry "
+                        "entries name their own).")
     higher_is_better: bool = True
     dense: float | None = Field(None, description="The dense model's value (typed, or the registry's).")
     patterns: dict[str, float] = Field(default_factory=dict, description="Value per N:M pattern, e.g. {'2:4': 88.1}.")
@@ -241,16 +249,19 @@ class Quality(Strict):
         data.pop("entry", None)
         if not all(isinstance(i, str) and i for i in ids):
             raise ValueError("entry / entries are registry ids (strings)")
-        ref = {k: data.pop(k) for k in ("model", "task", "format", "method") if data.get(k) is not None}
-        for k in ("model", "task", "format", "method"):
+        ref = {k: data[k] for k in ("model", "task", "format", "method") if data.get(k) is not None}
+        for k in ("format", "method"):
             data.pop(k, None)
-        if ref:
-            if ids:
-                raise ValueError("give registry ids (entry / entries) or model + format, not both")
-            if "model" not in ref or "format" not in ref:
-                raise ValueError("a registry match needs model and format (task, method narrow it)")
+        if ids and ("format" in ref or "method" in ref):
+            raise ValueError("give registry ids (entry / entries) or model + format, not both")
+        if ref and not ids:
+            if "model" not in ref:
+                raise ValueError("task / format / method narrow a registry match: give model too")
+            if "format" not in ref:  # the model's figures are looked up per pattern where they are used
+                return {**data, **ref, "metric": data.get("metric") or registry_metric(ref["model"], ref.get("task"))}
             r = QualityRef(**ref)
             ids = [str(resolve_ref(r, str(r.format)).entry)]
+            data.update({"model": ref["model"], "task": ref.get("task")})
         if not ids:
             return data
         figs = resolve_entries(ids)
@@ -266,8 +277,11 @@ class Quality(Strict):
         if data.get("metric", first.metric) != first.metric:
             raise ValueError(f"metric {data['metric']!r} is not the registry entries' {first.metric!r}")
         sources = "; ".join(f"{f.format}: {f.entry} ({f.source})" for f in figs.values() if f.format != "dense")
-        return {**data, "entries": ids, "metric": first.metric, "higher_is_better": first.higher_is_better,
-                "dense": first.value, "patterns": {k: f.value for k, f in figs.items() if k != "dense"},
+        named = registry_entry(ids[0])
+        return {**data, "entries": ids, "model": data.get("model") or named.model,
+                "task": data.get("task") or named.task, "metric": first.metric,
+                "higher_is_better": first.higher_is_better, "dense": first.value,
+                "patterns": {k: f.value for k, f in figs.items() if k != "dense"},
                 "source": data.get("source") or sources}
 
     @model_validator(mode="after")
@@ -275,7 +289,9 @@ class Quality(Strict):
         if self.entries:
             self._figures = resolve_entries(list(self.entries))
             return self
-        if self.metric is None or self.dense is None:
+        if self.model is not None and self.dense is None and not self.patterns:
+            return self  # registry figures per pattern at use (the deployment report's guardrail)
+        if not self.metric or self.dense is None:
             raise ValueError("give registry entries (entry, entries, or model + format) or typed figures "
                              "(metric and dense, labelled by kind)")
         figs = {"dense": typed_figure(self.dense, "dense", self.kind, self.metric, self.higher_is_better,

@@ -22,7 +22,7 @@ from accelsim.quality import QualityEntry, entry, find_entries, normalize_name
 from accelsim.records import Record
 
 __all__ = ["EVIDENCE_KINDS", "QUALITY_KINDS", "TYPED_KINDS", "QualityFigure", "QualityRef", "count_kinds",
-           "figure_from_entry", "resolve_entries", "resolve_ref", "typed_figure"]
+           "figure_from_entry", "registry_metric", "resolve_entries", "resolve_ref", "typed_figure"]
 
 QUALITY_KINDS = ("published", "derived", "illustrative", "user")
 EVIDENCE_KINDS = ("published", "derived")  # registry figures: the only ones a verdict counts
@@ -160,6 +160,22 @@ def resolve_entries(ids: list[str]) -> dict[str, QualityFigure]:
             raise ValueError(f"two entries for format {e.format}: {out[e.format].entry!r} and {e.id!r}")
         out[e.format] = figure_from_entry(e, e.format)
     return out
+
+
+def registry_metric(model: str, task: str | None = None) -> str:
+    """The one task and metric the registry has for ``model`` (and ``task``); ValueError if none or several."""
+    try:
+        found = find_entries(model=model, task=task)
+    except AccelsimError as exc:
+        raise ValueError(str(exc)) from None
+    metrics = sorted({entry_metric(e) for e in found})
+    what = f"model {model!r}" + (f", task {task!r}" if task else "")
+    if not metrics:
+        raise ValueError(f"the quality registry has no entry for {what} (see `accelsim quality list`)")
+    if len(metrics) > 1:
+        raise ValueError(f"the quality registry has {what} in {len(metrics)} tasks ({'; '.join(metrics[:5])}): "
+                         "name one with task")
+    return metrics[0]
 
 
 def count_kinds(figures: Any) -> dict[str, int]:
