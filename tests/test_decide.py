@@ -60,7 +60,7 @@ def test_a_registry_id_gives_the_registry_value_and_label(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("quality", "message"), [
     ({"entry": "wanda:llama-2-7b:nope"}, "variants.0.quality: quality registry: no entry 'wanda:llama-2-7b:nope'"),
     ({"model": "Llama-2-7B", "task": "WikiText-2"}, "3 registry entries match"),
-    ({"model": "Llama-2-7B", "format": "8:16"}, "the quality registry has no entry for model 'Llama-2-7B', format 8:16"),
+    ({"model": "Llama-2-7B", "format": "8:16"}, "no entry for model 'Llama-2-7B', format 8:16"),
     ({"entry": LLAMA7_24, "method": "Wanda"}, "'entry' names one registry entry"),
 ])
 def test_bad_references_are_one_line_errors(tmp_path: Path, capsys, quality, message) -> None:

@@ -56,7 +56,9 @@ def decision_figure(decision: Decision, title: str | None = None) -> Figure:
     for i, vd in enumerate(d.verdicts):
         color = BUDGET_COLORS[i % len(BUDGET_COLORS)]
         label = f"budget {vd.budget_ms:g} ms: " + (printable(vd.best) if vd.best else "nothing counted holds")
-        if vd.quality_delta is not None:
+        if vd.best is not None and vd.best == vd.dense_baseline:
+            label += " (dense: no sparse variant beats it)"
+        elif vd.quality_delta is not None:
             label += f" ({vd.quality_delta:+.3g} vs {printable(vd.dense_baseline)})"
         ax.axvline(vd.budget_ms, color=color, ls="--", lw=1.3, zorder=1, label=label)
         if vd.best is not None:
@@ -77,7 +79,8 @@ def decision_figure(decision: Decision, title: str | None = None) -> Figure:
     if not d.higher_is_better:
         ax.invert_yaxis()
     ax.set_xlabel(f"{d.quantile} {d.latency_metric} (ms) at {d.rate_rps:g} req/s")
-    ax.set_ylabel(f"{printable(d.metric)} ({'higher' if d.higher_is_better else 'lower, axis inverted'} is better)")
+    way = "higher is better" if d.higher_is_better else "lower is better; axis inverted"
+    ax.set_ylabel(f"{printable(d.metric)} ({way})")
     ax.grid(True, color=COLOR_GRID, lw=0.6)
     ax.legend(loc="best", fontsize=8.5, frameon=False)
     kinds = ", ".join(f"{n} {k}" for k, n in d.quality_kinds.items() if n)
