@@ -36,6 +36,7 @@ def test_registry_size_families_formats_and_kinds() -> None:
     assert len(published) >= 40
     assert len({e.family for e in entries}) >= 6
     assert len({e.format for e in entries}) >= 3
+    assert {"nm", "block", "unstructured"} <= {type(parse_format(e.format)).key for e in entries}  # format families
     assert {e.kind for e in entries} <= {"published", "derived"}
     assert all(e.derivation for e in entries if e.kind == "derived")
     assert all(e.source and e.method and e.dtype for e in entries)
@@ -238,5 +239,29 @@ def test_evidence_is_in_the_report_record() -> None:
     g = quality_guard(_tiny("bert-base"), "2:4", 1.0)
     data = g.to_dict()
     assert data["drop_source"] == "registry" and data["evidence"]["chosen"] == g.evidence.chosen
-    assert data["evidence"]["policy"] == "smallest published drop"
+    assert data["evidence"]["policy"].startswith("smallest published drop")
     assert dataclasses.replace(g.evidence, conflicts=()).conflicts == ()
+
+
+def test_the_sources_ship_as_package_data() -> None:
+    import tomllib
+
+    from accelsim.quality import DATA
+    root = Path(__file__).resolve().parents[1]
+    package_data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert {"quality/data/*.csv", "quality/data/*.md"} <= set(package_data["accelsim"])
+    assert DATA == root / "accelsim" / "quality" / "data"
+    shipped = sorted(p.stem for p in DATA.glob("*.csv"))
+    assert shipped == sorted({e.source_key for e in load_registry()})
+    readme = (DATA / "README.md").read_text()
+    assert all(f"`{name}.csv`" in readme for name in shipped)  # every source is listed with its citation
+
+
+def test_a_published_drop_is_preferred_to_a_derived_one() -> None:
+    derived = dataclasses.replace(_fake("paper_d", "Mine", 89.95), kind="derived", derivation="averaged")
+    pool = [derived, _fake("paper_a", "ASP", 89.5)]
+    ev = registry_evidence(_tiny("m"), "2:4", 1.0, entries=pool)
+    assert ev.chosen == "paper_a:m:squad:2:4:asp" and ev.kind == "published"
+    assert ev.entries[0] == derived.id  # listed smallest drop first, but not the one checked
+    ev = registry_evidence(_tiny("m"), "2:4", 1.0, entries=[derived])
+    assert ev.chosen == derived.id and ev.kind == "derived"

@@ -43,7 +43,7 @@ PROXY_SEED = 2024      # base seed of the proxy (combined with a CRC of the laye
 LoadedWeights = tuple[dict[str, np.ndarray], list[str]]  # arrays by layer name, names of unused arrays
 # which registry entry's drop the guardrail checks when several match: the smallest (the best published
 # result for the model and format: what the format is shown to cost when pruned well); the others are listed
-EVIDENCE_POLICY = "smallest published drop"
+EVIDENCE_POLICY = "smallest published drop (a derived one only when none is published)"
 MAX_CONFLICTS_NAMED = 3  # conflicting pairs spelled out in the guardrail message (all are in the record)
 
 
@@ -72,6 +72,7 @@ class QualityEvidence(Record):
     higher_is_better: bool | None
     entries: tuple[str, ...]  # ids of every matching entry, smallest drop first
     drops: tuple[float, ...]  # their drops, same order
+    finetuned: tuple[bool, ...]  # whether each was fine-tuned after pruning (False: one-shot), same order
     chosen: str | None  # the entry whose drop the guardrail uses (EVIDENCE_POLICY)
     dense: float | None
     sparse: float | None
@@ -221,8 +222,8 @@ def registry_evidence(model: Workload, pattern: str | None, threshold: float | N
     pool = tuple(load_registry() if entries is None else entries)
     name, how = registry_model(model, pool)
     empty: dict[str, Any] = dict(model=name, matched_by=how, pattern=pattern, task=None, metric=None,
-                                 higher_is_better=None, entries=(), drops=(), chosen=None, dense=None, sparse=None,
-                                 drop=None, source=None, kind=None, policy=EVIDENCE_POLICY, conflicts=())
+                                 higher_is_better=None, entries=(), drops=(), finetuned=(), chosen=None, dense=None,
+                                 sparse=None, drop=None, source=None, kind=None, policy=EVIDENCE_POLICY, conflicts=())
     if name is None:
         return QualityEvidence(**empty, message=f"no model in the quality registry matches workload '{model.name}'"
                                                 "; name one with quality.model")
@@ -241,20 +242,22 @@ def registry_evidence(model: Workload, pattern: str | None, threshold: float | N
     if len(tasks) > 1:
         listed = "; ".join(f"{t} {m}" for t, m in tasks)
         return QualityEvidence(**{**empty, "entries": tuple(e.id for e in matches),
-                                  "drops": tuple(e.drop for e in matches)},
+                                  "drops": tuple(e.drop for e in matches),
+                                  "finetuned": tuple(e.finetuned for e in matches)},
                                message=f"{len(matches)} published entries for {name} at {pattern} over "
                                        f"{len(tasks)} tasks ({listed}); name one with quality.task")
     matches.sort(key=lambda e: (e.drop, e.id))
-    best = matches[0]
+    best = min(matches, key=lambda e: (e.kind != "published", e.drop, e.id))
     conflicts = _conflicts(matches, threshold)
     spread = (f"; {len(matches)} entries, drops {matches[0].drop:.4g} to {matches[-1].drop:.4g}"
               if len(matches) > 1 else "")
-    message = (f"published: {best.task} {best.metric} {best.dense:g} dense -> {best.sparse:g} at {pattern} "
+    message = (f"published: {best.task} {best.metric} dense {best.dense:g}, {pattern} {best.sparse:g} "
                f"({best.method}{', fine-tuned' if best.finetuned else ', one-shot'}), a drop of {best.drop:.4g} "
                f"[{best.id}]{spread}")
     return QualityEvidence(model=name, matched_by=how, pattern=pattern, task=best.task, metric=best.metric,
                            higher_is_better=best.higher_is_better, entries=tuple(e.id for e in matches),
-                           drops=tuple(e.drop for e in matches), chosen=best.id, dense=best.dense,
+                           drops=tuple(e.drop for e in matches), finetuned=tuple(e.finetuned for e in matches),
+                           chosen=best.id, dense=best.dense,
                            sparse=best.sparse, drop=best.drop, source=best.source, kind=best.kind,
                            policy=EVIDENCE_POLICY, conflicts=conflicts, message=message)
 

@@ -53,7 +53,7 @@ def add_quality(sub: options.Subparsers) -> None:
     qsub = p.add_subparsers(dest="quality_command", required=True, parser_class=options.Parser)
     lp = qsub.add_parser("list", help="the quality registry: model, task, metric, dense and sparse values, format, "
                                       "method, fine-tuned or one-shot, source")
-    lp.add_argument("--model", help="only this model (case, spaces, hyphens and underscores ignored)")
+    lp.add_argument("--model", help="only this model (case, spaces, hyphens, underscores and slashes ignored)")
     lp.add_argument("--family", help="only this model family, e.g. BERT, Llama-2, OPT")
     lp.add_argument("--task", help="only this task, e.g. WikiText-2, SQuAD v1.1")
     options.add_sparsity(lp, "only this sparsity format, e.g. 2:4, 64:2:8, unstructured:50%%")

@@ -164,7 +164,7 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
         for f in report.quality_labels.figures])
     ev = q.evidence
     used = "used" if q.drop_source == "registry" else "best published"
-    t["evidence"] = (["quality registry entry", "drop", "guardrail"], [
-        [ident, fmt_num(drop), used if ident == ev.chosen else ""]
-        for ident, drop in zip(ev.entries, ev.drops, strict=True)])
+    t["evidence"] = (["quality registry entry", "after pruning", "drop", "guardrail"], [
+        [ident, "fine-tuned" if ft else "one-shot", fmt_num(drop), used if ident == ev.chosen else ""]
+        for ident, drop, ft in zip(ev.entries, ev.drops, ev.finetuned, strict=True)])
     return t
