@@ -23,8 +23,9 @@ RANKS: dict[str, int] = {
     "analysis": 11, "serving": 11, "sweep": 11, "regress": 11,
     "report": 12, "cli": 13, "__main__": 14, "__init__": 14,
 }
-# Same-rank edges that are part of the design (the deployment analysis has a serving section).
-SAME_RANK_ALLOWED = {("analysis", "serving")}
+# Same-rank edges that are part of the design (the deployment analysis has a serving section; a workload's
+# quality section resolves quality registry ids).
+SAME_RANK_ALLOWED = {("analysis", "serving"), ("workloads", "quality")}
 # report/ renders results: these are the only accelsim units it may import at run time.
 REPORT_MAY_IMPORT = {"textsafe", "errors", "limits", "fileio", "config", "formats", "hardware", "workloads",
                      "results", "report"}

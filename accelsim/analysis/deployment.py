@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.analysis.deployment_fallback import FallbackImpact, fallback_impact
+from accelsim.analysis.deployment_labels import QualityLabels, quality_labels
 from accelsim.analysis.deployment_quality import (
     Guardrail,
     QualityGuard,
@@ -157,6 +158,7 @@ class DeploymentReport(Record):
     pruning_schedule: PruningSchedule
     fallback_impact: FallbackImpact
     quality: QualityReport
+    quality_labels: QualityLabels    # every quality figure shown, labelled, and the count of each kind
     sensitivity: Sensitivity
     serving: ServingSection
     contradictions: tuple[Contradiction, ...]
@@ -412,6 +414,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         pruning_schedule=schedule,
         fallback_impact=impact,
         quality=QualityReport(**{f.name: getattr(guard, f.name) for f in dataclasses.fields(guard)}, proxy=proxy),
+        quality_labels=quality_labels(model, guard),
         sensitivity=sens,
         serving=serving,
         contradictions=tuple(contradictions),

@@ -12,6 +12,7 @@ import sys
 from accelsim.cli.analysis import add_plot, add_reality_check, add_report, add_trace, add_validate_hw
 from accelsim.cli.calibrate import add_calibrate
 from accelsim.cli.check import add_functional_check, add_schema, add_validate
+from accelsim.cli.decide import add_decide
 from accelsim.cli.import_onnx import add_import_onnx
 from accelsim.cli.options import Parser
 from accelsim.cli.patterns import add_patterns
@@ -28,7 +29,7 @@ __all__ = ["CSV_FIELDS", "build_parser", "format_by_op_type", "format_csv", "for
 # in the order `accelsim --help` lists them
 _SUBCOMMANDS = (add_run, add_reality_check, add_patterns, add_import_onnx, add_regress, add_report, add_sweep,
                 add_sweep_plot, add_serve, add_trace, add_plot, add_validate_hw, add_calibrate, add_functional_check,
-                add_validate, add_schema, add_quality)
+                add_validate, add_schema, add_quality, add_decide)
 
 
 def build_parser() -> argparse.ArgumentParser:

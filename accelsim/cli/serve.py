@@ -63,15 +63,18 @@ def format_serve(result: ServeResult) -> str:
     qual = result.quality
     if qual:
         lines.append("")
-        lines.append(f"quality at equal latency budget (p99 <= {qual.budget_ms} ms):")
+        kinds = ", ".join(f"{n} {k}" for k, n in (qual.quality_kinds or {}).items())
+        lines.append(f"quality at equal latency budget ({qual.quantile} {qual.latency_metric} <= {qual.budget_ms} ms; "
+                     f"{printable(qual.metric)}, {'higher' if qual.higher_is_better else 'lower'} is better; "
+                     f"figures: {kinds}):")
         for var in qual.variants:
-            lines.append(f"  {var.name:22s} quality {var.quality:8.2f}  {var.quantile} {var.value_ms:9.3f} ms  "
+            q = "-" if var.quality is None else f"{var.quality:8.2f}"
+            lat = "does not fit" if var.value_ms is None else f"{var.value_ms:9.3f} ms"
+            label = var.quality_kind + ("" if var.counted else ", not counted")
+            lines.append(f"  {printable(var.name):22s} quality {q:>8s} ({label})  {var.quantile} {lat}  "
                          f"{'holds' if var.holds else 'misses'}")
-        if qual.best:
-            lines.append(f"  best that holds: {qual.best} ({qual.best_quality}); dense baseline that holds: "
-                         f"{qual.dense_baseline} ({qual.dense_baseline_quality}); delta {qual.quality_delta:+}")
-        else:
-            lines.append("  no variant holds the budget")
+        if qual.verdict is not None:
+            lines.append(f"  verdict: {printable(qual.verdict.message)}")
     return "\n".join(lines) + "\n"
 
 

@@ -70,7 +70,7 @@ def strip_header(text: str) -> str:
 
 def summary_lines(report: DeploymentReport) -> list[str]:
     """A few lines for the terminal: guardrail first, then the headline numbers and the contradictions."""
-    lines = [guardrail_line(report), f"{report.subject.title}: {headline(report)}"]
+    lines = [guardrail_line(report), f"{report.subject.title}: {headline(report)}", report.quality_labels.line]
     sched = report.pruning_schedule
     if sched.layers_to_flatten is not None:
         lines.append(f"pruning schedule: {sched.layers_to_flatten} of {sched.layers} sparse ops reach "

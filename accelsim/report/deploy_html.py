@@ -95,6 +95,7 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
            f"<h1>Sparsity deployment report: {_esc(sub.title)}</h1>",
            f"<div class='banner {status}'>{_esc(guardrail_line(report))}</div>",
            f"<p class='headline'><b>{_esc(headline(report))}</b></p>",
+           f"<p class='headline'><b>{_esc(report.quality_labels.line)}</b></p>",
            f"<p class='cons'><b>{len(cons)} contradiction(s)</b>: "
            + (_esc("; ".join(c.kind for c in cons)) if cons else "none")
            + " (see <a href='#contradictions'>Contradictions</a>)</p>",
@@ -151,6 +152,8 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
             f"{_esc(g.message)}</div>", _html_table(*t["quality"])]
     if q.source:
         out.append(f"<p class='small'>Source of the figures: {_esc(q.source)}</p>")
+    out += [f"<p>Every quality figure in this report, labelled ({_esc(report.quality_labels.line)}):</p>",
+            _html_table(*t["quality_labels"])]
     ev = q.evidence
     out.append(f"<p>Published evidence (quality registry; model {_esc(ev.model or 'not matched')}"
                + (f", by {_esc(ev.matched_by)}" if ev.matched_by else "") + f"; policy: {_esc(ev.policy)}): "

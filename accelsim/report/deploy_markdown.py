@@ -104,6 +104,7 @@ def render_markdown(report: DeploymentReport) -> str:
     out = [f"# Sparsity deployment report: {sub.title}", "",
            f"> {mark} **{guardrail_line(report)}**", ">",
            f"> **{headline(report)}**", ">",
+           f"> **{report.quality_labels.line}**", ">",
            f"> **{len(cons)} contradiction(s)**: " + ("; ".join(c.kind for c in cons) if cons else "none")
            + " (see [Contradictions](#contradictions))", "",
            HEADER_BEGIN, "## Build and inputs", ""]
@@ -158,6 +159,8 @@ def render_markdown(report: DeploymentReport) -> str:
     out += md_table(*t["quality"])
     if q.source:
         out += ["", f"Source of the figures: {q.source}"]
+    out += ["", f"Every quality figure in this report, labelled ({report.quality_labels.line}):", ""]
+    out += md_table(*t["quality_labels"])
     ev = q.evidence
     out += ["", f"Published evidence (quality registry; model {ev.model or 'not matched'}"
                 + (f", by {ev.matched_by}" if ev.matched_by else "") + f"; policy: {ev.policy}): {ev.message}"]

@@ -159,6 +159,9 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
          "-" if q.drop is None else f"{q.drop:.4g}",
          "-" if q.threshold is None else f"{q.threshold:.4g} ({q.threshold_source})",
          q.status.upper()]])
+    t["quality_labels"] = (["figure", "format", "value", "dense (same source)", "kind", "registry id"], [
+        [f.where, f.format, fmt_num(f.value), "-" if f.dense is None else fmt_num(f.dense), f.kind, f.entry or "-"]
+        for f in report.quality_labels.figures])
     ev = q.evidence
     used = "used" if q.drop_source == "registry" else "best published"
     t["evidence"] = (["quality registry entry", "after pruning", "drop", "guardrail"], [

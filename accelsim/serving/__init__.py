@@ -47,18 +47,28 @@ run's frozen record) and its parts; ``limits`` bounds on serve's inputs and the 
 ``variability`` jitter and throttle at run time; ``batching`` the dynamic batcher; ``llm`` continuous
 batching with the KV budget; ``service`` service times from accelsim runs; ``model`` ServingModel and its
 run; ``results`` the typed, frozen analysis results; ``capacity`` find_max_rate, latency_vs_load, compare;
-``variants`` quality at equal budget; ``request`` ServeRequest -> serve() -> ServeResult (what
+``variants`` quality at equal budget (registry figures);
+``decision`` the decision over budgets (accelsim decide); ``request`` ServeRequest -> serve() -> ServeResult (what
 ``accelsim serve`` computes; ``accelsim/cli/serve.py`` prints it and writes the plots).
 """
 
 from accelsim.serving.arrivals import parse_size_spec, poisson_arrivals, read_trace, sample_sizes
 from accelsim.serving.batching import BatchTrace, simulate_batching
 from accelsim.serving.capacity import compare, find_max_rate, latency_vs_load
-from accelsim.serving.config import JitterSource, RuntimeConfig, ServingError, ThrottleSource, Variability
+from accelsim.serving.config import (
+    DoesNotFitError,
+    JitterSource,
+    RuntimeConfig,
+    ServingError,
+    ThrottleSource,
+    Variability,
+)
+from accelsim.serving.decision import Decision, decide
 from accelsim.serving.llm import LlmTrace, simulate_llm
 from accelsim.serving.model import ServingModel
 from accelsim.serving.request import ServeRequest, serve
 from accelsim.serving.results import (
+    BudgetVerdict,
     CapacityEval,
     CapacityResult,
     CapacitySummary,
@@ -80,13 +90,22 @@ from accelsim.serving.run_record import (
 )
 from accelsim.serving.service import SimulatedService
 from accelsim.serving.stats import batch_means_ci
-from accelsim.serving.variants import Variant, VariantsFile, load_variants, quality_at_budget
+from accelsim.serving.variants import (
+    Variant,
+    VariantsFile,
+    evaluate_variants,
+    load_variants,
+    quality_at_budget,
+    verdict,
+)
 
 __all__ = [
-    "ServingError", "JitterSource", "ThrottleSource", "Variability", "RuntimeConfig", "SimulatedService",
+    "ServingError", "DoesNotFitError", "JitterSource", "ThrottleSource", "Variability", "RuntimeConfig",
+    "SimulatedService",
     "ServingModel", "BatchTrace", "LlmTrace", "parse_size_spec", "sample_sizes", "poisson_arrivals", "read_trace",
     "simulate_batching", "simulate_llm", "batch_means_ci", "find_max_rate", "latency_vs_load", "compare",
-    "Variant", "VariantsFile", "load_variants", "quality_at_budget", "ServeRequest", "serve",
+    "Variant", "VariantsFile", "load_variants", "evaluate_variants", "verdict", "quality_at_budget", "Decision",
+    "decide", "ServeRequest", "serve", "BudgetVerdict",
     "CapacityEval", "CapacityResult", "CapacitySummary", "CompareResult", "Comparison", "LoadCurve", "LoadPoint",
     "QualityResult", "ServeResult", "VariantOutcome", "ServingRun", "LatencyStats", "QuantileTable", "SlaOutcome",
     "LoadAssessment", "KvCacheReport",

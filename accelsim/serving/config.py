@@ -13,7 +13,8 @@ from accelsim.errors import AccelsimError
 from accelsim.hardware.model import PosInt, Strict
 
 __all__ = [
-    "ServingError", "JitterSource", "ThrottleSource", "Variability", "RuntimeConfig", "MAX_INSTANCES", "MAX_BATCH",
+    "ServingError", "DoesNotFitError", "JitterSource", "ThrottleSource", "Variability", "RuntimeConfig",
+    "MAX_INSTANCES", "MAX_BATCH",
     "MAX_WAIT_MS", "SEED_STREAMS", "DEFAULT_OUTPUT_TOKENS", "DEFAULT_REQUESTS_PER_EVAL", "pad_to", "batch_key",
 ]
 
@@ -28,6 +29,10 @@ DEFAULT_REQUESTS_PER_EVAL = 20_000
 
 class ServingError(AccelsimError):
     """A serving-model input is invalid (bad size spec, trace, rate, variants file)."""
+
+
+class DoesNotFitError(ServingError):
+    """An LLM's weights as deployed leave no room for a KV cache on one instance of the hardware."""
 
 
 class JitterSource(Strict):

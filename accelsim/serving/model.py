@@ -20,7 +20,14 @@ from accelsim.hardware.model import Hardware
 from accelsim.records import freeze
 from accelsim.serving.arrivals import parse_size_spec, poisson_arrivals, read_trace, sample_sizes, trace_column
 from accelsim.serving.batching import simulate_batching
-from accelsim.serving.config import DEFAULT_OUTPUT_TOKENS, SEED_STREAMS, RuntimeConfig, ServingError, pad_to
+from accelsim.serving.config import (
+    DEFAULT_OUTPUT_TOKENS,
+    SEED_STREAMS,
+    DoesNotFitError,
+    RuntimeConfig,
+    ServingError,
+    pad_to,
+)
 from accelsim.serving.limits import load_assessment
 from accelsim.serving.llm import simulate_llm
 from accelsim.serving.run_record import (
@@ -118,7 +125,7 @@ class ServingModel:
         cap = hw_obj.dram.capacity_bytes
         budget = None if cap is None else cap * cfg.memory_utilization - weights
         if budget is not None and budget <= 0:
-            raise ServingError(f"{hw_obj.name}: weights as deployed ({weights:,} bytes) leave no room for a KV "
+            raise DoesNotFitError(f"{hw_obj.name}: weights as deployed ({weights:,} bytes) leave no room for a KV "
                                f"cache in dram.capacity_bytes {cap:,} x memory_utilization "
                                f"{cfg.memory_utilization}")
         info.update({"decode_workload": dec.name, "weights_deployed_bytes": weights,

@@ -17,7 +17,7 @@ from typing import Any
 from accelsim.serving.run_record import ServingRun
 
 __all__ = ["CapacityEval", "CapacityResult", "LoadPoint", "LoadCurve", "Comparison", "CompareResult",
-           "VariantOutcome", "QualityResult", "CapacitySummary", "ServeResult"]
+           "VariantOutcome", "BudgetVerdict", "QualityResult", "CapacitySummary", "ServeResult"]
 
 
 @dataclass(frozen=True)
@@ -140,31 +140,86 @@ class CompareResult:
 
 @dataclass(frozen=True)
 class VariantOutcome:
-    """One variant at the budget: its quality, its ``quantile`` latency and whether that holds."""
+    """One variant served at the study's rate: its quality figure with its evidence (``quality_kind``
+    published / derived from the registry, illustrative / user when typed, missing when none), its
+    ``quantile`` of ``latency_metric`` (None when it does not fit the device) and, at one budget, whether
+    that holds (``holds`` None in a multi-budget decision: each verdict lists what holds)."""
 
     name: str
     workload: str
     sparsity: str | None
     set: Mapping[str, int | float]
-    quality: float
+    quality: float | None
+    quality_kind: str
+    quality_entry: str | None
     quality_source: str | None
     quantile: str
-    value_ms: float
-    p50_ms: float
-    utilisation: float
-    holds: bool
+    value_ms: float | None
+    p50_ms: float | None
+    utilisation: float | None
+    holds: bool | None = None
+    latency_metric: str = "latency"
+    decode_workload: str | None = None
+    fits: bool = True
+    overloaded: bool = False
+    note: str | None = None
+
+    @property
+    def counted(self) -> bool:
+        """Whether a verdict may count this variant's quality: a registry figure (published or derived)."""
+        return self.quality_kind in ("published", "derived") and self.quality is not None
+
+    def meets(self, budget_ms: float) -> bool:
+        """Whether the variant holds ``budget_ms``: it fits, is not overloaded, and its quantile is within."""
+        return self.fits and not self.overloaded and self.value_ms is not None and self.value_ms <= budget_ms
 
     def to_dict(self) -> dict[str, Any]:
-        """The variant's row (``<quantile>_ms`` names its latency)."""
-        return {"name": self.name, "workload": self.workload, "sparsity": self.sparsity, "set": dict(self.set),
-                "quality": self.quality, "quality_source": self.quality_source, f"{self.quantile}_ms": self.value_ms,
-                "p50_ms": self.p50_ms, "utilisation": self.utilisation, "holds": self.holds}
+        """The variant's row (``<quantile>_ms`` names its latency; ``holds`` only at one budget)."""
+        out: dict[str, Any] = {
+            "name": self.name, "workload": self.workload, "decode_workload": self.decode_workload,
+            "sparsity": self.sparsity, "set": dict(self.set), "quality": self.quality,
+            "quality_kind": self.quality_kind, "quality_entry": self.quality_entry,
+            "quality_source": self.quality_source, "counted": self.counted, "latency_metric": self.latency_metric,
+            f"{self.quantile}_ms": self.value_ms, "p50_ms": self.p50_ms, "utilisation": self.utilisation,
+            "fits": self.fits, "overloaded": self.overloaded, "note": self.note}
+        if self.holds is not None:
+            out["holds"] = self.holds
+        return out
+
+
+@dataclass(frozen=True)
+class BudgetVerdict:
+    """At one latency budget: the best counted variant that holds it, the best counted dense one, and by how
+    much the first beats the second (``quality_delta``, positive = better whichever way the metric runs).
+    Variants whose quality is typed or missing are shown but never counted (``excluded``)."""
+
+    budget_ms: float
+    holding: tuple[str, ...]
+    best: str | None
+    best_quality: float | None
+    best_entry: str | None
+    dense_baseline: str | None
+    dense_baseline_quality: float | None
+    dense_baseline_entry: str | None
+    quality_delta: float | None
+    excluded: tuple[str, ...]
+    uncounted_winner: str | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as plain data."""
+        return {"budget_ms": self.budget_ms, "holding": list(self.holding), "best": self.best,
+                "best_quality": self.best_quality, "best_entry": self.best_entry,
+                "dense_baseline": self.dense_baseline, "dense_baseline_quality": self.dense_baseline_quality,
+                "dense_baseline_entry": self.dense_baseline_entry, "quality_delta": self.quality_delta,
+                "excluded": list(self.excluded), "uncounted_winner": self.uncounted_winner, "message": self.message}
 
 
 @dataclass(frozen=True)
 class QualityResult:
-    """Quality at equal latency budget: the best variant that holds the budget, and its quality delta
-    against the best dense variant that holds it (None where either is missing)."""
+    """Quality at equal latency budget: the best counted variant that holds the budget, and its quality
+    delta against the best counted dense variant that holds it (None where either is missing).
+    ``quality_kinds`` counts the variants' figures by kind (published, derived, illustrative, user, missing)."""
 
     metric: str
     note: str | None
@@ -180,14 +235,22 @@ class QualityResult:
     dense_baseline: str | None
     dense_baseline_quality: float | None
     quality_delta: float | None
+    higher_is_better: bool = True
+    latency_metric: str = "latency"
+    quality_kinds: Mapping[str, int] | None = None
+    verdict: BudgetVerdict | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The study as plain data, one row per variant."""
-        return {"metric": self.metric, "note": self.note, "budget_ms": self.budget_ms, "quantile": self.quantile,
+        return {"metric": self.metric, "higher_is_better": self.higher_is_better, "note": self.note,
+                "budget_ms": self.budget_ms, "quantile": self.quantile, "latency_metric": self.latency_metric,
                 "rate_rps": self.rate_rps, "seed": self.seed, "requests": self.requests,
-                "duration_s": self.duration_s, "variants": [v.to_dict() for v in self.variants], "best": self.best,
+                "duration_s": self.duration_s, "quality_kinds": dict(self.quality_kinds or {}),
+                "variants": [v.to_dict() for v in self.variants], "best": self.best,
                 "best_quality": self.best_quality, "dense_baseline": self.dense_baseline,
-                "dense_baseline_quality": self.dense_baseline_quality, "quality_delta": self.quality_delta}
+                "dense_baseline_quality": self.dense_baseline_quality, "quality_delta": self.quality_delta,
+                "excluded": list(self.verdict.excluded) if self.verdict else [],
+                "verdict": self.verdict.message if self.verdict else None}
 
 
 @dataclass(frozen=True)

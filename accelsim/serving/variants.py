@@ -1,47 +1,98 @@
 """Quality at equal latency budget: candidate variants (workload, sparsity, quality figure) from a
-variants YAML, each served at the same rate; the best quality that holds the budget, against dense."""
+variants YAML, each served at the same rate; the best quality that holds the budget, against dense.
+
+A variant's quality points at the quality registry (``quality: {entry: <id>}`` or ``{model, task,
+format, method}``) or is a typed number labelled ``illustrative`` (default) or ``user``; with none, the
+workload's own ``quality`` key is read, and a variant without any figure is shown as ``missing``.
+Verdicts count registry figures only (published or derived): typed and missing ones are shown, marked
+and excluded (:func:`verdict` says which, and what would have won had they counted).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
 from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, Strict
-from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, ServingError
+from accelsim.serving.config import (
+    DEFAULT_REQUESTS_PER_EVAL,
+    DoesNotFitError,
+    RuntimeConfig,
+    ServingError,
+)
 from accelsim.serving.model import ServingModel
-from accelsim.serving.results import QualityResult, VariantOutcome
+from accelsim.serving.results import BudgetVerdict, QualityResult, VariantOutcome
 from accelsim.serving.service import resolve_hardware
 from accelsim.simulation import Simulator
+from accelsim.workloads.model import Quality
+from accelsim.workloads.quality import QualityFigure, QualityRef, resolve_ref, typed_figure
 
-__all__ = ["Variant", "VariantsFile", "load_variants", "quality_at_budget"]
+__all__ = ["LATENCY_METRICS", "Variant", "VariantsFile", "count_quality_kinds", "evaluate_variants", "load_variants",
+           "merged_runtime", "quality_at_budget", "study_metric", "verdict"]
+
+LATENCY_METRICS = ("latency", "ttft", "tpot")
+
+
+def _quality_tag(value: Any) -> str:
+    return "ref" if isinstance(value, Mapping | QualityRef) else "number"
+
+
+# a mapping is a registry reference, anything else a typed number: one error message, not one per member
+QualityOrNumber = Annotated[Annotated[QualityRef, Tag("ref")] | Annotated[float, Tag("number")],
+                            Discriminator(_quality_tag)]
+KIND_ORDER = ("published", "derived", "illustrative", "user", "missing")
 
 
 class Variant(Strict):
-    """One deployable variant: a workload, a sparsity, workload parameters and its quality figure."""
+    """One deployable variant: a workload (+ decode workload for an LLM), a sparsity, workload parameters
+    and its quality figure (a registry reference, or a typed number with its label)."""
 
     name: str = Field(min_length=1)
     workload: str = Field(min_length=1, description="Workload YAML, relative to the variants file.")
+    decode_workload: str | None = Field(None, min_length=1, description="LLM: the decode workload YAML "
+                                        "(prefill is 'workload'); relative to the variants file.")
     sparsity: str = "dense"
     set: dict[str, int | float] = Field(default_factory=dict, description="Workload parameters (--set).")
-    quality: float | None = Field(None, description="Quality figure (higher is better); if absent, the "
-                                  "workload file's top-level 'quality' key is read.")
+    quality: QualityOrNumber | None = Field(None, description="A registry reference ({entry: id} or {model, "
+                                               "task, format, method}) or a typed number; if absent, the "
+                                               "workload file's 'quality' key is read.")
+    quality_kind: Literal["illustrative", "user"] | None = Field(None, description="Label of a typed number: "
+                                                                 "illustrative (an assumption; the default) or "
+                                                                 "user (your own measurement).")
     quality_source: str | None = None
 
 
 class VariantsFile(Strict):
     """Candidate variants for quality at equal latency budget."""
 
-    metric: str = Field("quality", description="What 'quality' measures, e.g. 'SQuAD v1.1 dev F1'.")
+    metric: str | None = Field(None, description="What typed figures measure, e.g. 'SQuAD v1.1 F1' (registry "
+                               "figures name their own).")
+    higher_is_better: bool | None = Field(None, description="Direction of the metric (registry figures carry it; "
+                                          "default true for typed ones).")
     note: str | None = None
     budget_ms: float | None = Field(None, gt=0, description="Default latency budget (the caller's wins).")
     rate_rps: float | None = Field(None, gt=0, description="Default arrival rate (the caller's wins).")
+    requests: int | None = Field(None, gt=0, le=1_000_000, description="Requests simulated per variant (the "
+                                 "caller's wins; default 20000).")
+    latency: Literal["latency", "ttft", "tpot"] = Field("latency", description="The latency the budget is on: "
+                                                        "request latency, or an LLM's ttft / tpot.")
+    runtime: dict[str, Any] = Field(default_factory=dict, description="RuntimeConfig fields (the caller's win).")
+    sizes: str | None = Field(None, description="One-shot request sizes (as serve --sizes).")
+    prompt_tokens: str | int | None = Field(None, description="LLM prompt tokens (fixed:N, uniform:A:B, ...).")
+    output_tokens: str | int | None = Field(None, description="LLM output tokens (fixed:N, uniform:A:B, ...).")
     variants: list[Variant] = Field(min_length=1)
+
+
+def _rel(path: str | Path, base: str | Path) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else Path(base).parent / p
 
 
 def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
@@ -49,28 +100,179 @@ def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
     data, _ = configio.read_yaml(path)
     vf = configio.validate(VariantsFile, data, str(path))
     seen: set[str] = set()
-    paths = []
     for i, v in enumerate(vf.variants):
         if v.name in seen:
             raise ConfigError(str(path), f"variants.{i}.name", f"name {v.name!r} is used twice")
         seen.add(v.name)
-        wl = Path(v.workload)
-        paths.append(wl if wl.is_absolute() else Path(path).parent / wl)
         try:
             normalize_format(v.sparsity)
         except ValueError as exc:
             raise ConfigError(str(path), f"variants.{i}.sparsity", str(exc)) from None
-    return vf, paths
+        if v.quality_kind is not None and not isinstance(v.quality, int | float):
+            raise ConfigError(str(path), f"variants.{i}.quality_kind", "labels a typed quality number; this "
+                              "variant has none (registry figures carry their own label)")
+    try:
+        RuntimeConfig.from_dict(vf.runtime, f"{path}: runtime")
+    except ConfigError as exc:
+        raise ConfigError(str(path), "runtime", exc.problem) from None
+    return vf, [_rel(v.workload, path) for v in vf.variants]
 
 
-def _variant_quality(v: Variant, path: Path, src: str, i: int) -> float:
+def variant_figure(vf: VariantsFile, i: int, path: Path, src: str) -> QualityFigure | None:
+    """Variant ``i``'s quality figure (None: no figure anywhere), registry references resolved."""
+    v = vf.variants[i]
+    fmt = normalize_format(v.sparsity)
+    hib = True if vf.higher_is_better is None else vf.higher_is_better
+    if isinstance(v.quality, QualityRef):
+        try:
+            return resolve_ref(v.quality, fmt)
+        except ValueError as exc:
+            raise ConfigError(src, f"variants.{i}.quality", str(exc)) from None
     if v.quality is not None:
-        return float(v.quality)
+        return typed_figure(v.quality, fmt, v.quality_kind or "illustrative", vf.metric, hib, v.quality_source)
     data, _ = configio.read_yaml(path)
     q = data.get("quality")
     if isinstance(q, int | float) and not isinstance(q, bool):
-        return float(q)
-    raise ConfigError(src, f"variants.{i}.quality", f"no quality figure here or in {v.workload}")
+        return typed_figure(q, fmt, "illustrative", vf.metric, hib, f"{v.workload}: quality (a typed number)")
+    if isinstance(q, Mapping):
+        return configio.validate(Quality, dict(q), f"{path}: quality").figure(fmt)
+    return None
+
+
+def study_metric(vf: VariantsFile, figures: Sequence[QualityFigure | None], src: str) -> tuple[str, bool]:
+    """The metric every figure measures and its direction; registry figures must agree with each other and
+    with the file's ``higher_is_better`` (ConfigError naming the first that does not)."""
+    metric, hib, who = vf.metric, vf.higher_is_better, None
+    for i, f in enumerate(figures):
+        if f is None or f.entry is None:
+            continue
+        if who is not None and f.metric != metric:
+            raise ConfigError(src, f"variants.{i}.quality", f"measures {f.metric!r}, variant {who!r} measures "
+                              f"{metric!r}: a decision compares one metric")
+        if hib is not None and f.higher_is_better != hib:
+            way = "higher" if f.higher_is_better else "lower"
+            raise ConfigError(src, f"variants.{i}.quality", f"{f.metric} is {way}-is-better, against the file's "
+                              "higher_is_better")
+        if who is None:
+            metric, who = f.metric, vf.variants[i].name
+        hib = f.higher_is_better
+    return metric or "quality", True if hib is None else hib
+
+
+def merged_runtime(vf: VariantsFile, config: RuntimeConfig | Mapping[str, Any] | None) -> RuntimeConfig:
+    """The file's runtime fields with the caller's on top (a RuntimeConfig given whole wins whole)."""
+    if isinstance(config, RuntimeConfig):
+        return config
+    return RuntimeConfig.from_dict({**vf.runtime, **dict(config or {})})
+
+
+def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: float | None = None, *,
+                      config: RuntimeConfig | Mapping[str, Any] | None = None, duration_s: float | None = None,
+                      requests: int | None = DEFAULT_REQUESTS_PER_EVAL, seed: int = 0, sizes: Any = None,
+                      quantile: str = "p99", hw_set: Sequence[str] | None = None,
+                      simulator: Simulator | None = None
+                      ) -> tuple[VariantsFile, float, str, bool, tuple[VariantOutcome, ...]]:
+    """Serve every variant at one rate; return the file, the rate, the metric, its direction and the rows."""
+    vf, paths = load_variants(variants)
+    src = str(variants)
+    rate = rate if rate is not None else vf.rate_rps
+    if requests is None and duration_s is None:
+        requests = vf.requests or DEFAULT_REQUESTS_PER_EVAL
+    if rate is None:
+        raise ServingError(f"{variants}: give an arrival rate (or rate_rps in the variants file)")
+    figures = [variant_figure(vf, i, p, src) for i, p in enumerate(paths)]
+    metric, hib = study_metric(vf, figures, src)
+    hw_obj, hw_src = resolve_hardware(hw, hw_set)
+    sim = simulator or Simulator(hw_obj, hw_src)
+    cfg = merged_runtime(vf, config)
+    rows: list[VariantOutcome] = []
+    for v, path, fig in zip(vf.variants, paths, figures, strict=True):
+        dec = _rel(v.decode_workload, variants) if v.decode_workload else None
+        if vf.latency != "latency" and dec is None:
+            raise ConfigError(src, f"variants.{vf.variants.index(v)}.decode_workload",
+                              f"latency: {vf.latency} needs an LLM variant (a decode workload)")
+        base: dict[str, Any] = {
+            "name": v.name, "workload": v.workload, "decode_workload": v.decode_workload, "set": dict(v.set),
+            "quality": None if fig is None else fig.value, "quality_kind": "missing" if fig is None else fig.kind,
+            "quality_entry": None if fig is None else fig.entry, "quality_source": None if fig is None else fig.source,
+            "quantile": quantile, "latency_metric": vf.latency}
+        try:
+            model = ServingModel.from_files(hw_obj, path, v.sparsity, config=cfg, set_params=v.set,
+                                            decode_workload=dec, simulator=sim)
+        except DoesNotFitError as exc:
+            rows.append(VariantOutcome(**base, sparsity=normalize_format(v.sparsity), value_ms=None, p50_ms=None,
+                                       utilisation=None, fits=False, note=f"does not fit one device: {exc}"))
+            continue
+        res = model.run(rate, duration_s=duration_s, requests=requests, seed=seed, sizes=sizes or vf.sizes,
+                        prompt_tokens=vf.prompt_tokens, output_tokens=vf.output_tokens)
+        stats = res.stats(vf.latency)
+        if stats is None:
+            raise ConfigError(src, "latency", f"{vf.latency} is not measured for {v.name} (one-shot model)")
+        note = None
+        if res.load.overloaded:
+            note = ("overloaded: offered load above capacity, the queue grows for the whole run; counted as "
+                    "missing any budget")
+        rows.append(VariantOutcome(**base, sparsity=model.sparsity, value_ms=stats.quantile(quantile),
+                                   p50_ms=stats.p50, utilisation=res.utilisation, overloaded=res.load.overloaded,
+                                   note=note))
+    return vf, rate, metric, hib, tuple(rows)
+
+
+def _better(a: float, b: float, hib: bool) -> bool:
+    return a > b if hib else a < b
+
+
+def _best(rows: Sequence[VariantOutcome], hib: bool) -> VariantOutcome | None:
+    best = None
+    for r in rows:  # first in file order wins a tie
+        assert r.quality is not None
+        if best is None or _better(r.quality, best.quality, hib):  # type: ignore[arg-type]
+            best = r
+    return best
+
+
+def verdict(rows: Sequence[VariantOutcome], budget_ms: float, higher_is_better: bool) -> BudgetVerdict:
+    """The best counted variant within ``budget_ms``, the best counted dense one, and the gain of the first
+    over the second (positive = better); typed or missing figures are excluded and named."""
+    holding = [r for r in rows if r.meets(budget_ms)]
+    counted = [r for r in holding if r.counted]
+    excluded = tuple(r.name for r in holding if not r.counted)
+    best = _best(counted, higher_is_better)
+    dense = _best([r for r in counted if r.sparsity == "dense"], higher_is_better)
+    delta = None
+    if best is not None and dense is not None:
+        assert best.quality is not None and dense.quality is not None
+        gain = best.quality - dense.quality
+        delta = round(gain if higher_is_better else -gain, 6) + 0.0  # + 0.0: no -0.0
+    anyone = _best([r for r in holding if r.quality is not None], higher_is_better)
+    uncounted = anyone.name if anyone is not None and (best is None or anyone.name != best.name) \
+        and not anyone.counted else None
+    if best is None:
+        message = f"no variant with a registry figure holds {budget_ms:g} ms"
+    elif dense is None:
+        message = f"{best.name} is best within {budget_ms:g} ms; no dense variant with a registry figure holds it"
+    elif best is dense:
+        message = f"{best.name} (dense) is best within {budget_ms:g} ms: no sparse variant beats it"
+    else:
+        message = (f"{best.name} is best within {budget_ms:g} ms; vs the best dense, {dense.name}: "
+                   f"{delta:+.4g} ({'higher' if higher_is_better else 'lower'} is better)")
+    if uncounted is not None:
+        message += f" ({uncounted} would win on a typed figure, not counted)"
+    return BudgetVerdict(budget_ms=budget_ms, holding=tuple(r.name for r in holding),
+                         best=None if best is None else best.name, best_quality=None if best is None else best.quality,
+                         best_entry=None if best is None else best.quality_entry,
+                         dense_baseline=None if dense is None else dense.name,
+                         dense_baseline_quality=None if dense is None else dense.quality,
+                         dense_baseline_entry=None if dense is None else dense.quality_entry,
+                         quality_delta=delta, excluded=excluded, uncounted_winner=uncounted, message=message)
+
+
+def count_quality_kinds(rows: Sequence[VariantOutcome]) -> dict[str, int]:
+    """Variants by the kind of their quality figure (published, derived, illustrative, user, missing)."""
+    out = dict.fromkeys(KIND_ORDER, 0)
+    for r in rows:
+        out[r.quality_kind] = out.get(r.quality_kind, 0) + 1
+    return out
 
 
 def quality_at_budget(variants: str | Path, hw: Hardware | str | Path, budget_ms: float | None = None,
@@ -79,34 +281,21 @@ def quality_at_budget(variants: str | Path, hw: Hardware | str | Path, budget_ms
                       requests: int | None = DEFAULT_REQUESTS_PER_EVAL, seed: int = 0, sizes: Any = None,
                       quantile: str = "p99", hw_set: Sequence[str] | None = None,
                       simulator: Simulator | None = None) -> QualityResult:
-    """Best-quality variant whose ``quantile`` latency holds ``budget_ms`` at ``rate``, and its quality
-    delta against the best dense variant that holds the same budget (quality at equal latency budget)."""
-    vf, paths = load_variants(variants)
+    """Best counted variant whose ``quantile`` latency holds ``budget_ms`` at ``rate``, and its quality
+    delta against the best counted dense variant that holds the same budget (quality at equal latency budget)."""
+    vf, _ = load_variants(variants)
     budget_ms = budget_ms if budget_ms is not None else vf.budget_ms
-    rate = rate if rate is not None else vf.rate_rps
-    if budget_ms is None or rate is None:
+    if budget_ms is None or (rate is None and vf.rate_rps is None):
         raise ServingError(f"{variants}: give a latency budget and an arrival rate (or budget_ms / rate_rps "
                            "in the variants file)")
-    hw_obj, hw_src = resolve_hardware(hw, hw_set)
-    sim = simulator or Simulator(hw_obj, hw_src)
-    rows: list[VariantOutcome] = []
-    for i, (v, path) in enumerate(zip(vf.variants, paths, strict=True)):
-        model = ServingModel.from_files(hw_obj, path, v.sparsity, config=config, set_params=v.set, simulator=sim)
-        res = model.run(rate, duration_s=duration_s, requests=requests, seed=seed, sizes=sizes,
-                        sla_p99_ms=budget_ms if quantile == "p99" else None)
-        value = res.latency_ms.quantile(quantile)
-        rows.append(VariantOutcome(name=v.name, workload=v.workload, sparsity=model.sparsity, set=dict(v.set),
-                                   quality=_variant_quality(v, path, str(variants), i),
-                                   quality_source=v.quality_source, quantile=quantile, value_ms=value,
-                                   p50_ms=res.latency_ms.p50, utilisation=res.utilisation,
-                                   holds=bool(value <= budget_ms)))
-    ok = [r for r in rows if r.holds]
-    best = max(ok, key=lambda r: r.quality, default=None)
-    dense = max((r for r in ok if r.sparsity == "dense"), key=lambda r: r.quality, default=None)
-    delta = None if best is None or dense is None else round(best.quality - dense.quality, 6)
-    return QualityResult(metric=vf.metric, note=vf.note, budget_ms=budget_ms, quantile=quantile, rate_rps=rate,
-                         seed=seed, requests=requests, duration_s=duration_s, variants=tuple(rows),
-                         best=None if best is None else best.name,
-                         best_quality=None if best is None else best.quality,
-                         dense_baseline=None if dense is None else dense.name,
-                         dense_baseline_quality=None if dense is None else dense.quality, quality_delta=delta)
+    vf, rate_used, metric, hib, rows = evaluate_variants(
+        variants, hw, rate, config=config, duration_s=duration_s, requests=requests, seed=seed, sizes=sizes,
+        quantile=quantile, hw_set=hw_set, simulator=simulator)
+    v = verdict(rows, budget_ms, hib)
+    rows = tuple(dataclasses.replace(r, holds=r.meets(budget_ms)) for r in rows)
+    return QualityResult(metric=metric, note=vf.note, budget_ms=budget_ms, quantile=quantile, rate_rps=rate_used,
+                         seed=seed, requests=requests, duration_s=duration_s, variants=rows, best=v.best,
+                         best_quality=v.best_quality, dense_baseline=v.dense_baseline,
+                         dense_baseline_quality=v.dense_baseline_quality, quality_delta=v.quality_delta,
+                         higher_is_better=hib, latency_metric=vf.latency, quality_kinds=count_quality_kinds(rows),
+                         verdict=v)

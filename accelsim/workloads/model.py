@@ -14,7 +14,16 @@ from accelsim.dtypes import DTYPE_BYTES, DtypeName
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
+from accelsim.quality import entry as registry_entry
 from accelsim.workloads.moe import MoeRouting, expand_moe
+from accelsim.workloads.quality import (
+    QualityFigure,
+    QualityRef,
+    registry_metric,
+    resolve_entries,
+    resolve_ref,
+    typed_figure,
+)
 
 Dtype = DtypeName  # fp32 ... int8, and the sub-byte fp6, fp4, int4 (accelsim.dtypes)
 Pair = Annotated[list[PosInt], Field(min_length=2, max_length=2)]
@@ -201,23 +210,108 @@ Layer = Annotated[Gemm | Conv2d | Matmul | Embedding | BatchNorm | LayerNorm | R
 
 
 class Quality(Strict):
-    """Quality figures from the user's own training runs: dense and per pattern, with a threshold."""
+    """Quality figures, dense and per pattern, with a threshold: registry entries (``entry`` / ``entries``
+    ids, or ``model`` + ``format`` (+ ``task``, ``method``) matched in the quality registry; labelled
+    published or derived) or numbers typed here (``metric``, ``dense``, ``patterns``; labelled ``kind``:
+    illustrative, the default, or user)."""
 
-    metric: str = Field(description="What is measured, e.g. 'SQuAD v1.1 F1'.")
+    entry: str | None = Field(None, min_length=1, description="A quality registry id (`accelsim quality list`).")
+    entries: list[str] = Field(default_factory=list, description="Registry ids, one per format, from one source.")
+    model: str | None = Field(None, min_length=1, description="Registry model name, matched with format (+ task, "
+                              "method) to exactly one entry.")
+    task: str | None = Field(None, min_length=1, description="Registry task, e.g. 'SQuAD v1.1'.")
+    format: str | None = Field(None, description="Registry format, e.g. '2:4' (with model).")
+    method: str | None = Field(None, min_length=1, description="Registry pruning method (with model).")
+    metric: str = Field("", description="What is measured, e.g. 'SQuAD v1.1 F1' (typed figures; registry "
+                        "entries name their own).")
     higher_is_better: bool = True
-    dense: float = Field(description="The dense model's value.")
+    dense: float | None = Field(None, description="The dense model's value (typed, or the registry's).")
     patterns: dict[str, float] = Field(default_factory=dict, description="Value per N:M pattern, e.g. {'2:4': 88.1}.")
+    kind: Literal["illustrative", "user"] = Field("illustrative", description="Label of typed figures: "
+                                                  "illustrative (an assumption) or user (your own measurement).")
     max_drop: float | None = Field(None, ge=0, description="Largest acceptable loss vs dense, in metric units.")
     source: str = Field("", description="Where the figures come from.")
+    _figures: dict[str, QualityFigure] = PrivateAttr(default_factory=dict)
 
     @field_validator("patterns")
     @classmethod
     def _keys(cls, value: dict[str, float]) -> dict[str, float]:
         return {normalize_format(k): v for k, v in value.items()}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, data: Any) -> Any:
+        """Registry references become their figures (metric, dense, patterns) and ``entries`` ids."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        ids = ([data.pop("entry")] if data.get("entry") is not None else []) + list(data.get("entries") or [])
+        data.pop("entry", None)
+        if not all(isinstance(i, str) and i for i in ids):
+            raise ValueError("entry / entries are registry ids (strings)")
+        ref = {k: data[k] for k in ("model", "task", "format", "method") if data.get(k) is not None}
+        for k in ("format", "method"):
+            data.pop(k, None)
+        if ids and ("format" in ref or "method" in ref):
+            raise ValueError("give registry ids (entry / entries) or model + format, not both")
+        if ref and not ids:
+            if "model" not in ref:
+                raise ValueError("task / format / method narrow a registry match: give model too")
+            if "format" not in ref:  # the model's figures are looked up per pattern where they are used
+                return {**data, **ref, "metric": data.get("metric") or registry_metric(ref["model"], ref.get("task"))}
+            r = QualityRef(**ref)
+            ids = [str(resolve_ref(r, str(r.format)).entry)]
+            data.update({"model": ref["model"], "task": ref.get("task")})
+        if not ids:
+            return data
+        figs = resolve_entries(ids)
+        typed = {"dense": data.get("dense"), **dict(data.get("patterns") or {})}
+        for fmt, val in typed.items():
+            fmt = fmt if fmt == "dense" else normalize_format(fmt)
+            if val is not None and (fmt not in figs or figs[fmt].value != val):
+                raise ValueError(f"the typed {fmt} figure {val} is not the registry's "
+                                 f"({figs[fmt].value if fmt in figs else 'none'}): drop it or the entry")
+        first = figs["dense"]
+        if data.get("higher_is_better", first.higher_is_better) != first.higher_is_better:
+            raise ValueError(f"higher_is_better {data['higher_is_better']} contradicts the registry's {first.metric}")
+        if data.get("metric", first.metric) != first.metric:
+            raise ValueError(f"metric {data['metric']!r} is not the registry entries' {first.metric!r}")
+        sources = "; ".join(f"{f.format}: {f.entry} ({f.source})" for f in figs.values() if f.format != "dense")
+        named = registry_entry(ids[0])
+        return {**data, "entries": ids, "model": data.get("model") or named.model,
+                "task": data.get("task") or named.task, "metric": first.metric,
+                "higher_is_better": first.higher_is_better, "dense": first.value,
+                "patterns": {k: f.value for k, f in figs.items() if k != "dense"},
+                "source": data.get("source") or sources}
+
+    @model_validator(mode="after")
+    def _figures_by_pattern(self) -> Quality:
+        if self.entries:
+            self._figures = resolve_entries(list(self.entries))
+            return self
+        if self.model is not None and self.dense is None and not self.patterns:
+            return self  # registry figures per pattern at use (the deployment report's guardrail)
+        if not self.metric or self.dense is None:
+            raise ValueError("give registry entries (entry, entries, or model + format) or typed figures "
+                             "(metric and dense, labelled by kind)")
+        figs = {"dense": typed_figure(self.dense, "dense", self.kind, self.metric, self.higher_is_better,
+                                      self.source or None)}
+        for pat, val in self.patterns.items():
+            figs[pat] = typed_figure(val, pat, self.kind, self.metric, self.higher_is_better, self.source or None)
+        self._figures = figs
+        return self
+
+    def figure(self, pattern: str) -> QualityFigure | None:
+        """The figure for ``pattern`` (``dense`` for the dense one) with its evidence label; None if absent."""
+        return self._figures.get(pattern)
+
+    def figures(self) -> dict[str, QualityFigure]:
+        """Every figure by pattern, ``dense`` first."""
+        return dict(self._figures)
+
     def delta(self, pattern: str) -> float | None:
         """Change vs dense (positive = better), or None when no figure exists for the pattern."""
-        if pattern not in self.patterns:
+        if pattern not in self.patterns or self.dense is None:
             return None
         d = self.patterns[pattern] - self.dense
         return d if self.higher_is_better else -d

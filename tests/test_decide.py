@@ -1,0 +1,253 @@
+"""Quality at equal latency budget from published evidence (issue 21, must-shows 2 and 3): variants and
+workload quality sections point at the quality registry, every figure carries its label, verdicts count
+registry figures only, and `accelsim decide` writes the table, JSON and chart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import HW, ROOT, WL
+
+from accelsim.cli import main
+from accelsim.errors import ConfigError
+from accelsim.quality import entry
+from accelsim.serving import VariantOutcome, decide, load_variants, quality_at_budget, verdict
+from accelsim.serving.variants import variant_figure
+from accelsim.workloads.model import load_workload, workload_from_dict
+
+A100 = HW / "a100-like.yaml"
+BERT_LARGE_24 = "asp_mishra2021:bert-large:squad-v1.1:2:4:asp-one-shot-magnitude-2-4-pruning-then-retraining"
+LLAMA7_24 = "wanda:llama-2-7b:wikitext-2:2:4:sparsegpt"
+TINY = {"name": "tiny", "dtype": "fp16", "params": {"batch": 1, "seq": 128},
+        "layers": [{"name": "fc1", "op": "gemm", "m": 2048, "n": "batch * seq", "k": 2048},
+                   {"name": "fc2", "op": "gemm", "m": 2048, "n": "batch * seq", "k": 2048}]}
+
+
+def _variants(tmp_path: Path, variants: list[dict], **top) -> Path:
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    for v in variants:
+        v.setdefault("workload", "tiny.yaml")
+    path = tmp_path / "variants.yaml"
+    path.write_text(yaml.safe_dump({"rate_rps": 200, "requests": 300, **top, "variants": variants}))
+    return path
+
+
+# ------------------------------------------------------------------------------ registry references
+
+def test_a_registry_id_gives_the_registry_value_and_label(tmp_path: Path) -> None:
+    path = _variants(tmp_path, [
+        {"name": "d", "sparsity": "dense", "quality": {"entry": BERT_LARGE_24}},
+        {"name": "s", "sparsity": "2:4", "quality": {"entry": BERT_LARGE_24}},
+        {"name": "m", "sparsity": "2:4", "quality": {"model": "bert large", "task": "SQuAD v1.1"}},
+        {"name": "t", "sparsity": "2:4", "quality": 95.0},
+        {"name": "u", "sparsity": "2:4", "quality": 90.0, "quality_kind": "user", "quality_source": "our run"},
+        {"name": "none", "sparsity": "2:4"}])
+    vf, paths = load_variants(path)
+    figs = [variant_figure(vf, i, p, str(path)) for i, p in enumerate(paths)]
+    e = entry(BERT_LARGE_24)
+    assert (figs[0].value, figs[0].kind, figs[0].entry) == (e.dense, "published", BERT_LARGE_24)
+    assert (figs[1].value, figs[1].kind, figs[1].entry) == (e.sparse, "published", BERT_LARGE_24)
+    assert figs[2] == figs[1]  # model + task (+ the variant's format) resolve to the same entry
+    assert figs[1].source == e.source and figs[1].metric == "SQuAD v1.1 F1" and figs[1].higher_is_better
+    assert (figs[3].kind, figs[3].entry) == ("illustrative", None)  # a typed number is labelled as such
+    assert (figs[4].kind, figs[4].source) == ("user", "our run")
+    assert figs[5] is None
+
+
+@pytest.mark.parametrize(("quality", "message"), [
+    ({"entry": "wanda:llama-2-7b:nope"}, "variants.0.quality: quality registry: no entry 'wanda:llama-2-7b:nope'"),
+    ({"model": "Llama-2-7B", "task": "WikiText-2"}, "3 registry entries match"),
+    ({"model": "Llama-2-7B", "format": "8:16"}, "no entry for model 'Llama-2-7B', format 8:16"),
+    ({"entry": LLAMA7_24, "method": "Wanda"}, "'entry' names one registry entry"),
+])
+def test_bad_references_are_one_line_errors(tmp_path: Path, capsys, quality, message) -> None:
+    path = _variants(tmp_path, [{"name": "s", "sparsity": "2:4", "quality": quality}])
+    assert main(["decide", "--hw", str(A100), "--variants", str(path), "--budget-ms", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err and message in err and "Traceback" not in err
+
+
+def test_registry_figures_must_measure_one_metric(tmp_path: Path) -> None:
+    path = _variants(tmp_path, [{"name": "a", "sparsity": "2:4", "quality": {"entry": BERT_LARGE_24}},
+                                {"name": "b", "sparsity": "2:4", "quality": {"entry": LLAMA7_24}}])
+    with pytest.raises(ConfigError, match=r"variants\.1\.quality: measures 'WikiText-2 perplexity'"):
+        quality_at_budget(path, A100, 5.0)
+
+
+def test_a_workload_quality_section_points_at_the_registry() -> None:
+    base = {k: v for k, v in TINY.items()}
+    w = workload_from_dict({**base, "quality": {"entry": BERT_LARGE_24, "max_drop": 1.0}}, "w.yaml")
+    q = w.quality
+    assert q is not None and q.entries == [BERT_LARGE_24] and q.metric == "SQuAD v1.1 F1"
+    assert (q.dense, q.patterns, q.delta("2:4")) == (91.9, {"2:4": 91.9}, 0.0)
+    assert q.figure("2:4").kind == "published" and q.figure("dense").entry == BERT_LARGE_24
+    again = workload_from_dict({**base, "quality": q.model_dump()}, "w.yaml").quality  # round trip
+    assert again is not None and again.figures() == q.figures()
+    w = workload_from_dict({**base, "quality": {"model": "Llama-2-13B", "format": "2:4", "method": "Wanda"}}, "w")
+    assert w.quality is not None and not w.quality.higher_is_better and w.quality.patterns == {"2:4": 8.27}
+    typed = workload_from_dict({**base, "quality": {"metric": "F1", "dense": 88.5, "patterns": {"2:4": 88.0}}}, "w")
+    assert typed.quality is not None and typed.quality.figure("2:4").kind == "illustrative"
+    named = workload_from_dict({**base, "quality": {"model": "BERT-Large", "max_drop": 1.0}}, "w").quality
+    assert named is not None and named.metric == "SQuAD v1.1 F1" and named.figures() == {}  # looked up per pattern
+
+
+def test_the_report_labels_every_quality_figure_and_counts_each_kind() -> None:
+    from accelsim.analysis.deployment import build_report
+    from accelsim.hardware.model import load_hardware
+    from accelsim.report.deploy_markdown import render_markdown
+
+    hw = load_hardware(A100)
+    w = workload_from_dict({**TINY, "name": "bert-large", "quality": {"entry": BERT_LARGE_24, "max_drop": 1.0}}, "w")
+    rep = build_report(w, hw, "2:4")
+    assert dict(rep.quality_labels.counts) == {"published": 3, "derived": 0, "illustrative": 0, "user": 0}
+    assert [(f.where, f.format, f.kind) for f in rep.quality_labels.figures] == [
+        ("workload quality section", "dense", "published"), ("workload quality section", "2:4", "published"),
+        ("registry evidence", "2:4", "published")]
+    md = render_markdown(rep)
+    head = md[:md.index("<!-- ")] if "<!-- " in md else md[:2000]
+    assert "quality figures: 3 published, 0 derived, 0 illustrative, 0 user" in head
+    assert f"| registry evidence | 2:4 | 91.9 | 91.9 | published | {BERT_LARGE_24} |" in md
+    typed = workload_from_dict({**TINY, "quality": {"metric": "F1", "dense": 90.0, "patterns": {"2:4": 89.0},
+                                                    "kind": "user", "max_drop": 2.0}}, "w")
+    rep = build_report(typed, hw, "2:4")
+    assert dict(rep.quality_labels.counts) == {"published": 0, "derived": 0, "illustrative": 0, "user": 2}
+    assert rep.to_dict()["quality_labels"]["counts"]["user"] == 2
+
+
+@pytest.mark.parametrize(("quality", "message"), [
+    ({"entry": "no-such-id"}, "quality registry: no entry 'no-such-id'"),
+    ({"entry": BERT_LARGE_24, "dense": 90.0}, "the typed dense figure 90.0 is not the registry's (91.9)"),
+    ({"model": "BERT-base"}, "the quality registry has model 'BERT-base' in"),  # several tasks: name one
+    ({"model": "Llama-2-7B", "task": "nope"}, "the quality registry has no entry for model 'Llama-2-7B', task 'nope'"),
+    ({"entry": BERT_LARGE_24, "format": "2:4"}, "give registry ids (entry / entries) or model + format, not both"),
+    ({"dense": 1.0}, "typed figures"),
+])
+def test_bad_workload_quality_sections(tmp_path: Path, capsys, quality, message) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump({**TINY, "quality": quality}))
+    with pytest.raises(ConfigError, match="quality") as exc:
+        load_workload(path)
+    assert message in str(exc.value) and str(path) in str(exc.value)
+    assert main(["run", "--hw", str(A100), "--workload", str(path)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------------- verdict
+
+def _row(name: str, sparsity: str, quality: float | None, kind: str, ms: float | None, **kw) -> VariantOutcome:
+    return VariantOutcome(name=name, workload="w.yaml", sparsity=sparsity, set={}, quality=quality, quality_kind=kind,
+                          quality_entry="src:id" if kind in ("published", "derived") else None, quality_source=None,
+                          quantile="p99", value_ms=ms, p50_ms=ms, utilisation=0.5, **kw)
+
+
+def test_verdict_counts_registry_figures_only() -> None:
+    """The illustrative variant would win if counted; it is shown, excluded and named."""
+    rows = [_row("dense-small", "dense", 80.0, "published", 4.0), _row("dense-big", "dense", 85.0, "published", 12.0),
+            _row("sparse-big", "2:4", 84.0, "derived", 9.0), _row("dream", "2:4", 99.0, "illustrative", 5.0),
+            _row("unknown", "2:4", None, "missing", 3.0), _row("huge", "2:4", 99.5, "published", None, fits=False),
+            _row("jammed", "2:4", 99.0, "published", 6.0, overloaded=True)]
+    v = verdict(rows, 10.0, True)
+    assert v.best == "sparse-big" and v.dense_baseline == "dense-small" and v.quality_delta == pytest.approx(4.0)
+    assert v.holding == ("dense-small", "sparse-big", "dream", "unknown")  # no fit / overloaded never hold
+    assert v.excluded == ("dream", "unknown") and v.uncounted_winner == "dream"
+    assert "dream would win on a typed figure, not counted" in v.message
+    v = verdict(rows, 15.0, True)
+    assert (v.best, v.dense_baseline, v.quality_delta) == ("dense-big", "dense-big", 0.0)
+    v = verdict(rows, 4.5, True)
+    assert (v.best, v.quality_delta) == ("dense-small", 0.0)
+    assert verdict(rows, 1.0, True).best is None
+
+
+def test_verdict_lower_is_better() -> None:
+    rows = [_row("7b", "dense", 5.12, "published", 14.0), _row("13b-2:4", "2:4", 8.27, "published", 13.0),
+            _row("13b", "dense", 4.57, "published", 29.0)]
+    v = verdict(rows, 20.0, False)
+    assert (v.best, v.dense_baseline, v.quality_delta) == ("7b", "7b", 0.0)
+    v = verdict(rows[1:], 20.0, False)
+    assert (v.best, v.dense_baseline, v.quality_delta) == ("13b-2:4", None, None)
+    v = verdict(rows, 30.0, False)
+    assert (v.best, v.dense_baseline, v.quality_delta) == ("13b", "13b", 0.0)
+    v = verdict([*rows, _row("13b-good-2:4", "2:4", 4.9, "published", 13.5)], 20.0, False)
+    assert (v.best, v.dense_baseline, v.quality_delta) == ("13b-good-2:4", "7b", pytest.approx(5.12 - 4.9))
+
+
+def test_simulated_verdict_excludes_the_illustrative_winner(tmp_path: Path) -> None:
+    path = _variants(tmp_path, [
+        {"name": "dense", "sparsity": "dense", "quality": {"entry": BERT_LARGE_24}},
+        {"name": "sparse", "sparsity": "2:4", "quality": {"entry": BERT_LARGE_24}},
+        {"name": "dream", "sparsity": "2:4", "quality": 99.0}])
+    q = quality_at_budget(path, A100, 1000.0)
+    assert q.best in ("dense", "sparse") and q.verdict.uncounted_winner == "dream" and q.verdict.excluded == ("dream",)
+    assert q.quality_kinds == {"published": 2, "derived": 0, "illustrative": 1, "user": 0, "missing": 0}
+    row = q.to_dict()["variants"][2]
+    assert (row["quality_kind"], row["counted"], row["holds"]) == ("illustrative", False, True)
+
+
+# ------------------------------------------------------------------------------------------ the command
+
+def test_decide_json_chart_and_table(tmp_path: Path, capsys) -> None:
+    path = _variants(tmp_path, [
+        {"name": "dense", "sparsity": "dense", "quality": {"entry": BERT_LARGE_24}},
+        {"name": "sparse", "sparsity": "2:4", "quality": {"entry": BERT_LARGE_24}},
+        {"name": "dream", "sparsity": "2:4", "quality": 99.0, "quality_source": "a guess"}], metric="SQuAD v1.1 F1")
+    out = tmp_path / "out"
+    argv = ["decide", "--hw", str(A100), "--variants", str(path), "--budget-ms", "1000", "--budget-ms", "0.001",
+            "--format", "json", "-o", str(out)]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {p.name for p in out.iterdir()} == {"decision.json", "decision.png", "decision.svg"}
+    assert data["command"] == "decide" and data["metric"] == "SQuAD v1.1 F1" and data["higher_is_better"] is True
+    assert data["quality_kinds"]["published"] == 2 and data["quality_kinds"]["illustrative"] == 1
+    assert data["counted_kinds"] == ["published", "derived"] and data["latency_metric"] == "latency"
+    row = data["variants"][1]
+    assert {"name", "sparsity", "quality", "quality_kind", "quality_entry", "quality_source", "counted", "p99_ms",
+            "fits", "overloaded"} <= set(row) and row["quality_entry"] == BERT_LARGE_24
+    assert [v["budget_ms"] for v in data["verdicts"]] == [0.001, 1000.0]
+    tight, loose = data["verdicts"]
+    assert tight["best"] is None and tight["holding"] == []
+    assert loose["uncounted_winner"] == "dream" and loose["best"] in ("dense", "sparse")
+    assert {"best", "best_quality", "best_entry", "dense_baseline", "dense_baseline_quality", "quality_delta",
+            "excluded", "message"} <= set(loose)
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert main(argv[:-4] + ["-o", str(out)]) == 0  # table, same files again: deterministic
+    text = capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+    assert "2 published, 0 derived, 1 illustrative, 0 user, 0 missing" in text and "illustrative*" in text
+    assert f"sources:\n  {BERT_LARGE_24}: Mishra et al. 2021" in text
+
+
+def test_a_model_that_does_not_fit_is_shown_and_holds_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "v.yaml"
+    path.write_text(yaml.safe_dump({"latency": "tpot", "rate_rps": 1, "requests": 4, "output_tokens": "fixed:4",
+                                    "variants": [{"name": "70b-2:4", "sparsity": "2:4",
+                                                  "workload": str(WL / "llama2-70b-prefill.yaml"),
+                                                  "decode_workload": str(WL / "llama2-70b-decode.yaml"),
+                                                  "quality": {"model": "Llama-2-70B", "method": "Wanda"}}]}))
+    d = decide(path, A100, [1e6])
+    row = d.variants[0]
+    assert not row.fits and row.value_ms is None and "does not fit one device" in row.note
+    assert (row.quality, row.quality_kind) == (5.16, "published") and d.verdicts[0].best is None
+
+
+def test_shipped_variants_files_resolve() -> None:
+    for name in ("variants-bert.yaml", "variants-llama2.yaml"):
+        path = ROOT / "examples" / name
+        vf, paths = load_variants(path)
+        figs = [variant_figure(vf, i, p, str(path)) for i, p in enumerate(paths)]
+        assert all(f is not None and f.kind == "published" and f.entry for f in figs), name
+        assert all(p.is_file() for p in paths)
+
+
+# Published sizes: HF model pages meta-llama/Llama-2-13b-hf (13,015,864,320) and -70b-hf (68,976,648,192),
+# counts that include the RMSNorm weights (not counted by the workloads: 0.41M and 1.3M).
+@pytest.mark.parametrize(("name", "published"), [
+    ("llama2-13b-prefill.yaml", 13_015_864_320), ("llama2-13b-decode.yaml", 13_015_864_320),
+    ("llama2-70b-prefill.yaml", 68_976_648_192), ("llama2-70b-decode.yaml", 68_976_648_192)])
+def test_llama2_parameter_counts(name: str, published: int) -> None:
+    w = load_workload(WL / name)
+    params = sum(x.m * x.k for x in w.layers if x.op == "gemm") + sum(x.vocab * x.dim for x in w.layers
+                                                                         if x.op == "embedding")
+    assert params == pytest.approx(published, rel=1e-4)
