@@ -206,7 +206,7 @@ def _first_lines(text: str, n: int) -> str:
 def test_guardrail_breach_flagged_at_the_top(written: dict[str, Path]) -> None:
     rep = _report("strict")[2]
     g = rep.guardrail
-    assert g.status == "breach" and g.threshold == 0.1 and g.drop == pytest.approx(0.3)
+    assert g.status == "breach" and g.threshold == 0.1 and g.drop == pytest.approx(0.44)
     assert g.threshold_source == "workload quality.max_drop"
     md = (written["strict"] / "report.md").read_text(encoding="utf-8")
     html = (written["strict"] / "report.html").read_text(encoding="utf-8")
@@ -234,7 +234,7 @@ def test_guardrail_threshold_argument_wins_and_missing_states() -> None:
 def test_quality_example_is_ok() -> None:
     model = load_workload(QUALITY, SMALL_BERT)
     q = model.quality
-    assert q is not None and q.delta("2:4") == pytest.approx(-0.3) and q.max_drop == 1.0
+    assert q is not None and q.delta("2:4") == pytest.approx(-0.44) and q.max_drop == 1.0
 
 
 # ------------------------------------------------------------------------------------------- determinism
