@@ -7,7 +7,10 @@ relative error, right side of 1.0x, MAE on the rows accelsim models) and states 
 
 from __future__ import annotations
 
+import csv
+import importlib.util
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -160,13 +163,73 @@ def test_venom_sputnik_unstructured_rows_meet_the_target(venom: ValidationResult
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
 
 
-# -- sources 2 and 3: whole-model and aggregate figures (no GEMM shapes) -----------------------------------
+# -- source 2: torchao SuperBlock ViTs (A100 80GB, whole model, 64x64 BSR or 2:4 on the MLP Linears) -------
 
-@pytest.mark.parametrize("name", ["torchao_superblock_vit_a100.csv", "flashllm_blog_a100.csv"])
-def test_sources_without_shapes_are_not_per_shape_rows(name: str) -> None:
-    """The torchao SuperBlock ViT rows (whole-model latency) and Flash-LLM's three blog figures (one number per
-    sparsity over many shapes) have empty m / n / k: validate-hw refuses them with the line and column, so they
-    cannot be scored per shape (their target is open: no per-shape block-sparse or unstructured-on-tensor-core
-    table was found)."""
+def _e2e_module() -> ModuleType:
+    path = ROOT / "benchmarks" / "format_e2e_validation.py"
+    spec = importlib.util.spec_from_file_location("format_e2e_validation", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def torchao() -> list[tuple[dict[str, str], float]]:
+    """Every row of the source with its predicted whole-model speedup (benchmarks/format_e2e_validation.py:
+    vit-h14 / vit-b16 at batch 256 on a100-like, only fc1 / fc2 in the row's format; nothing fitted)."""
+    e2e = _e2e_module()
+    hw = load_hardware(HW / "a100-like.yaml")
+    return [(row, e2e.predict(row, hw)) for row in csv.DictReader(e2e.SOURCE.open())]
+
+
+def _e2e_metrics(pairs: list[tuple[dict[str, str], float]]) -> tuple[int, float, float, float]:
+    p = np.array([pred for _, pred in pairs])
+    m = np.array([float(row["speedup"]) for row, _ in pairs])
+    return len(p), float(np.median(abs(p - m) / m) * 100), float(((p > 1) == (m > 1)).mean()), float(abs(p - m).mean())
+
+
+def test_torchao_rows_are_whole_model_rows_without_shapes() -> None:
+    """validate-hw refuses them (m / n / k empty) with the line and column: they are scored whole-model, by
+    benchmarks/format_e2e_validation.py."""
     with pytest.raises(MeasurementError, match=r"line 2, column m.*is empty"):
-        read_measurements(FORMATS / name)
+        read_measurements(FORMATS / "torchao_superblock_vit_a100.csv")
+
+
+def test_torchao_bf16_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
+    """bf16 (6 block64x64 rows at 80 / 84 / 90 %, 2 rows 2:4): median 10.6 %, 8/8 right side, MAE 0.116; the model
+    over-predicts the 80 % and 2:4 rows by 10-16 % and lands the 90 % rows within 5 %."""
+    n, med, right, mae = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "bf16"])
+    assert n == 8 and right == 1.0 and med == pytest.approx(10.6, abs=1.0) and mae == pytest.approx(0.116, abs=0.02)
+    assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
+
+
+def test_torchao_block_rows_gain_with_sparsity(torchao: list[tuple[dict[str, str], float]]) -> None:
+    for model in ("vit_h_14", "vit_b_16"):
+        preds = [p for r, p in torchao if r["dtype"] == "bf16" and model in r["notes"] and r["format"] != "2:4"]
+        assert preds == sorted(preds) and len(preds) == 3
+
+
+@pytest.mark.xfail(strict=True, reason="int8 rows over-predicted (median 32.5 %): torchao's int8 dynamic "
+                   "quantization keeps activations in bf16 and quantizes each Linear's input per call; measured, "
+                   "the int8 dense model is only 7 % (ViT-H) / 1 % (ViT-B) faster than bf16, while accelsim runs an "
+                   "all-int8 workload (every layer and activation int8, no quantize kernels: about 0.52x the bf16 "
+                   "time), so the dense share that sparsity cannot touch is far too small")
+def test_torchao_int8_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
+    n, med, right, _ = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "int8"])
+    assert n == 14 and right == 1.0 and med == pytest.approx(32.5, abs=2.0)
+    assert med <= TARGET_MEDIAN_PCT
+
+
+def test_torchao_all_rows_guard(torchao: list[tuple[dict[str, str], float]]) -> None:
+    n, med, right, mae = _e2e_metrics(torchao)
+    assert n == 22 and right == 1.0 and med == pytest.approx(20.6, abs=1.5) and mae == pytest.approx(0.259, abs=0.03)
+
+
+# -- source 3: Flash-LLM's blog figures (aggregate, no shapes) ----------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="no per-shape unstructured-on-tensor-core table was found: Flash-LLM's "
+                   "1.4x / 1.7x / 2.1x at 70 / 80 / 90 % are one number each over many shapes (blog text; the "
+                   "paper's kernel figure is a bar chart), so there is no row to predict")
+def test_flashllm_rows_can_be_scored_per_shape() -> None:
+    read_measurements(FORMATS / "flashllm_blog_a100.csv")
