@@ -21,6 +21,7 @@ from accelsim.analysis.gpu_validation import kernel_loop_hardware, predict_row, 
 from accelsim.analysis.measurements import MeasurementError, parse_measurements, read_measurements
 from accelsim.analysis.validation_results import RowResult, ValidationResult
 from accelsim.hardware.model import hardware_from_dict
+from accelsim.report.validation_text import rows_csv
 
 FORMATS = ROOT / "validation" / "formats"
 VENOM = FORMATS / "venom_spatha_rtx3090.csv"
@@ -233,3 +234,9 @@ def test_torchao_all_rows_guard(torchao: list[tuple[dict[str, str], float]]) -> 
                    "paper's kernel figure is a bar chart), so there is no row to predict")
 def test_flashllm_rows_can_be_scored_per_shape() -> None:
     read_measurements(FORMATS / "flashllm_blog_a100.csv")
+
+
+def test_validation_csv_echoes_format_and_timing(venom: ValidationResult) -> None:
+    lines = rows_csv(venom).splitlines()
+    assert lines[0].endswith(",format,timing")
+    assert lines[1].endswith(",2:4,kernel-loop")

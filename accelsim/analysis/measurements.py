@@ -7,7 +7,10 @@ The CSV (``shared/reference/gpu/a100_fp16_24_speedups.csv``)::
 with m = rows of the sparse operand A (``nn.Linear`` out_features), n = columns of the dense
 operand B (tokens x batch), k = the reduction, and ``speedup = dense_time / sparse_time``. The
 ``notes`` column starts with a regime tag (``kernel-gemm``, ``inference-linear``,
-``decode-regime linear``, ``training fwd+bwd``); an optional ``regime`` column overrides it.
+``decode-regime linear``, ``training fwd+bwd``); an optional ``regime`` column overrides it. An
+optional ``format`` column names the row's sparsity format (``64:2:8``, ``block32x32:75%``, ...), an optional
+``timing`` column (or a ``timing=X`` tag in the notes) how it was timed: ``framework`` (default) or
+``kernel-loop`` (see ``TIMINGS``).
 """
 
 from __future__ import annotations
