@@ -12,7 +12,14 @@ tile BM = V, else BM dividing V: ``VnmSupport.cta_tiles``). It runs a 2:4 GEMM o
 values and their 2-bit indices, the block's column indices (``Kernel.selection_bits`` per kept value),
 and BK rows of B gathered by index through the gather stage (``gather_rows_per_cycle``). Executed MACs
 are N / M of dense. B's distinct DRAM bytes are the rows at least one V-row block selects: with
-independent selections, ``coverage = 1 - (1 - 4 / M) ^ (V-row blocks)`` of B.
+independent selections, ``coverage = 1 - (1 - 4 / M) ^ (V-row blocks)`` of B. Spatha's CTAs are small
+(1-4 warps, a few stages of 128 x 32 tiles), so an SM holds several (``VnmSupport.resident_ctas``; absent:
+as many as shared memory holds at the tile's stages) and starts the next CTA's loads while the current one
+finishes its last k-steps and C write-back: the consecutive waves of a wave class run back to back through
+one tile pipeline per core (``wave_runs``, ``back_to_back``), with the same DRAM bytes per wave. At high M a
+CTA has 1-6 k-steps and its C write-back dominates: without this, every wave paid a load latency, a lone
+compute and a write-back in series (the VENOM M = 20-100 rows were under-predicted by 23-50 %). Echoed in
+the tiling as ``resident_ctas`` and ``waves_back_to_back``.
 
 **Block sparsity on tensor cores** (a BSR kernel on the dense tensor cores, e.g. Triton's
 ``bsr_dense_mm``). ``core.sparse.block.cta_m`` names the kernel's M tile: ``block`` (default): one
