@@ -1,15 +1,32 @@
-"""Published sparse-format speedups (validation/formats/, issue 18) read and scored by validate-hw."""
+"""Published sparse-format speedups (validation/formats/, issue 18) read and scored by validate-hw.
+
+One block of tests per source (validation/formats/README.md). Each guards the source's current figures (median
+relative error, right side of 1.0x, MAE on the rows accelsim models) and states the issue's target
+(median <= 20 %, >= 90 % right side, nothing fitted) as a test, strict-xfail where it is not met, with the cause.
+"""
 
 from __future__ import annotations
 
+import csv
+import importlib.util
+from collections.abc import Callable
+from types import ModuleType
+
+import numpy as np
+import pytest
 from conftest import HW, ROOT
 
 from accelsim import load_hardware
-from accelsim.analysis.gpu_validation import validate_hw
-from accelsim.analysis.measurements import parse_measurements, read_measurements
+from accelsim.analysis.gpu_validation import kernel_loop_hardware, predict_row, validate_hw
+from accelsim.analysis.measurements import MeasurementError, parse_measurements, read_measurements
+from accelsim.analysis.validation_results import RowResult, ValidationResult
+from accelsim.hardware.model import hardware_from_dict
+from accelsim.report.validation_text import rows_csv
 
-VENOM = ROOT / "validation" / "formats" / "venom_spatha_rtx3090.csv"
+FORMATS = ROOT / "validation" / "formats"
+VENOM = FORMATS / "venom_spatha_rtx3090.csv"
 HEADER = "gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes,format\n"
+TARGET_MEDIAN_PCT, TARGET_RIGHT = 20.0, 0.9
 
 
 def test_the_format_column_is_read_and_optional() -> None:
@@ -19,21 +36,207 @@ def test_the_format_column_is_read_and_optional() -> None:
     assert "format" not in rows[1].to_dict() and rows[0].to_dict()["format"] == "64:2:8"
 
 
-def test_venom_24_rows_score_on_the_never_fitted_rtx3090_config() -> None:
-    """The 2:4 rows of the VENOM artifact (cuSPARSELt and Spatha 2:4 vs cuBLAS, RTX 3090, fp16): rtx3090-like
-    carries the Ada family's fit as an estimate (no GeForce Ampere row was fitted); it lands on the right side
-    of 1.0x everywhere and beats the FLOPs rule of thumb. Formats this accelsim has no module for are
-    reported, not scored, by name."""
-    rows = read_measurements(VENOM)
-    res = validate_hw(rows, {"RTX 3090": load_hardware(HW / "rtx3090-like.yaml")})
-    nm = next(g for g in res.main if g.format == "2:4")
-    m = nm.metrics
-    assert m.n == 34 and m.right_side == 1.0
-    assert m.mae is not None and m.rule_mae is not None and m.mae < 0.225 < m.rule_mae  # 0.218 vs 0.385
-    assert m.median_ape is not None and 0.0 < m.median_ape < 20.0
-    registered = {r.format for r in rows if r.format in ("2:4",)}
-    for r in res.rows:
-        if r.format not in registered:
-            assert r.status in ("unknown_format", "scored", "above_bound"), r
-    assert any(n.startswith(f"{sum(r.status == 'unknown_format' for r in res.rows)} row(s) not scored, their format")
-               for n in res.notes) or all(r.status != "unknown_format" for r in res.rows)
+# -- the timing attribute ------------------------------------------------------------------------------
+
+def test_timing_comes_from_the_column_or_a_notes_tag_and_defaults_to_framework() -> None:
+    rows = parse_measurements(HEADER.replace("format\n", "format,timing\n")
+                              + "A100,fp16,64,64,64,,,1.0,src,kernel-gemm; timing=kernel-loop,,\n"
+                                "A100,fp16,64,64,64,,,1.0,src,kernel-gemm,,kernel-loop\n"
+                                "A100,fp16,64,64,64,,,1.0,src,kernel-gemm,,\n", "x.csv")
+    assert [r.timing for r in rows] == ["kernel-loop", "kernel-loop", "framework"]
+    assert rows[0].to_dict()["timing"] == "kernel-loop" and "timing" not in rows[2].to_dict()
+    with pytest.raises(MeasurementError, match=r"x.csv: line 2, column notes \(timing=\).*unknown timing 'cudagraph'"):
+        parse_measurements(HEADER + "A100,fp16,64,64,64,,,1.0,src,kernel-gemm; timing=cudagraph,\n", "x.csv")
+
+
+def test_a_kernel_loop_row_has_no_fixed_launch_cost_and_a_framework_row_keeps_it() -> None:
+    hw = load_hardware(HW / "rtx3090-like.yaml")
+    (loop, frame) = parse_measurements(HEADER + "RTX 3090,fp16,768,4096,768,,,9.0,s,kernel-gemm; timing=kernel-loop,"
+                                                "128:2:100\nRTX 3090,fp16,768,4096,768,,,9.0,s,kernel-gemm,128:2:100\n",
+                                       "x.csv")
+    res = validate_hw([loop, frame], {"RTX 3090": hw})
+    p_loop, p_frame = (r.predicted for r in res.rows)
+    assert p_loop is not None and p_frame is not None
+    assert (p_loop.dense_launch_cycles, p_loop.sparse_launch_cycles) == (0, 0)
+    assert (p_frame.dense_launch_cycles, p_frame.sparse_launch_cycles) == (hw.launch_overhead_cycles.dense,
+                                                                           hw.launch_overhead_cycles.sparse)
+    assert p_loop.sparse_cycles == p_frame.sparse_cycles - hw.launch_overhead_cycles.sparse  # only the fixed cost
+    assert [r.timing for r in res.rows] == ["kernel-loop", "framework"]
+    assert any("1 row(s) timed as a back-to-back kernel loop" in n for n in res.notes)
+    assert kernel_loop_hardware(hw).core == hw.core  # nothing else changes
+
+
+def test_vnm_waves_run_back_to_back_when_a_core_holds_two_or_more_ctas() -> None:
+    """128:2:100 on 1024 x 8192 x 4096 (6 k-steps per CTA, memory-bound): with the default residency (as many
+    CTAs as shared memory holds) the next CTA's loads overlap the current one's write-back; resident_ctas = 1
+    pays a prologue and a write-back per wave. Same DRAM bytes either way (the same waves)."""
+    hw = load_hardware(HW / "rtx3090-like.yaml")
+    d = hw.to_dict()
+    assert "resident_ctas" not in d["core"]["sparse"]["vnm"]  # absent: left out of the echo
+    d["core"]["sparse"]["vnm"]["resident_ctas"] = 1
+    one = hardware_from_dict(d, "<one>")
+    (row,) = parse_measurements(HEADER + "RTX 3090,fp16,1024,8192,4096,,,26.5,s,kernel-gemm,128:2:100\n", "x.csv")
+    fast, slow = predict_row(row, hw, sparsity="128:2:100"), predict_row(row, one, sparsity="128:2:100")
+    assert fast.sparse_cycles < 0.95 * slow.sparse_cycles
+    assert fast.dense_cycles == slow.dense_cycles
+
+
+# -- source 1: the VENOM / Spatha artifact (RTX 3090, fp16) ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def venom() -> ValidationResult:
+    return validate_hw(read_measurements(VENOM), {"RTX 3090": load_hardware(HW / "rtx3090-like.yaml")})
+
+
+def _scored(res: ValidationResult, keep: Callable[[RowResult], bool]) -> tuple[int, float, float, float]:
+    rows = [r for r in res.rows if r.scored and r.format is not None and keep(r)]
+    ape = np.array([r.ape for r in rows])
+    return (len(rows), float(np.median(ape)), float(np.mean([r.right_side for r in rows])),
+            float(np.mean([r.abs_error for r in rows])))
+
+
+def _vnm(r: RowResult) -> bool:
+    return r.format is not None and r.format.count(":") == 2
+
+
+def _tensor_core(r: RowResult) -> bool:  # the kernels accelsim models: Spatha V:N:M, Spatha / cuSPARSELt 2:4
+    return _vnm(r) or r.format == "2:4"
+
+
+def test_venom_every_row_is_timed_as_a_kernel_loop(venom: ValidationResult) -> None:
+    assert {r.timing for r in venom.rows} == {"kernel-loop"}
+    assert all(r.predicted is None or r.predicted.sparse_launch_cycles == 0 for r in venom.rows)
+
+
+def test_venom_tensor_core_rows_meet_the_target(venom: ValidationResult) -> None:
+    """V:N:M and 2:4 rows (178 scored, none fitted; 2 rows above the 2x bound reported): median 11.2 %, 100 %
+    right side, MAE 0.751 (the large-speedup V:N:M rows weigh in the MAE)."""
+    n, med, right, mae = _scored(venom, _tensor_core)
+    assert n == 178 and right == 1.0
+    assert med == pytest.approx(11.2, abs=1.0) and mae == pytest.approx(0.751, abs=0.05)
+    assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
+
+
+@pytest.mark.parametrize(("m_group", "median_pct"), [(7, 8.5), (8, 7.1), (10, 6.4), (20, 8.6), (40, 18.7)])
+def test_venom_vnm_by_m_meets_the_target(venom: ValidationResult, m_group: int, median_pct: float) -> None:
+    n, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(f":{m_group}"))  # type: ignore[union-attr]
+    assert n == 24 and right == 1.0 and med == pytest.approx(median_pct, abs=1.0)
+    assert med <= TARGET_MEDIAN_PCT
+
+
+def test_venom_24_rows(venom: ValidationResult) -> None:
+    n, med, right, mae = _scored(venom, lambda r: r.format == "2:4")
+    assert n == 34 and right == 1.0 and med == pytest.approx(12.4, abs=1.0) and mae == pytest.approx(0.229, abs=0.02)
+
+
+@pytest.mark.xfail(strict=True, reason="M = 100 under-predicted (median 22.4 %): at 98 % sparsity the Spatha kernel "
+                   "streams C at the DRAM rate, while each core's C write-back into the write-back L2 and its loads "
+                   "(which carry the drain of C to DRAM) share one memory channel in the tile pipeline, so C's "
+                   "bytes are charged twice in time")
+def test_venom_vnm_m100_meets_the_target(venom: ValidationResult) -> None:
+    n, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(":100"))  # type: ignore[union-attr]
+    assert n == 24 and right == 1.0
+    assert med == pytest.approx(22.4, abs=1.0)  # the guard inside the xfail: fails the test only if it moves
+    assert med <= TARGET_MEDIAN_PCT
+
+
+def test_venom_m100_guard(venom: ValidationResult) -> None:
+    _, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(":100"))  # type: ignore[union-attr]
+    assert right == 1.0 and med == pytest.approx(22.4, abs=1.0)
+
+
+@pytest.mark.xfail(strict=True, reason="CLASP column-vector kernels (block2x1..block8x1, tensor cores) are not "
+                   "modelled: v x 1 blocks are not whole 16 x 16 MMA tiles, so accelsim runs them dense "
+                   "(block_shape_misaligned, 1.0x), and their cuBLAS baseline runs with fp16 accumulation (twice "
+                   "the fp32-accumulate rate the GeForce config holds)")
+def test_venom_clasp_block_rows_meet_the_target(venom: ValidationResult) -> None:
+    n, med, right, _ = _scored(venom, lambda r: r.format.startswith("block"))  # type: ignore[union-attr]
+    assert n == 252 and med == pytest.approx(79.8, abs=2.0) and right == pytest.approx(0.746, abs=0.01)
+    assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
+
+
+@pytest.mark.xfail(strict=True, reason="Sputnik runs unstructured SpMM on CUDA cores; rtx3090-like declares "
+                   "unstructured as load-sparse-compute-dense on the tensor cores (Flash-LLM's way), and the rows' "
+                   "cuBLAS baseline runs with fp16 accumulation")
+def test_venom_sputnik_unstructured_rows_meet_the_target(venom: ValidationResult) -> None:
+    n, med, right, _ = _scored(venom, lambda r: r.format.startswith("unstructured"))  # type: ignore[union-attr]
+    assert n == 84 and med == pytest.approx(231.6, abs=5.0) and right == pytest.approx(0.286, abs=0.01)
+    assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
+
+
+# -- source 2: torchao SuperBlock ViTs (A100 80GB, whole model, 64x64 BSR or 2:4 on the MLP Linears) -------
+
+def _e2e_module() -> ModuleType:
+    path = ROOT / "benchmarks" / "format_e2e_validation.py"
+    spec = importlib.util.spec_from_file_location("format_e2e_validation", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def torchao() -> list[tuple[dict[str, str], float]]:
+    """Every row of the source with its predicted whole-model speedup (benchmarks/format_e2e_validation.py:
+    vit-h14 / vit-b16 at batch 256 on a100-like, only fc1 / fc2 in the row's format; nothing fitted)."""
+    e2e = _e2e_module()
+    hw = load_hardware(HW / "a100-like.yaml")
+    return [(row, e2e.predict(row, hw)) for row in csv.DictReader(e2e.SOURCE.open())]
+
+
+def _e2e_metrics(pairs: list[tuple[dict[str, str], float]]) -> tuple[int, float, float, float]:
+    p = np.array([pred for _, pred in pairs])
+    m = np.array([float(row["speedup"]) for row, _ in pairs])
+    return len(p), float(np.median(abs(p - m) / m) * 100), float(((p > 1) == (m > 1)).mean()), float(abs(p - m).mean())
+
+
+def test_torchao_rows_are_whole_model_rows_without_shapes() -> None:
+    """validate-hw refuses them (m / n / k empty) with the line and column: they are scored whole-model, by
+    benchmarks/format_e2e_validation.py."""
+    with pytest.raises(MeasurementError, match=r"line 2, column m.*is empty"):
+        read_measurements(FORMATS / "torchao_superblock_vit_a100.csv")
+
+
+def test_torchao_bf16_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
+    """bf16 (6 block64x64 rows at 80 / 84 / 90 %, 2 rows 2:4): median 10.6 %, 8/8 right side, MAE 0.116; the model
+    over-predicts the 80 % and 2:4 rows by 10-16 % and lands the 90 % rows within 5 %."""
+    n, med, right, mae = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "bf16"])
+    assert n == 8 and right == 1.0 and med == pytest.approx(10.6, abs=1.0) and mae == pytest.approx(0.116, abs=0.02)
+    assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
+
+
+def test_torchao_block_rows_gain_with_sparsity(torchao: list[tuple[dict[str, str], float]]) -> None:
+    for model in ("vit_h_14", "vit_b_16"):
+        preds = [p for r, p in torchao if r["dtype"] == "bf16" and model in r["notes"] and r["format"] != "2:4"]
+        assert preds == sorted(preds) and len(preds) == 3
+
+
+@pytest.mark.xfail(strict=True, reason="int8 rows over-predicted (median 32.5 %): torchao's int8 dynamic "
+                   "quantization keeps activations in bf16 and quantizes each Linear's input per call; measured, "
+                   "the int8 dense model is only 7 % (ViT-H) / 1 % (ViT-B) faster than bf16, while accelsim runs an "
+                   "all-int8 workload (every layer and activation int8, no quantize kernels: about 0.52x the bf16 "
+                   "time), so the dense share that sparsity cannot touch is far too small")
+def test_torchao_int8_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
+    n, med, right, _ = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "int8"])
+    assert n == 14 and right == 1.0 and med == pytest.approx(32.5, abs=2.0)
+    assert med <= TARGET_MEDIAN_PCT
+
+
+def test_torchao_all_rows_guard(torchao: list[tuple[dict[str, str], float]]) -> None:
+    n, med, right, mae = _e2e_metrics(torchao)
+    assert n == 22 and right == 1.0 and med == pytest.approx(20.6, abs=1.5) and mae == pytest.approx(0.259, abs=0.03)
+
+
+# -- source 3: Flash-LLM's blog figures (aggregate, no shapes) ----------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="no per-shape unstructured-on-tensor-core table was found: Flash-LLM's "
+                   "1.4x / 1.7x / 2.1x at 70 / 80 / 90 % are one number each over many shapes (blog text; the "
+                   "paper's kernel figure is a bar chart), so there is no row to predict")
+def test_flashllm_rows_can_be_scored_per_shape() -> None:
+    read_measurements(FORMATS / "flashllm_blog_a100.csv")
+
+
+def test_validation_csv_echoes_format_and_timing(venom: ValidationResult) -> None:
+    lines = rows_csv(venom).splitlines()
+    assert lines[0].endswith(",format,timing")
+    assert lines[1].endswith(",2:4,kernel-loop")

@@ -336,3 +336,17 @@ def test_chart_carries_the_why_lines_of_the_terminal() -> None:
     h_why = artists["axes"]["speedup"].get_window_extent().height
     h_quiet = quiet.axes[0].get_window_extent().height
     assert abs(h_why - h_quiet) < 1.0 and fig.get_figheight() > quiet.get_figheight()
+
+
+def test_the_metadata_rung_holds_the_unstructured_index() -> None:
+    """unstructured:80% on a100-like (Tiled-CSL: a 16-bit location per fp16 value, as many index bytes as value
+    bytes): the data-movement rung moves the values only, the metadata rung adds the index and the decompress
+    stage, so the metadata rung costs speed. (The ops are lowered on each rung's hardware: metadata bits and
+    index bytes are kernel inputs.)"""
+    wl = workload_from_dict({"name": "g", "dtype": "fp16",
+                             "layers": [{"name": "g", "op": "gemm", "m": 4096, "n": 16, "k": 4096}]})
+    rc = reality_check(wl, A100, "unstructured:80%")
+    by = {r.rung: r for r in rc.rungs}
+    assert by["metadata"].sparse_cycles > by["data_movement"].sparse_cycles
+    assert by["metadata"].change is not None and by["metadata"].change < 0.0
+    assert by["fixed_cost"].sparse_cycles == rc.sparse_total_cycles  # the ladder still ends at the real run

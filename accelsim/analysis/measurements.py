@@ -7,7 +7,10 @@ The CSV (``shared/reference/gpu/a100_fp16_24_speedups.csv``)::
 with m = rows of the sparse operand A (``nn.Linear`` out_features), n = columns of the dense
 operand B (tokens x batch), k = the reduction, and ``speedup = dense_time / sparse_time``. The
 ``notes`` column starts with a regime tag (``kernel-gemm``, ``inference-linear``,
-``decode-regime linear``, ``training fwd+bwd``); an optional ``regime`` column overrides it.
+``decode-regime linear``, ``training fwd+bwd``); an optional ``regime`` column overrides it. An
+optional ``format`` column names the row's sparsity format (``64:2:8``, ``block32x32:75%``, ...), an optional
+``timing`` column (or a ``timing=X`` tag in the notes) how it was timed: ``framework`` (default) or
+``kernel-loop`` (see ``TIMINGS``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,15 @@ SPARSE_BOUND = 2.0  # 2:4 halves the multiplies; a measured speedup above 2x mea
 DTYPE_VARIANTS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8", "fp6_e2m3": "fp6",
                   "fp6_e3m2": "fp6", "e2m3": "fp6", "e3m2": "fp6", "fp4_e2m1": "fp4", "e2m1": "fp4"}
 _PRESUMED = re.compile(r"^(?P<dtype>[a-z0-9_]+)\s*\(presumed\)$")
+# How a row was timed (an optional ``timing`` column, else a ``timing=X`` tag in the notes). ``framework``: the
+# calibration set's kind (PyTorch-level timings, one call at a time): the fixed cost per kernel is the config's
+# launch_overhead_cycles, fitted on such rows. ``kernel-loop``: one kernel launched back to back in a loop, CUDA
+# events around the loop, divided by the count (e.g. the VENOM artifact's cuTime): the host launch and framework
+# share of the fixed cost hides behind the previous kernel in the stream's queue, so it is not counted; the
+# kernel's own prologue and epilogue (first loads, C write-back) are simulated as always.
+TIMINGS = ("framework", "kernel-loop")
+DEFAULT_TIMING = "framework"
+_TIMING_TAG = re.compile(r"(?:^|[;,\s])timing\s*=\s*([A-Za-z-]+)")
 
 
 class MeasurementError(ConfigError):
@@ -61,6 +73,7 @@ class Measurement:
     backend: str
     dtype_written: str | None = None  # the CSV's spelling when it differs (a variant, or "(presumed)")
     format: str | None = None  # the optional `format` column (e.g. "64:2:8"); None: the validation's sparsity
+    timing: str = DEFAULT_TIMING  # how it was timed (TIMINGS): the `timing` column, else a `timing=X` notes tag
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -68,7 +81,21 @@ class Measurement:
             del d["dtype_written"]
         if self.format is None:
             del d["format"]
+        if self.timing == DEFAULT_TIMING:
+            del d["timing"]
         return d
+
+
+def timing_of(column: str, notes: str, path: str, line: int) -> str:
+    """The row's timing method: the ``timing`` column, else a ``timing=X`` notes tag, else ``framework``."""
+    raw = (column or "").strip()
+    where = "column timing"
+    if not raw:
+        tag = _TIMING_TAG.search(notes or "")
+        raw, where = (tag.group(1), "column notes (timing=)") if tag else (DEFAULT_TIMING, "")
+    if raw.lower() not in TIMINGS:
+        raise MeasurementError(path, f"line {line}, {where}", f"unknown timing {raw!r}; known: {', '.join(TIMINGS)}")
+    return raw.lower()
 
 
 def canonical_dtype(written: str) -> str:
@@ -186,7 +213,8 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
                                 speedup=float(speedup), source=(rec.get("source") or "").strip(), notes=notes,
                                 regime=regime, backend=backend_of(notes),
                                 dtype_written=written if written.lower() != dtype else None,
-                                format=(rec.get("format") or "").strip() or None))
+                                format=(rec.get("format") or "").strip() or None,
+                                timing=timing_of(rec.get("timing") or "", notes, source, line)))
     if not rows:
         raise MeasurementError(source, None, "no measurement rows after the header")
     return rows

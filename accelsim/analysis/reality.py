@@ -12,9 +12,11 @@ one real effect at a time, so the speedups telescope exactly from nominal to rea
                        fixed costs stay (the issue's "non-sparse work" rung is 3 + 4)
 5. + padding / shape   that MAC time becomes the real sparse kernel's (padding, alignment, fold /
                        CTA-tile quantisation), at the dense kernel's efficiency
-6. + data movement     sparse ops simulated with real memory, compressed values, no metadata, the
-                       dense kernel's efficiency and fixed cost: memory-bound ops gain the byte ratio
-7. + metadata          metadata bytes, decode throughput and latency
+6. + data movement     sparse ops simulated with real memory, compressed values, no metadata (no N:M
+                       indices, no unstructured bitmap / CSR index), the dense kernel's efficiency and
+                       fixed cost: memory-bound ops gain the byte ratio
+7. + metadata          metadata bytes, decode throughput and latency (unstructured: its index bytes and
+                       decompress stage)
 8. + kernel efficiency the sparse kernel's sustained share of its peak (tensor-core parts)
 9. + fixed costs       the sparse kernel's extra launch / prologue cost = the real run
 """
@@ -186,6 +188,9 @@ def _variant(hw: Hardware, *, ideal_memory: bool = False, free_metadata: bool = 
             spec["metadata_bits_per_value"] = 0
         sp["decode_groups_per_cycle"] = "unlimited"
         sp["decode_latency_cycles"] = 0
+        unstructured = (sp.get("formats") or {}).get("unstructured")
+        if unstructured:  # its index (bitmap or CSR) is metadata too, its decompress stage the decoder's analogue
+            unstructured.update(index="csr", index_bits=0, pointer_bits=0, decompress_values_per_cycle="unlimited")
     if dense_efficiency:
         d["core"]["compute"] = kind_of(hw).sparse_at_dense_efficiency(d["core"]["compute"])
     if dense_launch:
@@ -237,10 +242,11 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     sparse_eff_ratio = kind_of(hw).sparse_efficiency_ratio(hw.core.compute)
 
     def sparse_times(variant: Hardware) -> list[float]:
-        """Per-op times of the sparse run under ``variant`` (fallback / vector ops: real dense time)."""
+        """Per-op times of the sparse run under ``variant`` (fallback / vector ops: real dense time). The ops are
+        lowered on the variant: metadata bits and index bytes are kernel inputs fixed at lowering."""
         sim = Simulator(variant)
         return [float(sim(kern).cycles["total"]) if on_sparse[i] else float(dense_t[i])
-                for i, kern in enumerate(kernels)]
+                for i, kern in enumerate(lower(model, variant, sparsity))]
 
     def per_op(sparse_time: Callable[[int], float]) -> float:
         return sum(sparse_time(i) if on_sparse[i] else float(dense_t[i]) for i in range(len(kernels)))

@@ -107,6 +107,7 @@ class RowResult:
     status: str = "scored"
     message: str | None = None
     format: str | None = None  # the row's own format (the CSV's `format` column); None: the validation's sparsity
+    timing: str = "framework"  # how the row was timed (measurements.TIMINGS); kernel-loop: no fixed launch cost
 
 
 @dataclass(frozen=True)

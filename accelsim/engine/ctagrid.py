@@ -75,6 +75,9 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment
             smallest_need = total_need if smallest_need is None else min(smallest_need, total_need)
             continue
         steps = -(-inner.k_padded // bk)
+        if extras is not None and extras.resident != 1:  # V:N:M: CTAs a core holds (engine.structured.residency)
+            extras = st.with_residency(extras, unified_bytes, tile_stages * (a_tile + b_tile))
+            cand = (cand[0], cand[1], cand[2], cand[3], extras)
         for split in sorted(set(_split_options(inner, comp, path))) if extras is None else [1]:
             if split > 1 and split > steps:
                 continue
@@ -135,6 +138,9 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     steps = -(-k_total // bk)
     k_slice = -(-steps // split) * bk  # logical k per CTA
     ctas = grid_m * grid_n * split
+    # V:N:M with 2+ CTAs resident per core: a core starts its next CTA's loads while the current one finishes,
+    # so the consecutive waves of a class run back to back through one pipeline per core (engine.structured)
+    overlap = extras is not None and extras.resident > 1
     slots = hw.cores * comp.ctas_per_core
     k_c = kernel.k_compressed
     if kernel.load_sparse:  # values and index per dense position (unstructured)
@@ -245,6 +251,12 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
             fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
             fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
+            if overlap:  # the class's waves back to back per core, in runs of at most KSTEP_CAP k-steps
+                for run_waves, repeats in st.wave_runs(count, max(1, cl.KSTEP_CAP // max(1, len(base)))):
+                    work, times, bw = run_class(st.back_to_back(base, run_waves), idx, active, repeats, fa, fb, fc,
+                                                drain)
+                    segs.append(Segment(work, times, bw, count=repeats, active=active, wave_class=idx))
+                continue
             work, times, bw = run_class(base, idx, active, count, fa, fb, fc, drain)
             segs.append(Segment(work, times, bw, count=count, active=active, wave_class=idx))
     else:  # a k-loop too long to hold: reduced loops, extended linearly in the number of k-steps
@@ -288,4 +300,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         tiling["extrapolated"] = True
     if extras is not None:
         tiling.update(extras.tiling)
+        if extras.resident >= 1:
+            tiling["resident_ctas"] = extras.resident
+            tiling["waves_back_to_back"] = overlap and k_steps <= cl.KSTEP_CAP
     return segs, tiling, None if settled else classes

@@ -12,7 +12,15 @@ tile BM = V, else BM dividing V: ``VnmSupport.cta_tiles``). It runs a 2:4 GEMM o
 values and their 2-bit indices, the block's column indices (``Kernel.selection_bits`` per kept value),
 and BK rows of B gathered by index through the gather stage (``gather_rows_per_cycle``). Executed MACs
 are N / M of dense. B's distinct DRAM bytes are the rows at least one V-row block selects: with
-independent selections, ``coverage = 1 - (1 - 4 / M) ^ (V-row blocks)`` of B.
+independent selections, ``coverage = 1 - (1 - 4 / M) ^ (V-row blocks)`` of B. Spatha's CTAs are small
+(1-4 warps, a few stages of 128 x 32 tiles), so an SM holds several (``VnmSupport.resident_ctas``; absent:
+as many as shared memory holds at the tile's stages) and starts the next CTA's loads while the current one
+finishes its last k-steps and C write-back: the consecutive waves of a wave class run back to back through
+one tile pipeline per core (``wave_runs``, ``back_to_back``), with the same DRAM bytes per wave. At high M a
+CTA has 1-6 k-steps and its C write-back dominates: without this, every wave paid a load latency, a lone
+compute and a write-back in series (VENOM rows timed as kernel loops, median error at M = 20 / 40 / 100:
+18 / 29 / 37 % without it, 8.6 / 18.7 / 22.4 % with it). Echoed in the tiling as ``resident_ctas`` and
+``waves_back_to_back``.
 
 **Block sparsity on tensor cores** (a BSR kernel on the dense tensor cores, e.g. Triton's
 ``bsr_dense_mm``). ``core.sparse.block.cta_m`` names the kernel's M tile: ``block`` (default): one
@@ -46,6 +54,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from accelsim.formats import parse_format
 from accelsim.formats.vnm import SELECT
 from accelsim.hardware.model import Hardware
@@ -68,6 +78,11 @@ class GridExtras:
     tiling: dict[str, Any]  # echoed into the layer's tiling
     gather_rate: float  # rows of B the gather stage handles per cycle per core
     b_panels: int = 1  # block: panels of B a k-step loads (one per block row the CTA covers: their columns differ)
+    # V:N:M: CTAs a core holds at once (0: as many as shared memory takes at the tile's stages; 1: one at a time).
+    # With 2 or more, a core starts its next CTA's loads while the current one finishes its last k-steps and C
+    # write-back: the consecutive waves of a wave class run back to back through one pipeline per core
+    # (``back_to_back``, ``engine.ctagrid``); with 1, each wave pays its own prologue and write-back.
+    resident: int = 1
 
 
 @dataclass(frozen=True)
@@ -92,6 +107,30 @@ def gather_rate(kernel: Kernel, hw: Hardware) -> float:
         return math.inf
     section = spec.vnm if kernel.col_select else spec.block
     return math.inf if section is None else _rate(section.gather_rows_per_cycle)
+
+
+def with_residency(extras: GridExtras, smem_bytes: int | None, cta_smem: float) -> GridExtras:
+    """``extras`` with its resident CTAs per core settled: the configured count, else (0) as many CTAs as
+    ``smem_bytes`` of shared memory hold at ``cta_smem`` bytes each (its stages of A and B tiles), at least 1."""
+    if extras.resident > 0:
+        return extras
+    held = int(smem_bytes // cta_smem) if smem_bytes is not None and cta_smem > 0 else 1
+    return dataclasses.replace(extras, resident=max(1, held))
+
+
+def back_to_back(base: np.ndarray, ctas: int) -> np.ndarray:
+    """The k-loops of ``ctas`` consecutive CTAs of one core as one tile sequence (each ends with its C write-back)."""
+    return np.tile(base, (ctas, 1)) if ctas > 1 else base
+
+
+def wave_runs(count: int, cap: int) -> list[tuple[int, int]]:
+    """``count`` identical waves as (waves run back to back in one pipeline, times that run repeats): runs of at
+    most ``cap`` waves, the remainder as one shorter run."""
+    size = max(1, min(count, cap))
+    runs = [(size, count // size)]
+    if count % size:
+        runs.append((count % size, 1))
+    return runs
 
 
 def coverage(share: float, selections: int) -> float:
@@ -153,8 +192,10 @@ def _vnm_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
     cov = coverage(SELECT / kernel.group_m, blocks)
     b_total = cov * kernel.k * n * e * batch
     tiling = {"format": "V:N:M", "v": v, "gathered_k": k_g, "runs_on": str(base), "b_coverage": round(cov, 6)}
+    resident = spec.vnm.resident_ctas if spec.vnm.resident_ctas is not None else 0
     return [Candidate((int(t[0]), int(t[1]), int(t[2])), inner, "sparse", mbits,
-                      GridExtras(a_total, b_total, True, 0.0, tiling, _rate(spec.vnm.gather_rows_per_cycle)))
+                      GridExtras(a_total, b_total, True, 0.0, tiling, _rate(spec.vnm.gather_rows_per_cycle),
+                                 resident=resident))
             for t in usable]
 
 

@@ -131,9 +131,10 @@ class UnstructuredSupport(Strict):
     index: Literal["bitmap", "csr"] = Field(
         "bitmap", description="A's index encoding: 'bitmap' (1 bit per dense position, rows padded to bytes) or "
                               "'csr' (index_bits per nonzero + a pointer_bits row pointer per row).")
-    index_bits: PosInt = Field(16, description="csr: bits of each nonzero's column index (Flash-LLM's Tiled-CSL "
-                                               "stores a 16-bit location per value).")
-    pointer_bits: PosInt = Field(32, description="csr: bits of each row pointer (m + 1 of them).")
+    index_bits: NonNegInt = Field(16, description="csr: bits of each nonzero's column index (Flash-LLM's Tiled-CSL "
+                                                  "stores a 16-bit location per value); 0 only as a counterfactual "
+                                                  "(no index bytes: the reality ladder's metadata-free rungs).")
+    pointer_bits: NonNegInt = Field(32, description="csr: bits of each row pointer (m + 1 of them); 0: none.")
     decompress_values_per_cycle: PosFloatOrUnlimited = Field(
         "unlimited", description="load_sparse_compute_dense: nonzeros the decompress stage places into the dense "
                                  "tile per cycle per core (shared by the core's CTAs, as the metadata decoder); "

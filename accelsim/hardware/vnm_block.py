@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from accelsim.hardware.base import DtypeName, PosFloat, PosFloatOrUnlimited, PosInt, Strict, Triple
 
@@ -33,6 +33,21 @@ class VnmSupport(Strict):
     gather_rows_per_cycle: PosFloatOrUnlimited = Field(
         description="Column-gather stage throughput: rows of B (each one tile wide) a core gathers by index per "
                     "cycle; the stage runs after a tile's load and before its metadata decode.")
+    resident_ctas: PosInt | None = Field(
+        None, description="tensor_core: CTAs of the V:N:M kernel a core holds at once. A core runs them back to "
+                          "back through one tile pipeline, so the next CTA's loads overlap the current one's last "
+                          "k-steps and C write-back (a short k-loop then streams at the memory rate instead of "
+                          "paying load latency and write-back per wave). Absent: as many as shared memory holds "
+                          "at the tile's stages (Spatha's small 1-4 warp CTAs are built to share an SM); 1: one "
+                          "CTA per core at a time, each wave paying its own prologue and write-back.")
+
+    @model_serializer(mode="wrap")
+    def _resident_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``resident_ctas`` out of the resolved config when absent (configs read back as before)."""
+        data = handler(self)
+        if data.get("resident_ctas", 0) is None:
+            data.pop("resident_ctas")
+        return data
 
 
 class BlockMultiple(Strict):
