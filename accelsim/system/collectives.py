@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from accelsim.system.interconnect import Interconnect
+if TYPE_CHECKING:
+    from accelsim.system.interconnect import Interconnect
 
 COLLECTIVES = ("all_reduce", "all_gather")
 Formula = Callable[[float, int, float, float], float]  # (bytes, devices, bytes per second, latency s) -> s

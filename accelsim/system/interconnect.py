@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from accelsim.config import schema as configio
+from accelsim.system.collectives import ALGORITHMS
 
 _PosFloat = Annotated[float, Field(gt=0, le=configio.MAX_FLOAT)]
 _NonNegFloat = Annotated[float, Field(ge=0, le=configio.MAX_FLOAT)]
@@ -50,8 +51,6 @@ class Interconnect(_Strict):
 
     @model_validator(mode="after")
     def _algorithm_fits(self) -> Interconnect:
-        from accelsim.system.collectives import ALGORITHMS  # registry module imports this one
-
         if self.algorithm is not None:
             algo = ALGORITHMS.get(self.algorithm)
             if algo is None:
