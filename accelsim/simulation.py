@@ -255,14 +255,22 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         if hw.energy is not None:
             warnings.append("communication energy is not modelled: the all-reduce layers carry no energy")
     fp = footprint(model, kernels, hw)
-    if plan is not None:
-        fp["per_device"] = True  # the shard one device holds (every device holds one)
+    if plan is not None:  # the shard one device holds (every device holds one), and its room for KV cache
+        fp["per_device"] = True
+        fp["devices"] = hw.devices
+        cap = fp["dram_capacity_bytes"]
+        if cap is not None:
+            fixed = fp["activations_peak_bytes"]
+            fp["kv_room_bytes"] = cap - fp["weights_deployed_bytes"] - fixed
+            fp["kv_room_dense_bytes"] = cap - fp["weights_dense_bytes"] - fixed
     if fp["fits"] is False:
         over = fp["over_capacity_bytes"]
         warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
                         f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,} by {over:,} bytes "
                         f"({over / fp['dram_capacity_bytes']:.1%}; at least {fp['min_devices']} such devices to "
-                        "hold it): simulated as if one device held it all")
+                        "hold it): simulated as if one device held it all" if plan is None else
+                        f"per device's shard of {hw.devices} ({over / fp['dram_capacity_bytes']:.1%}): simulated "
+                        "as if each device held its shard")
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
     return RunResult(hardware=hw.to_dict(), workload=summary, sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,

@@ -119,3 +119,35 @@ def test_the_trace_draws_collectives_on_their_own_track(h100x8) -> None:
     comm_tid = next(t for t, n in names.items() if n.startswith("communication"))
     slices = [e for e in events if e["ph"] == "X" and e["pid"] == 1 and e["tid"] == comm_tid]
     assert [e["name"] for e in slices] == ["layers.0.o_proj.all_reduce"]
+
+
+def test_the_reality_ladder_gains_a_communication_rung_on_systems(h100x8) -> None:
+    from accelsim.analysis.reality import reality_check
+
+    model = load_workload(WL / "llama3-8b-decode.yaml", {"batch": 8, "kv_len": 512})
+    rc = reality_check(model, h100x8, "2:4")
+    keys = [r.rung for r in rc.rungs]
+    assert keys[:4] == ["nominal", "executed_pattern", "communication", "amdahl"] and keys[-1] == "fixed_cost"
+    real = run(model, h100x8, "2:4")
+    comm = real.totals["cycles"]["communication"]
+    assert comm > 0
+    # the rung keeps the collectives' time: dense time of the rest / 2 plus the collectives
+    rest = rc.dense_total_cycles - comm
+    assert rc.rungs[2].sparse_cycles == pytest.approx(rest / 2 + comm, rel=1e-9)
+    assert rc.rungs[-1].speedup == pytest.approx(real.dense_total_cycles / real.total_cycles)
+    assert rc.layers == sum(1 for r in real.layers if r.path != "communication")
+    single = reality_check(model, load_hardware(HW / "h100-like.yaml"), "2:4")
+    assert "communication" not in [r.rung for r in single.rungs]
+
+
+def test_footprint_is_per_device_with_kv_room(h100x8) -> None:
+    model = load_workload(WL / "llama3-70b-decode.yaml", {"batch": 1, "kv_len": 128})
+    one = run(model, load_hardware(HW / "h100-like.yaml"), "dense")
+    tp = run(model, h100x8, "2:4")
+    assert one.footprint["fits"] is False and tp.footprint["fits"] is True  # dense 70B fits 8 devices, not one
+    fp = tp.footprint
+    assert fp["per_device"] and fp["devices"] == 8
+    assert fp["weights_dense_bytes"] < one.footprint["weights_dense_bytes"] / 8 * 1.01  # replicated norms only
+    room = fp["dram_capacity_bytes"] - fp["weights_deployed_bytes"] - fp["activations_peak_bytes"]
+    assert fp["kv_room_bytes"] == room
+    assert fp["kv_room_bytes"] > fp["kv_room_dense_bytes"]  # 2:4 frees weight bytes on every device
