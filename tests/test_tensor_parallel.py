@@ -151,3 +151,20 @@ def test_footprint_is_per_device_with_kv_room(h100x8) -> None:
     room = fp["dram_capacity_bytes"] - fp["weights_deployed_bytes"] - fp["activations_peak_bytes"]
     assert fp["kv_room_bytes"] == room
     assert fp["kv_room_bytes"] > fp["kv_room_dense_bytes"]  # 2:4 frees weight bytes on every device
+
+
+def test_a_tp_group_serves_as_one_instance_with_a_per_device_kv_budget(h100x8) -> None:
+    from accelsim.serving.model import ServingModel
+
+    one = ServingModel.from_files(load_hardware(HW / "h100-like.yaml"), WL / "llama3-8b-prefill.yaml", "2:4",
+                                  decode_workload=WL / "llama3-8b-decode.yaml")
+    tp = ServingModel.from_files(h100x8, WL / "llama3-8b-prefill.yaml", "2:4",
+                                 decode_workload=WL / "llama3-8b-decode.yaml")
+    assert tp.info["devices"] == 8 and tp.config.instances == 1
+    assert one.kv_bytes_per_token == 2 * 32 * 1024 * 2  # K and V, 32 layers, 8 KV heads x 128, bf16
+    assert tp.kv_bytes_per_token == one.kv_bytes_per_token / 8  # one KV head per device
+    weights = tp.info["weights_deployed_bytes"]
+    assert weights < one.info["weights_deployed_bytes"] / 7
+    assert tp.kv_budget_bytes == pytest.approx(h100x8.dram.capacity_bytes * tp.config.memory_utilization - weights)
+    res = tp.run(rate=20.0, requests=60, seed=0)
+    assert res.tpot_ms is not None and res.tpot_ms.p99 > 0
