@@ -168,3 +168,18 @@ def test_a_tp_group_serves_as_one_instance_with_a_per_device_kv_budget(h100x8) -
     assert tp.kv_budget_bytes == pytest.approx(h100x8.dram.capacity_bytes * tp.config.memory_utilization - weights)
     res = tp.run(rate=20.0, requests=60, seed=0)
     assert res.tpot_ms is not None and res.tpot_ms.p99 > 0
+
+
+def test_a_sweep_on_a_system_equals_run(tmp_path: Path) -> None:
+    import csv
+
+    from accelsim.cli import main
+
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(f"name: tp\nhardware: {HW / '8xh100-like.yaml'}\nworkloads: [{WL / 'llama3-8b-decode.yaml'}]\n"
+                    "set: {batch: [4]}\nsparsity: ['2:4']\ngrid:\n  system.interconnect.latency_us: [1.0]\n")
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out")]) == 0
+    row = next(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    hw = load_hardware(HW / "8xh100-like.yaml", ["system.interconnect.latency_us=1.0"])
+    res = run(load_workload(WL / "llama3-8b-decode.yaml", {"batch": 4}), hw, "2:4")
+    assert int(row["cycles"]) == res.totals["cycles"]["total"]
