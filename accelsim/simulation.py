@@ -252,8 +252,14 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         dense_total += comm
         system = system_summary(plan, hw, results)
         warnings.extend(plan.notes)
-        if hw.energy is not None:
-            warnings.append("communication energy is not modelled: the all-reduce layers carry no energy")
+        if hw.energy is not None and results and results[0].energy is not None:
+            for i, r in enumerate(results):  # the device idles at its static power while the collective runs
+                if r.path == "communication":
+                    e = layer_energy(r, hw, model.dtype)
+                    results[i] = dataclasses.replace(r, energy=rounded(
+                        {**e, "dense_total_j": e["total_j"], "energy_ratio_vs_dense": 1.0}))
+            warnings.append("interconnect energy is not modelled: a collective costs its device's static power "
+                            "for its time, no link or switch energy")
     fp = footprint(model, kernels, hw)
     if plan is not None:  # the shard one device holds (every device holds one), and its room for KV cache
         fp["per_device"] = True
