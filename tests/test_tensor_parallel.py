@@ -183,3 +183,14 @@ def test_a_sweep_on_a_system_equals_run(tmp_path: Path) -> None:
     hw = load_hardware(HW / "8xh100-like.yaml", ["system.interconnect.latency_us=1.0"])
     res = run(load_workload(WL / "llama3-8b-decode.yaml", {"batch": 4}), hw, "2:4")
     assert int(row["cycles"]) == res.totals["cycles"]["total"]
+
+
+def test_serve_flags_reach_the_request() -> None:
+    from accelsim.cli import build_parser
+    from accelsim.cli.serve import request_from_args
+
+    args = build_parser().parse_args(["serve", "--hw", "8xh100-like.yaml", "--workload", "w.yaml", "--rate", "2",
+                                      "--sla-p99", "30", "--sla-metric", "tpot", "--prompt-tokens", "fixed:1024",
+                                      "--output-tokens", "fixed:256"])
+    rq = request_from_args(args)
+    assert (rq.sla_metric, rq.prompt_tokens, rq.output_tokens) == ("tpot", "fixed:1024", "fixed:256")
