@@ -147,7 +147,8 @@ def format_csv(result: RunResult) -> str:
     """One CSV row per layer."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
+    comm = result.system is not None  # a tensor-parallel system: its collectives' cycles as a last column
+    w.writerow(CSV_FIELDS + (["cycles_communication"] if comm else []))
     for lay in result.body()["layers"]:
         c, d, s = lay["cycles"], lay["bytes"]["dram"], lay["bytes"]["sram"]
         shp = lay["shape"]
@@ -157,7 +158,8 @@ def format_csv(result: RunResult) -> str:
                     lay["macs_executed"], lay["utilization"], d["a_values"], d["a_metadata"], d["b"], d["c"],
                     s["a_values"], s["a_metadata"], s["b"], s["c"], lay["binding"], lay["speedup_vs_dense"],
                     lay["clock"]["ghz"] if "clock" in lay else "",
-                    lay["clock"]["power_capped"] if "clock" in lay else ""])
+                    lay["clock"]["power_capped"] if "clock" in lay else "",
+                    *([c.get("communication", 0)] if comm else [])])
     return buf.getvalue()
 
 
