@@ -194,3 +194,12 @@ def test_serve_flags_reach_the_request() -> None:
                                       "--output-tokens", "fixed:256"])
     rq = request_from_args(args)
     assert (rq.sla_metric, rq.prompt_tokens, rq.output_tokens) == ("tpot", "fixed:1024", "fixed:256")
+
+
+def test_bert_splits_by_its_own_names_and_says_what_is_uneven() -> None:
+    plan = split(load_workload(WL / "bert-base.yaml", {"batch": 1, "seq": 128}), 8)
+    by = {lay.name: lay for lay in plan.workload.layers}
+    assert (by["encoder.0.q"].m, by["encoder.0.attn_out"].k, by["encoder.0.ffn1"].m) == (96, 96, 384)
+    assert by["encoder.0.scores"].batch == 2  # 12 heads over 8 devices: the largest shard holds 2
+    assert any("attention batch x heads 12 is not divisible by 8" in n for n in plan.notes)
+    assert any("gemm layers without a tensor-parallel role" in n for n in plan.notes)  # pooler, qa_outputs

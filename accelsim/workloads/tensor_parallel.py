@@ -6,12 +6,13 @@ partial sum of the block's output and one all-reduce of ``tokens x hidden`` elem
 Here, on the layers of a loaded workload, by each GEMM's *role* (:data:`ROLES`, by the last part of its name):
 
 - column-parallel (``m / N``): ``q_proj``, ``k_proj``, ``v_proj``, ``qkv_proj``, ``gate_proj``, ``up_proj``,
-  ``fc1`` and the MoE experts' ``w1`` / ``w3``. Attention heads split with them: the attention matmuls of a
+  ``fc1`` and the MoE experts' ``w1`` / ``w3`` (BERT / ViT workloads: ``q``, ``k``, ``v``, ``qkv``, ``ffn1``). Attention heads split with them: the attention matmuls of a
   block keep ``heads / N`` query heads. Grouped-query attention: with ``kv_heads`` divisible by N each device
   holds ``kv_heads / N`` K/V heads; with fewer K/V heads than devices (N divisible by kv_heads) each device
   holds **one** K/V head, replicated on N / kv_heads devices (its K/V projection, cache writes and cache
   reads included), as Megatron and vLLM do.
-- row-parallel (``k / N``), then an all-reduce: ``o_proj``, ``down_proj``, ``fc2`` and the experts' ``w2``. The
+- row-parallel (``k / N``), then an all-reduce: ``o_proj``, ``down_proj``, ``fc2`` and the experts' ``w2``
+  (``attn_out``, ``ffn2``). The
   all-reduce comes before the next op that is not part of the block (the residual add); a MoE block's
   ``combine`` sums its experts' partial outputs first, so its all-reduce follows the combine.
 - vocab-parallel: ``embed_tokens`` (``vocab / N`` rows per device, then an all-reduce of tokens x dim) and
@@ -45,9 +46,12 @@ def register_role(name: str, role: str) -> None:
     ROLES[name] = role
 
 
-for _n in ("q_proj", "k_proj", "v_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj", "fc1", "w1", "w3"):
+# Hugging Face Llama / Mistral / Mixtral names, and the shipped BERT / ViT workloads' (q, k, v, qkv, attn_out,
+# ffn1, ffn2, fc1, fc2)
+for _n in ("q_proj", "k_proj", "v_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj", "fc1", "w1", "w3",
+           "q", "k", "v", "qkv", "ffn1"):
     register_role(_n, COLUMN)
-for _n in ("o_proj", "down_proj", "fc2", "w2"):
+for _n in ("o_proj", "down_proj", "fc2", "w2", "attn_out", "ffn2"):
     register_role(_n, ROW)
 register_role("embed_tokens", VOCAB_EMBED)
 register_role("lm_head", VOCAB_OUT)
