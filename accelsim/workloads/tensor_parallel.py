@@ -8,9 +8,10 @@ Here, on the layers of a loaded workload, by each GEMM's *role* (:data:`ROLES`, 
 - column-parallel (``m / N``): ``q_proj``, ``k_proj``, ``v_proj``, ``qkv_proj``, ``gate_proj``, ``up_proj``,
   ``fc1`` and the MoE experts' ``w1`` / ``w3`` (BERT / ViT workloads: ``q``, ``k``, ``v``, ``qkv``, ``ffn1``).
   Attention heads split with them: the attention matmuls of a block keep ``heads / N`` query heads.
-  Grouped-query attention: with ``kv_heads`` divisible by N each device holds ``kv_heads / N`` K/V heads; with fewer K/V heads than devices (N divisible by kv_heads) each device
-  holds **one** K/V head, replicated on N / kv_heads devices (its K/V projection, cache writes and cache
-  reads included), as Megatron and vLLM do.
+  Grouped-query attention: with ``kv_heads`` divisible by N each device holds ``kv_heads / N`` K/V heads;
+  with fewer K/V heads than devices (N divisible by kv_heads) each device holds **one** K/V head,
+  replicated on N / kv_heads devices (its K/V projection, cache writes and cache reads included), as
+  Megatron and vLLM do.
 - row-parallel (``k / N``), then an all-reduce: ``o_proj``, ``down_proj``, ``fc2`` and the experts' ``w2``
   (``attn_out``, ``ffn2``). The
   all-reduce comes before the next op that is not part of the block (the residual add); a MoE block's
