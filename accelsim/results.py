@@ -57,7 +57,7 @@ TILE_DTYPE = np.dtype([
 
 # "gather": the column-gather stage of V:N:M and block-sparse kernels; "decompress": the stage of load-sparse
 # kernels (unstructured) between load and compute. Each is absent from results of kernels without it.
-BINDING_NAMES = ("compute", "memory", "decode", "launch", "gather", "decompress")
+BINDING_NAMES = ("compute", "memory", "decode", "launch", "gather", "decompress", "communication")
 STAGE_NAMES = ("decode", "decompress")  # the stage before compute (Kernel.a_stage); its stalls: stall_decode
 TENSORS = ("a_values", "a_metadata", "b", "c")
 
@@ -96,6 +96,7 @@ class KernelTotals(NamedTuple):
     stall_gather: int = 0  # the gather stage (V:N:M, block sparsity), reported where gather_rows > 0
     busy_gather: int = 0
     gather_rows: float = 0.0
+    communication: int = 0  # a collective's cycles (tensor-parallel systems; 0 for every kernel)
 
     def cycles(self) -> dict[str, int]:
         """Cycles by cause, as a KernelResult reports them (``stall_gather`` only where rows are gathered)."""
@@ -193,8 +194,8 @@ class ModelTotals:
 
 def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> ModelTotals:
     """The one summation of per-layer totals into a model's (``dense_total_cycles``: its dense baseline)."""
-    total = compute = stall_mem = stall_dec = launch = stall_gat = 0
-    gathers = False
+    total = compute = stall_mem = stall_dec = launch = stall_gat = comm = 0
+    gathers = communicates = False
     dram = [0, 0, 0, 0]
     sram = [0, 0, 0, 0]
     macs = macs_exec = n_layers = requested = fallback = fallback_cycles = clock_cycles = capped = 0
@@ -211,6 +212,8 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
         stall_dec += n * t.stall_decode
         stall_gat += n * t.stall_gather
         gathers = gathers or t.gather_rows > 0
+        comm += n * t.communication
+        communicates = communicates or path == "communication"
         launch += n * t.launch
         dram[0] += n * t.dram_a_values
         dram[1] += n * t.dram_a_metadata
@@ -232,7 +235,8 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
                 fallback_cycles += cyc
     return ModelTotals(
         cycles={"total": total, "compute": compute, "stall_memory": stall_mem, "stall_decode": stall_dec,
-                "launch": launch, **({"stall_gather": stall_gat} if gathers else {})},
+                "launch": launch, **({"stall_gather": stall_gat} if gathers else {}),
+                **({"communication": comm} if communicates else {})},
         dram=dict(zip(TENSORS, dram, strict=True)), sram=dict(zip(TENSORS, sram, strict=True)), macs=macs,
         macs_executed=macs_exec, layers=n_layers, layers_by_path=dict(sorted(paths.items())),
         requested_layers=requested, fallback_layers=fallback, fallback_cycles=fallback_cycles, binding_cycles=bind,
@@ -298,7 +302,8 @@ class KernelResult:
                          d["a_metadata"], d["b"], d["c"], s["a_values"], s["a_metadata"], s["b"], s["c"], b["memory"],
                          b[(stage := next((n for n in STAGE_NAMES if n in b), "decode"))], self.binding,
                          float(self.counts.get("decode_groups", 0.0)), stage, c.get("stall_gather", 0),
-                         b.get("gather", 0), float(self.counts.get("gather_rows", 1.0 if "gather" in b else 0.0)))
+                         b.get("gather", 0), float(self.counts.get("gather_rows", 1.0 if "gather" in b else 0.0)),
+                         c.get("communication", 0))
         clock = self.clock
         return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed, 1,
                            None if clock is None else clock["cycles_at_clock"],
@@ -426,6 +431,7 @@ class RunResult:
     policy: str = "sparse-if-supported"
     footprint: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    system: dict[str, Any] | None = None  # tensor-parallel systems only: devices, split, communication
 
     @property
     def total_cycles(self) -> int:
@@ -517,6 +523,7 @@ class RunResult:
             "by_op_type": self.by_op_type(),
             "footprint": self.footprint,
             "warnings": self.warnings,
+            **({"system": self.system} if self.system is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -554,7 +561,8 @@ class RunResult:
                        clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, data["workload"]["dtype"]),
                        meta=copy.deepcopy(data.get("meta", {})),
                        dense_total_cycles=data["totals"]["dense_total_cycles"], policy=data["policy"],
-                       footprint=copy.deepcopy(data["footprint"]), warnings=list(data["warnings"]))
+                       footprint=copy.deepcopy(data["footprint"]), warnings=list(data["warnings"]),
+                       system=copy.deepcopy(data.get("system")))
         except (KeyError, TypeError) as exc:
             raise AccelsimError(f"not an accelsim result: {type(exc).__name__} {exc} while reading it") from None
 

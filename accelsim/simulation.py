@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from accelsim.dtypes import stored_bytes
 from accelsim.energy import at_clock, layer_energy, settle_clock
 from accelsim.engine import simulate, simulate_totals
@@ -19,8 +21,10 @@ from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, lower
-from accelsim.results import KernelResult, KernelTotals, RunResult, build_meta, rounded
+from accelsim.results import TILE_DTYPE, KernelResult, KernelTotals, RunResult, build_meta, rounded
+from accelsim.system import collective_seconds
 from accelsim.workloads.model import Conv2d, Gemm, Workload
+from accelsim.workloads.tensor_parallel import TensorParallelPlan, split
 
 
 class Simulator:
@@ -202,6 +206,10 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    plan = split(model, hw.devices) if hw.devices > 1 else None  # a system: one device's shard + collectives
+    summary = model.summary()
+    if plan is not None:
+        model = plan.workload
     kernels = lower(model, hw, sparsity)
     sim = simulator or Simulator(hw, hw_source, keep_tiles)
     results: list[KernelResult] = []
@@ -238,14 +246,90 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         cap = hw.energy.power_cap
         warnings.append(f"{floor:,} layer(s) draw more than energy.power_cap.tdp_w {cap.tdp_w:g} W even at "
                         f"min_clock_fraction {cap.min_clock_fraction:g}: they run at that floor, above the cap")
+    system = None
+    if plan is not None:
+        results, comm = with_collectives(results, plan, hw)
+        dense_total += comm
+        system = system_summary(plan, hw, results)
+        warnings.extend(plan.notes)
+        if hw.energy is not None and results and results[0].energy is not None:
+            for i, r in enumerate(results):  # the device idles at its static power while the collective runs
+                if r.path == "communication":
+                    e = layer_energy(r, hw, model.dtype)
+                    results[i] = dataclasses.replace(r, energy=rounded(
+                        {**e, "dense_total_j": e["total_j"], "energy_ratio_vs_dense": 1.0}))
+            warnings.append("interconnect energy is not modelled: a collective costs its device's static power "
+                            "for its time, no link or switch energy")
     fp = footprint(model, kernels, hw)
+    if plan is not None:  # the shard one device holds (every device holds one), and its room for KV cache
+        fp["per_device"] = True
+        fp["devices"] = hw.devices
+        cap = fp["dram_capacity_bytes"]
+        if cap is not None:
+            fixed = fp["activations_peak_bytes"]
+            fp["kv_room_bytes"] = cap - fp["weights_deployed_bytes"] - fixed
+            fp["kv_room_dense_bytes"] = cap - fp["weights_dense_bytes"] - fixed
     if fp["fits"] is False:
         over = fp["over_capacity_bytes"]
         warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
                         f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,} by {over:,} bytes "
                         f"({over / fp['dram_capacity_bytes']:.1%}; at least {fp['min_devices']} such devices to "
-                        "hold it): simulated as if one device held it all")
+                        "hold it): simulated as if one device held it all" if plan is None else
+                        f"per device's shard of {hw.devices} ({over / fp['dram_capacity_bytes']:.1%}): simulated "
+                        "as if each device held its shard")
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
-    return RunResult(hardware=hw.to_dict(), workload=model.summary(), sparsity=sparsity, layers=results,
+    return RunResult(hardware=hw.to_dict(), workload=summary, sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,
-                     dense_total_cycles=dense_total, policy=policy, footprint=fp, warnings=warnings)
+                     dense_total_cycles=dense_total, policy=policy, footprint=fp, warnings=warnings, system=system)
+
+
+def communication_result(name: str, kind: str, message_bytes: int, hw: Hardware, producer_cycles: int) -> KernelResult:
+    """One collective as a layer of a run: its time on the system's interconnect in nominal-clock cycles
+    (``cycles.communication``), less what ``interconnect.overlap: producer`` hides behind its producing GEMM."""
+    assert hw.system is not None
+    ic = hw.system.interconnect
+    seconds = collective_seconds(kind, message_bytes, hw.devices, ic)
+    full = round(seconds * hw.clock_ghz * 1e9)
+    shown = max(0, full - producer_cycles) if ic.overlap == "producer" else full
+    zero = {"a_values": 0, "a_metadata": 0, "b": 0, "c": 0}
+    tiles = np.zeros(0, TILE_DTYPE)  # no tiles: a trace draws the collective on its own track
+    tiles.setflags(write=False)
+    return KernelResult(
+        name=name, op=kind, shape={"message_bytes": message_bytes, "devices": hw.devices}, path="communication",
+        pattern_requested=None, pattern_executed=None, reason=None, padding={},
+        cycles={"total": shown, "compute": 0, "stall_memory": 0, "stall_decode": 0, "launch": 0,
+                "communication": shown},
+        macs=0, macs_executed=0, utilization=0.0, bytes={"dram": dict(zero), "sram": dict(zero)},
+        binding="communication", busy={"compute": 0, "memory": 0, "decode": 0, "launch": 0, "communication": full},
+        tiling={"topology": ic.topology, "algorithm": ic.algorithm_name, "overlap": ic.overlap,
+                "seconds": float(f"{seconds:.12g}"), "hidden_cycles": full - shown}, tiles=tiles)
+
+
+def with_collectives(results: list[KernelResult], plan: TensorParallelPlan,
+                     hw: Hardware) -> tuple[list[KernelResult], int]:
+    """``results`` (one device's shard) with each collective of ``plan`` after its layer; and their cycles."""
+    after: dict[int, list[KernelResult]] = {}
+    total = 0
+    for c in plan.collectives:
+        res = communication_result(c.name, c.kind, c.message_bytes, hw, results[c.producer].cycles["total"])
+        after.setdefault(c.after, []).append(res)
+        total += res.cycles["total"]
+    out: list[KernelResult] = []
+    for i, res in enumerate(results):
+        out.append(res)
+        out.extend(after.get(i, ()))
+    return out, total
+
+
+def system_summary(plan: TensorParallelPlan, hw: Hardware, results: list[KernelResult]) -> dict[str, Any]:
+    """The ``system`` section of a tensor-parallel run: devices, the split's assumptions, communication."""
+    assert hw.system is not None
+    comm = [r for r in results if r.path == "communication"]
+    total = sum(r.cycles["total"] for r in results)
+    cycles = sum(r.cycles["total"] for r in comm)
+    return {"devices": hw.devices, "device": hw.system.device, "layers_are": "one device's shard (all run alike)",
+            "split": plan.assumptions(), "interconnect": hw.system.interconnect.model_dump(mode="json"),
+            "communication": {"collectives": len(comm), "cycles": cycles,
+                              "hidden_cycles": sum(int(r.tiling["hidden_cycles"]) for r in comm),
+                              "message_bytes": sum(int(r.shape["message_bytes"]) for r in comm),
+                              "share_of_time": round(cycles / total, 6) if total else 0.0}}

@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parents[1] / "accelsim"
 RANKS: dict[str, int] = {
     "version": 0, "textsafe": 0, "dtypes": 0, "errors": 1,
     "examples": 2, "tables": 2, "records": 2, "limits": 2, "fileio": 2,
-    "config": 3, "formats": 4, "hardware": 5, "workloads": 6, "quality": 6, "lowering": 7, "results": 8,
+    "config": 3, "formats": 4, "system": 4, "hardware": 5, "workloads": 6, "quality": 6, "lowering": 7, "results": 8,
     "engine": 9, "energy": 9, "simulation": 10,
     "analysis": 11, "serving": 11, "sweep": 11, "regress": 11,
     "report": 12, "cli": 13, "__main__": 14, "__init__": 14,
@@ -27,7 +27,7 @@ RANKS: dict[str, int] = {
 # quality section resolves quality registry ids).
 SAME_RANK_ALLOWED = {("analysis", "serving"), ("workloads", "quality")}
 # report/ renders results: these are the only accelsim units it may import at run time.
-REPORT_MAY_IMPORT = {"textsafe", "errors", "limits", "fileio", "config", "formats", "hardware", "workloads",
+REPORT_MAY_IMPORT = {"textsafe", "errors", "limits", "fileio", "config", "formats", "system", "hardware", "workloads",
                      "results", "report"}
 # Imports that may sit inside a function: optional dependencies and deferred heavy ones (matplotlib,
 # and accelsim modules that import it at their top, so that `import accelsim.cli` stays light).

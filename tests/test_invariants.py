@@ -14,8 +14,8 @@ from accelsim import load_hardware, load_workload, lower, run
 from accelsim.hardware.model import hardware_from_dict
 from accelsim.workloads.model import workload_from_dict
 
-SYSTOLIC = sorted(p.name for p in HW.glob("*.yaml")
-                  if yaml.safe_load(p.read_text())["core"]["compute"]["kind"] == "systolic")
+SYSTOLIC = sorted(p.name for p in HW.glob("*.yaml")  # system files (8xh100-like...) name a device: no core
+                  if yaml.safe_load(p.read_text()).get("core", {}).get("compute", {}).get("kind") == "systolic")
 MICRO = load_workload(WL / "gemm-microbench.yaml")
 RESNET = load_workload(WL / "resnet18.yaml")
 

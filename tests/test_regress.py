@@ -87,7 +87,7 @@ def generated(tmp_path_factory):
 def test_matrix_covers_every_hwconfig_and_both_sparsities():
     cases = make_goldens.matrix()
     hws = {Path(c.hw).name for c in cases}
-    assert hws == {p.name for p in HW.glob("*.yaml")}
+    assert hws == {p.name for p in HW.glob("*.yaml") if not p.name.startswith("8x")}  # system files: own tests
     assert {c.sparsity for c in cases} == {"dense", "2:4"}
     assert len({c.relpath for c in cases}) == len(cases)
     for wl, _ in make_goldens.WORKLOADS:

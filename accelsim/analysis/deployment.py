@@ -60,6 +60,7 @@ from accelsim.results import RunResult, build_meta
 from accelsim.simulation import Simulator, peak_macs_per_cycle, run
 from accelsim.workloads.model import Workload
 from accelsim.workloads.names import group_name
+from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["REPORT_SCHEMA_VERSION", "Contradiction", "DeploymentReport", "InputFile", "ReportHeader",
            "ReportInputs", "Subject", "WeightsFile", "build_header", "build_report"]
@@ -385,7 +386,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
     rows = layer_rows(real, dense_cycles, best_formats(model, hw, pattern, dense_cycles, sim, source))
     schedule = pruning_schedule(real, dense_cycles)
     step()
-    impact = fallback_impact(model, hw, real, policy)
+    impact = fallback_impact(split(model, hw.devices).workload if hw.devices > 1 else model, hw, real, policy)
     step()
     guard = quality_guard(model, pattern, quality_threshold)
     proxy = numeric_proxy(model, real, weights, loaded)

@@ -19,6 +19,10 @@ one real effect at a time, so the speedups telescope exactly from nominal to rea
                        decompress stage)
 8. + kernel efficiency the sparse kernel's sustained share of its peak (tensor-core parts)
 9. + fixed costs       the sparse kernel's extra launch / prologue cost = the real run
+
+On a tensor-parallel system (a system config) the ladder runs on one device's shard and gains a rung after
+2, ``communication``: the collectives (all-reduces after each block, accelsim.workloads.tensor_parallel) keep
+their time, since sparsity shrinks the GEMMs and the weights but not the activations they all-reduce.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import RunResult
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload
+from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["RUNGS", "Bars", "Loss", "RealityCheck", "RealityEnergy", "RealityFallback", "RealityInputs",
            "ReasonCount", "Rung", "reality_check"]
@@ -53,6 +58,7 @@ RUNGS = [
     ("fixed_cost", "+ sparse kernel fixed cost = real"),
 ]
 
+COMMUNICATION_RUNG = ("communication", "+ communication (all-reduces do not shrink)")  # systems only, after 2
 _HUGE = 1e18
 
 
@@ -228,7 +234,10 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     dense_t = [lay.cycles["total"] for lay in dense.layers]
     dense_total = sum(dense_t)
     sparse_total = real.total_cycles
-    kernels: list[Kernel] = lower(model, hw, sparsity)
+    is_comm = [lay.path == "communication" for lay in real.layers]  # collectives of a system's shard
+    shard_model = split(model, hw.devices).workload if hw.devices > 1 else model  # one device's share
+    shard = iter(lower(shard_model, hw, sparsity))
+    kernels: list[Kernel | None] = [None if c else next(shard) for c in is_comm]
     on_sparse = [lay.path == "sparse" for lay in real.layers]
     patterns = sorted({lay.pattern_executed for lay in real.layers if lay.path == "sparse" and lay.pattern_executed})
     requested = sorted({lay.pattern_requested for lay in real.layers if lay.pattern_requested})
@@ -245,8 +254,10 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         """Per-op times of the sparse run under ``variant`` (fallback / vector ops: real dense time). The ops are
         lowered on the variant: metadata bits and index bytes are kernel inputs fixed at lowering."""
         sim = Simulator(variant)
-        return [float(sim(kern).cycles["total"]) if on_sparse[i] else float(dense_t[i])
-                for i, kern in enumerate(lower(model, variant, sparsity))]
+        shard_ops = iter(lower(shard_model, variant, sparsity))
+        variant_kernels = [None if c else next(shard_ops) for c in is_comm]
+        return [float(sim(kern).cycles["total"]) if on_sparse[i] and kern is not None else float(dense_t[i])
+                for i, kern in enumerate(variant_kernels)]
 
     def per_op(sparse_time: Callable[[int], float]) -> float:
         return sum(sparse_time(i) if on_sparse[i] else float(dense_t[i]) for i in range(len(kernels)))
@@ -256,6 +267,8 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         "nominal": dense_total / nominal,
         # every op gains the ratio of the pattern it really runs (non-sparse ops: the nominal one)
         "executed_pattern": sum(dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
+        # the collectives keep their time (systems only; the other ops as in executed_pattern)
+        "communication": sum(dense_t[i] if is_comm[i] else dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
         # only ops that run sparse gain; the others keep their dense time
         "amdahl": per_op(lambda i: dense_t[i] / exec_ratio[i]),
         # only the MAC time of sparse ops shrinks; their stalls and fixed costs stay
@@ -270,7 +283,8 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     }
     rungs: list[Rung] = []
     prev = None
-    for key, label in RUNGS:
+    ladder = [*RUNGS[:2], COMMUNICATION_RUNG, *RUNGS[2:]] if any(is_comm) else RUNGS
+    for key, label in ladder:
         speedup = dense_total / totals[key] if totals[key] else 1.0
         rungs.append(Rung(rung=key, label=label, sparse_cycles=round(totals[key], 3), speedup=speedup,
                           change=None if prev is None else speedup - prev))
@@ -325,7 +339,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
                                  reason_codes=tuple(FALLBACK_REASONS)),
         energy=_energy_summary(real, dense),
         sparse_layers=sum(on_sparse),
-        layers=len(kernels),
+        layers=len(kernels) - sum(is_comm),
         slower_sparse_layers=tuple(slower),
         explanation=tuple(explanation),
     )

@@ -50,6 +50,8 @@ def hardware_file_provenance(path: Path, data: dict[str, Any]) -> tuple[str, Pro
         return f"hardware family '{data[FAMILY_KEY]}'", prov
     hw, prov = load_hardware_with_provenance(path)
     extends = f", extends {data[EXTENDS_KEY]}" if EXTENDS_KEY in data else ""
+    if hw.system is not None:  # a system file: the provenance listed is its device's
+        return f"system '{hw.name}': {hw.devices} x {hw.system.device}, {hw.system.interconnect.topology}; device", prov
     return f"hardware '{hw.name}'{extends}", prov
 
 

@@ -23,6 +23,8 @@ def _fmt_int(v: int) -> str:
 def _shape_text(shape: dict[str, int]) -> str:
     if "elements" in shape:
         return f"{shape['elements']:,} el"
+    if "message_bytes" in shape:  # a collective of a tensor-parallel system
+        return f"{shape['message_bytes']:,} B x{shape['devices']}"
     text = f"{shape['m']}x{shape['n']}x{shape['k']}"
     return f"{shape['batch']}x({text})" if "batch" in shape else text
 
@@ -99,6 +101,14 @@ def format_table(result: RunResult) -> str:
                      f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
                      + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else "")
                      + (f" (over by {_fmt_int(fp['over_capacity_bytes'])})" if fp.get("over_capacity_bytes") else ""))
+    sysinfo = body.get("system")
+    if sysinfo:  # a tensor-parallel system: the layers are one device's shard
+        comm, split = sysinfo["communication"], sysinfo["split"]
+        lines.append(f"system: {sysinfo['devices']} x {printable(sysinfo['device'])}, tensor parallel "
+                     f"({split['scheme']}; {split['kv_heads_per_device']} of {split['kv_heads']} KV heads per device"
+                     f"{', replicated' if split['kv_replicated'] else ''}); layers and footprint per device | "
+                     f"communication {_fmt_int(comm['cycles'])} cycles in {comm['collectives']:,} collectives "
+                     f"({comm['share_of_time'] * 100:.1f}% of time, overlap {sysinfo['interconnect']['overlap']})")
     for moe in wl.get("moe") or []:  # the routing assumption of the moe ops (accelsim.workloads.moe)
         skew = f" skew {moe['skew']:g}" if moe.get("skew") is not None else ""
         lines.append(f"moe routing: {moe['routing']}{skew}, top-{moe['top_k']} of {moe['experts']} experts over "
@@ -137,7 +147,8 @@ def format_csv(result: RunResult) -> str:
     """One CSV row per layer."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
+    comm = result.system is not None  # a tensor-parallel system: its collectives' cycles as a last column
+    w.writerow(CSV_FIELDS + (["cycles_communication"] if comm else []))
     for lay in result.body()["layers"]:
         c, d, s = lay["cycles"], lay["bytes"]["dram"], lay["bytes"]["sram"]
         shp = lay["shape"]
@@ -147,7 +158,8 @@ def format_csv(result: RunResult) -> str:
                     lay["macs_executed"], lay["utilization"], d["a_values"], d["a_metadata"], d["b"], d["c"],
                     s["a_values"], s["a_metadata"], s["b"], s["c"], lay["binding"], lay["speedup_vs_dense"],
                     lay["clock"]["ghz"] if "clock" in lay else "",
-                    lay["clock"]["power_capped"] if "clock" in lay else ""])
+                    lay["clock"]["power_capped"] if "clock" in lay else "",
+                    *([c.get("communication", 0)] if comm else [])])
     return buf.getvalue()
 
 

@@ -110,7 +110,9 @@ def request_from_args(args: argparse.Namespace) -> ServeRequest:
                         max_wait_ms=args.max_wait_ms, instances=args.instances, sla_p99_ms=args.sla_p99,
                         find_max_rate=args.find_max_rate, variants=args.variants, budget_ms=args.budget_ms,
                         set_params=args.set, sizes=args.sizes, trace=args.trace,
-                        runtime_config=args.runtime_config, hw_set=args.hw_set, load_curves=args.out is not None)
+                        runtime_config=args.runtime_config, hw_set=args.hw_set, load_curves=args.out is not None,
+                        sla_metric=args.sla_metric, prompt_tokens=args.prompt_tokens,
+                        output_tokens=args.output_tokens)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -153,6 +155,10 @@ def add_serve(sub: options.Subparsers) -> None:
     sv.add_argument("--trace", help="CSV of arrival_s and sizes to replay")
     sv.add_argument("--runtime-config", help="YAML of runtime fields (batching, buckets, variability sources)")
     sv.add_argument("--sla-p99", type=float, metavar="MS", help="p99 latency budget in ms")
+    sv.add_argument("--sla-metric", choices=["latency", "ttft", "tpot"],
+                    help="what --sla-p99 bounds (default: latency; LLM workloads: ttft)")
+    sv.add_argument("--prompt-tokens", help="LLM prompt lengths: fixed:N, uniform:A:B or choice:... (default: seq)")
+    sv.add_argument("--output-tokens", help="LLM output lengths, as --prompt-tokens")
     sv.add_argument("--find-max-rate", action="store_true", help="highest rate holding the p99 budget")
     sv.add_argument("--variants", help="variants YAML (workload, sparsity, quality) for quality at equal budget")
     sv.add_argument("--budget-ms", type=float, help="latency budget for --variants (default --sla-p99)")

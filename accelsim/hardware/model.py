@@ -41,9 +41,11 @@ from accelsim.hardware.families import (
 )
 from accelsim.hardware.provenance import Provenance, peak_problems, provenance
 from accelsim.hardware.provenance import Section as ProvenanceSection
+from accelsim.hardware.systems import is_system_data, read_system, system_data
 from accelsim.hardware.systolic import SystolicCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.tensor_core import TensorCoreCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.vnm_block import BlockSupport, VnmSupport
+from accelsim.system import SystemSpec
 from accelsim.textsafe import short_repr
 
 if TYPE_CHECKING:  # the shipped kinds, for type checkers; at run time the registry's union
@@ -399,6 +401,21 @@ class Hardware(Strict):
     attention: AttentionSpec = Field(default_factory=AttentionSpec, description="How attention runs: fused (one "
                                      "kernel, the default on tensor_core parts) or unfused (accelsim.hardware."
                                      "attention).")
+    system: SystemSpec | None = Field(None, description="Set by a system file (accelsim.hardware.systems): this "
+                                      "device's copies and their interconnect; absent = one device, no "
+                                      "communication.")
+
+    @model_serializer(mode="wrap")
+    def _system_if_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("system") is None:
+            out.pop("system", None)  # single-device configs serialise (and hash) as before systems existed
+        return out
+
+    @property
+    def devices(self) -> int:
+        """Devices in the tensor-parallel group (1 for a plain device config)."""
+        return 1 if self.system is None else self.system.devices
 
     @model_validator(mode="before")
     @classmethod
@@ -466,6 +483,9 @@ def load_hardware_with_provenance(path: str | Path,
     hd = read_hardware_data(path)
     data = hd.data
     src = str(path)
+    if is_system_data(data):  # devices x one device config + an interconnect
+        spec, hd, _ = read_system(path, hd)
+        data = system_data(spec, hd)
     if "layers" in data and "core" not in data:
         raise ConfigError(src, None, "this is a workload file (it has 'layers'), expected a hardware config")
     prov = provenance(hd)

@@ -75,8 +75,15 @@ def _summary_table(report: DeploymentReport) -> Table:
                      f"{e.avg_power_w:,.1f} W", ""])
     fp = s.footprint
     if fp:
-        rows.append(["weights in memory", fmt_bytes(fp["weights_dense_bytes"]), fmt_bytes(fp["weights_deployed_bytes"]),
+        each = f" (per device of {fp['devices']})" if fp.get("per_device") else ""
+        rows.append([f"weights in memory{each}", fmt_bytes(fp["weights_dense_bytes"]),
+                     fmt_bytes(fp["weights_deployed_bytes"]),
                      f"incl. metadata {fmt_bytes(fp['weights_metadata_bytes'])}"])
+        if "kv_room_bytes" in fp:  # a tensor-parallel system: what each device has left for the KV cache
+            rows.append([f"KV-cache room{each}", fmt_bytes(fp["kv_room_dense_bytes"]), fmt_bytes(fp["kv_room_bytes"]),
+                         f"DRAM {fmt_bytes(fp['dram_capacity_bytes'])} less weights and peak activations "
+                         f"{fmt_bytes(fp['activations_peak_bytes'])}; this run's KV cache "
+                         f"{fmt_bytes(fp['kv_cache_bytes'])}"])
     return ["", "dense", "sparse", ""], rows
 
 

@@ -70,6 +70,8 @@ def shape_text(shape: Mapping[str, int]) -> str:
         return f"{shape['elements']:,} el"
     if not shape:
         return "-"
+    if "message_bytes" in shape:  # a collective of a tensor-parallel system
+        return f"{shape['message_bytes']:,} B x{shape['devices']}"
     text = f"{shape['m']}x{shape['n']}x{shape['k']}"
     return f"{shape['batch']}x({text})" if "batch" in shape else text
 

@@ -41,6 +41,7 @@ TRAFFIC_COLORS = {"a_values": "#4c72b0", "a_metadata": "#dd8452", "b": "#55a868"
 TRAFFIC_LABELS = {"a_values": "A values", "a_metadata": "A metadata", "b": "B", "c": "C"}
 TEXT = "#222222"
 GRID = "#d9d9d9"
+COMM_COLOR = "#b04ac8"  # the collectives of a tensor-parallel system (interconnect row)
 
 
 def _figure(kind: str) -> Figure:
@@ -104,6 +105,10 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
         layer_boxes.append((float(_us(ls.start, clock)), float(_us(ls.end - ls.start, clock)), ls))
         if ls.result.cycles["launch"] > 0:
             bars["launch"].append((float(_us(ls.start, clock)), float(_us(ls.result.cycles["launch"], clock))))
+        if ls.result.path == "communication":  # a collective (tensor-parallel system): its own row, no tiles
+            bars.setdefault("communication", []).append((float(_us(ls.start, clock)),
+                                                          float(_us(ls.end - ls.start, clock))))
+            continue
         groups = ls.slot_groups()
         runs = groups[0][2]  # slot 0 runs every class
         multi = max(multi, max(c.active for c in ls.classes) if ls.classes else 1)
@@ -123,12 +128,16 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
                         idle["memory"].append((start - d - m, m))
                     if d > 0:
                         idle["decode"].append((start - d, d))
+    if bars.get("communication"):
+        rows.append("communication")
+        tags["communication"] = []
     shown = ["layers"] + [r for r in rows[1:] if bars[r]]
     ypos = {r: len(shown) - 1 - i for i, r in enumerate(shown)}
     height = 0.7
     for r in shown[1:]:
         y = ypos[r] - height / 2
-        ax.broken_barh(bars[r], (y, height), facecolors=tl.STAGE_COLORS[r], edgecolors="white", linewidths=0.3)
+        ax.broken_barh(bars[r], (y, height), facecolors=tl.STAGE_COLORS.get(r, COMM_COLOR), edgecolors="white",
+                       linewidths=0.3)
     if "compute" in ypos or "vector" in ypos:
         yc = ypos.get("compute", ypos.get("vector", 0)) - height / 2
         ax.broken_barh(idle["memory"], (yc, height), facecolors="none", edgecolors=tl.STAGE_COLORS["load"],
@@ -152,7 +161,8 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
                     color=TEXT, clip_on=True)
         if len(layer_boxes) > 1:
             ax.axvline(start, color="#999999", linewidth=0.5, zorder=0)
-    labels = {"layers": "layers (path)", "launch": "kernel launch", **tl.STAGE_LABELS}
+    labels = {"layers": "layers (path)", "launch": "kernel launch", **tl.STAGE_LABELS,
+              "communication": "interconnect (collectives)"}
     if multi > 1:
         labels["compute"] = "tensor cores"
     ax.set_yticks([ypos[r] for r in shown], [labels[r] for r in shown], fontsize=9)
@@ -174,7 +184,7 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
                 + f", {c['total']:,} cycles: compute {c['compute']:,}, memory stall {c['stall_memory']:,}, "
                 f"decode stall {c['stall_decode']:,}, launch {c['launch']:,}; binding {k.binding}")
     fig.text(0.5, 0.935, sub, ha="center", va="top", fontsize=9, color="#555555")
-    handles = [Patch(facecolor=tl.STAGE_COLORS[r], label=labels[r]) for r in shown[1:]]
+    handles = [Patch(facecolor=tl.STAGE_COLORS.get(r, COMM_COLOR), label=labels[r]) for r in shown[1:]]
     if idle["memory"]:
         handles.append(Patch(facecolor="white", edgecolor=tl.STAGE_COLORS["load"], hatch="////",
                              label="array idle: waiting on memory"))

@@ -54,7 +54,7 @@ __all__ = ["stream_trace", "DEFAULT_MAX_EVENTS", "COUNTER_WINDOWS"]
 DEFAULT_MAX_EVENTS = 500_000
 COUNTER_WINDOWS = 32
 LAYERS_PID, MEMORY_PID, CORE_PID0 = 1, 2, 100
-LAYERS_TID, LAUNCH_TID = 1, 2
+LAYERS_TID, LAUNCH_TID, COMM_TID = 1, 2, 3  # COMM_TID: collectives of a tensor-parallel system
 STAGE_TID = {"load": 1, "decode": 2, "compute": 3, "writeback": 4, "vector": 5, "gather": 6}
 # tiling keys of a non-native format's layer (channel, unstructured) that its layer slice shows
 FORMAT_TILING_KEYS = ("compute_on", "rows_kept", "downstream_input", "a_density", "a_index", "stage",
@@ -103,6 +103,7 @@ class _Plan:
     tracks: dict[int, set[tuple[int, str]]]  # core -> {(lane, stage)}
     has_launch: bool
     windows: int  # counter windows per layer (at most)
+    has_comm: bool = False  # a tensor-parallel run: its collectives get their own track
 
     @property
     def total(self) -> int:
@@ -128,9 +129,9 @@ def _tracks(groups: list[_Group], hw: Hardware, collapse: bool) -> dict[int, set
     return out
 
 
-def _meta_count(tracks: dict[int, set[tuple[int, str]]], has_launch: bool) -> int:
+def _meta_count(tracks: dict[int, set[tuple[int, str]]], has_launch: bool, has_comm: bool = False) -> int:
     procs = 2 + len(tracks)
-    threads = 1 + int(has_launch) + sum(len(v) for v in tracks.values())
+    threads = 1 + int(has_launch) + int(has_comm) + sum(len(v) for v in tracks.values())
     return 3 * procs + 2 * threads
 
 
@@ -141,6 +142,7 @@ def _plan(scheds: list[tl.LayerSchedule], hw: Hardware, max_events: int | None, 
             counts = {s: tl.stage_count(ls, s, runs) for s in tl.STAGES}
             groups.append(_Group(ls, first, n, runs, counts))
     has_launch = any(ls.result.cycles["launch"] > 0 for ls in scheds)
+    has_comm = any(ls.result.path == "communication" for ls in scheds)
 
     def fixed_for(w: int) -> int:
         n = sum(1 + int(ls.result.cycles["launch"] > 0) for ls in scheds)
@@ -148,7 +150,7 @@ def _plan(scheds: list[tl.LayerSchedule], hw: Hardware, max_events: int | None, 
 
     fixed = fixed_for(windows)
     tracks_full = _tracks(groups, hw, False)
-    meta_full = _meta_count(tracks_full, has_launch)
+    meta_full = _meta_count(tracks_full, has_launch, has_comm)
     full = _slices(groups, 1, False)
     unreduced = fixed + meta_full + full
     biggest = max((c for g in groups for c in g.counts.values()), default=1) or 1
@@ -167,7 +169,7 @@ def _plan(scheds: list[tl.LayerSchedule], hw: Hardware, max_events: int | None, 
 
     def make(merge: int, collapse: bool, fx: int, meta: int, tracks: Any, met: bool, w: int) -> _Plan:
         return _Plan(groups, merge, collapse, fx, _slices(groups, merge, collapse), meta, unreduced, met, tracks,
-                     has_launch, w)
+                     has_launch, w, has_comm)
 
     if max_events is None or unreduced <= max_events:
         return make(1, False, fixed, meta_full, tracks_full, True, windows)
@@ -175,7 +177,7 @@ def _plan(scheds: list[tl.LayerSchedule], hw: Hardware, max_events: int | None, 
     if f is not None:
         return make(f, False, fixed, meta_full, tracks_full, True, windows)
     tracks_c = _tracks(groups, hw, True)
-    meta_c = _meta_count(tracks_c, has_launch)
+    meta_c = _meta_count(tracks_c, has_launch, has_comm)
     f = smallest(1, lambda m: fixed + meta_c + _slices(groups, m, True) <= max_events)
     if f is not None:
         return make(f, True, fixed, meta_c, tracks_c, True, windows)
@@ -405,6 +407,8 @@ def _emit_metadata(emit: _Writer, plan: _Plan, hw: Hardware, wl: str, pattern: s
     threads = [(LAYERS_PID, LAYERS_TID, "layers", 0)]
     if plan.has_launch:
         threads.append((LAYERS_PID, LAUNCH_TID, "kernel launch (fixed cost)", 1))
+    if plan.has_comm:
+        threads.append((LAYERS_PID, COMM_TID, "communication (interconnect collectives)", 2))
     for core in sorted(plan.tracks):
         for lane, stage in sorted(plan.tracks[core], key=lambda x: (x[0], STAGE_TID[x[1]])):
             name = tl.STAGE_LABELS[stage] + (f" (CTA lane {lane})" if lane else "")
@@ -428,7 +432,8 @@ def _emit_layer(emit: _Writer, ls: tl.LayerSchedule, clock: float, labels: Trace
     ran_as = {key: k.tiling[key] for key in FORMAT_TILING_KEYS if key in k.tiling}  # engine._format_echo
     if ran_as:
         args["tiling"] = {**args.get("tiling", {}), **ran_as}
-    emit({"name": k.name, "cat": f"layer,{k.path}", "ph": "X", "pid": LAYERS_PID, "tid": LAYERS_TID,
+    tid = COMM_TID if k.path == "communication" else LAYERS_TID
+    emit({"name": k.name, "cat": f"layer,{k.path}", "ph": "X", "pid": LAYERS_PID, "tid": tid,
           "ts": _us(s), "dur": _us(e - s), "cname": tl.PATH_CNAMES.get(k.path, "generic_work"), "args": args})
     launch = k.cycles["launch"]
     if launch > 0:

@@ -128,6 +128,8 @@ class ServingModel:
             raise DoesNotFitError(f"{hw_obj.name}: weights as deployed ({weights:,} bytes) leave no room for a KV "
                                f"cache in dram.capacity_bytes {cap:,} x memory_utilization "
                                f"{cfg.memory_utilization}")
+        if hw_obj.devices > 1:  # a tensor-parallel group is one instance; weights and KV budget per device
+            info["devices"] = hw_obj.devices
         info.update({"decode_workload": dec.name, "weights_deployed_bytes": weights,
                      "kv_bytes_per_token": kv_per_token, "dram_capacity_bytes": cap,
                      "kv_budget_bytes": None if budget is None else int(budget)})

@@ -126,7 +126,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         mode="llm" if first.is_llm else "batch", set=params, rate_rps=rq.rate, duration_s=rq.duration_s,
         seed=rq.seed, sparsities=tuple(labels), runtime_config=first.config.to_dict(),
         variability_enabled=cfg.variability.any_enabled,
-        notes=(first.info["note"],) if first.info.get("note") else (), comparison=side_by_side,
+        notes=tuple(n for n in (first.info.get("note"), _group_note(hw_obj)) if n), comparison=side_by_side,
         warnings=tuple(overload_warnings(side_by_side.results)), capacity=capacity, quality=quality,
         latency_vs_load=curves)
 
@@ -156,6 +156,14 @@ def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeReq
         ratio = round(b / a, 6) if a else None
     return CapacitySummary(budget_ms=budget_ms, metric=next(iter(caps.values())).metric, results=caps,
                            sparse_over_dense=ratio)
+
+
+def _group_note(hw: Hardware) -> str | None:
+    """What an instance is on a tensor-parallel system (None on one device)."""
+    if hw.devices == 1:
+        return None
+    return (f"{hw.name}: each instance is a tensor-parallel group of {hw.devices} devices (Megatron split, "
+            "collectives on the interconnect); weights and the KV budget are per device")
 
 
 def _runtime_config(rq: ServeRequest) -> RuntimeConfig:

@@ -18,6 +18,7 @@ from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.serving.config import ServingError
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload, workload_from_dict
+from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token"]
 
@@ -129,8 +130,11 @@ def resolve_hardware(hw: Hardware | str | Path, hw_set: Sequence[str] | None = N
 
 
 def kv_bytes_per_token(dec: SimulatedService) -> float:
-    """KV-cache bytes per context token of one sequence, from the decode workload's kv_cache_elements."""
+    """KV-cache bytes per context token of one sequence, from the decode workload's kv_cache_elements (on a
+    tensor-parallel system: one device's share, the K/V heads it holds)."""
     a = dec.workload(1, 256)
     b = dec.workload(1, 257)
+    if dec.hw.devices > 1:
+        a, b = split(a, dec.hw.devices).workload, split(b, dec.hw.devices).workload
     return float((b.kv_cache_elements - a.kv_cache_elements) * a.kv_dtype_bytes)  # the cache's own dtype
 

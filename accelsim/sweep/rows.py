@@ -229,7 +229,7 @@ def run_points(ctx: WorkContext, points: list[PointTask]) -> list[list[Row]]:
         src = f"{ctx.hw_source} (point {index})"
         hw = hardware_from_dict(with_overrides(ctx.hardware, overrides, src), src)
         rows: list[Row] = []
-        keys = _Point(hw, src) if ctx.lean else None
+        keys = _Point(hw, src) if ctx.lean and hw.devices == 1 else None  # systems: run()'s tensor parallelism
         sim = Simulator(hw, src) if keys is None else None
         for wi, (_, _, combos) in enumerate(ctx.workloads):
             for ci in range(len(combos)):

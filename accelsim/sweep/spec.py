@@ -40,7 +40,8 @@ from accelsim.config.schema import canonical_hash, read_yaml
 from accelsim.config.templating import evaluate
 from accelsim.errors import ConfigError
 from accelsim.hardware.families import read_hardware_data
-from accelsim.hardware.model import hardware_from_dict
+from accelsim.hardware.model import hardware_from_dict, load_hardware
+from accelsim.hardware.systems import is_system_data
 from accelsim.sweep.columns import FIXED_COLUMNS, FORMAT_VERSION, PLAN, cost_names, table_columns
 from accelsim.sweep.points import Point, build_points
 from accelsim.sweep.sampling import field_kind, grid_product, sample
@@ -173,6 +174,8 @@ class _Hardware:
             else:
                 path = resolve_file(value, base, source, "hardware")
                 self.data = read_hardware_data(path).data  # extends: resolved, the families merged in
+                if is_system_data(self.data):  # a system file: its device's config with a system section
+                    self.data = load_hardware(path).to_dict()
                 self.source = str(path)
                 if "layers" in self.data and "core" not in self.data:
                     raise ConfigError(source, "hardware", f"{value} is a workload file, expected a hardware config")
