@@ -118,3 +118,13 @@ def test_power_analysis_is_a_frozen_result_the_plot_renders(tmp_path, a100_runs)
     assert isinstance(data["profiles"][1]["trace"]["power_w"], list)
     title = _render(plots.plot_power(power), tmp_path, "power")
     assert title == f"Power over time: {sparse.workload['name']} on {hw.name}, dense vs 2:4 (x2)"
+
+
+def test_timeline_of_a_whole_model_with_fused_attention(tmp_path):
+    # scale/mask, softmax and AV are folded into the fused attention kernel: zero-cycle layers without
+    # tiles, which the whole-model timeline used to index into (IndexError)
+    hw = load_hardware(HW / "h100-like.yaml")
+    result = run(load_workload(WL / "llama3-8b-decode.yaml"), hw, "2:4", keep_tiles=True)
+    assert any(lay.cycles["total"] == 0 for lay in result.layers)
+    fig = plots.plot_timeline(result, hw)
+    assert isinstance(fig, Figure) and fig.axes

@@ -110,6 +110,8 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
                                                           float(_us(ls.end - ls.start, clock))))
             continue
         groups = ls.slot_groups()
+        if not groups:  # an op folded into another kernel (e.g. softmax inside fused attention): no tiles
+            continue
         runs = groups[0][2]  # slot 0 runs every class
         multi = max(multi, max(c.active for c in ls.classes) if ls.classes else 1)
         for stage in tl.STAGES:
