@@ -208,7 +208,7 @@ class TensorCoreKind(ComputeKind):
                          "launch_overhead_cycles.dense", "launch_overhead_cycles.sparse", "dram.sustained_fraction")
     trace = TraceLabels("SM", (("wave_class", "wave_class"), ("k_step", "chunk")),
                         ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas", "wave_classes", "raster", "cluster",
-                         "l2_reuse", "dram_reread"), waves=True)
+                         "l2_reuse", "dram_reread", "smem_operand_share"), waves=True)
 
     def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
         return float(compute.macs_per_cycle.get(dtype, 0.0))
