@@ -21,7 +21,7 @@ GPU_CONFIGS = ["a100-like", "a100-pcie-like", "h100-like", "h100-pcie-like", "h2
                "rtx3060-like", "rtx3090-like", "rtx4070tisuper-like", "rtx4090-like", "rtx5080-like", "rtx5090-like"]
 FAMILIES = sorted((HW / "families").glob("*.yaml"))
 # calibration by family (docs/validation.md): efficiency dense, sparse; fixed cost dense, sparse (us)
-FAMILY_FIT = {"ampere-datacenter": (0.77, 0.59, 5.35, 4.7), "hopper": (0.5, 0.4, 4.1, 4.65),
+FAMILY_FIT = {"ampere-datacenter": (0.75, 0.68, 5.0, 4.4), "hopper": (0.5, 0.4, 4.1, 4.65),
               "ada": (0.74, 0.73, 12.35, 10.4)}
 CARRIED_FROM = {"ampere-consumer": "ada", "blackwell-consumer": "ada", "blackwell-datacenter": "hopper"}
 # spec-sheet figures no public source in reach confirmed: kept as documented estimates (and listed in the report)

@@ -56,10 +56,9 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment
     rasters = comp.raster.candidates()
     for cand in cands:
         (bm, bn, bk), inner, path, mbits, extras = cand
-        rate = _compute_rate(inner, hw, path, comp.macs_per_cycle[dtype])
         mma = getattr(comp.mma, path)
-        a_tile = bm * (bk * inner.keep_n / inner.group_m) * (e + mbits / 8)
-        b_tile = bk * bn * e * (extras.b_panels if extras is not None else 1)
+        a_tile, b_tile = _tile_bytes(cand, e)
+        rate, feed = _fed_rate(inner, hw, path, comp.macs_per_cycle[dtype], cand[0], a_tile, b_tile)
 
         def fits(st: int, a_tile: float = a_tile, b_tile: float = b_tile) -> bool:
             if unified_bytes is not None:
@@ -84,6 +83,8 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment
             segs, tiling, unsettled = _cta_grid(inner, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages,
                                                 rasters[:1], extras=extras)
             total = sum(s.count * s.end for s in segs)
+            if feed is not None:
+                tiling["smem_operand_share"] = round(feed, 6)
             if best is None or total < best[0] - 1e-9:
                 best = (total, segs, tiling)
                 chosen = (cand, split, tile_stages, unsettled)
@@ -94,9 +95,11 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment
                               kernel.name)
     if chosen is not None and chosen[3] is not None and len(rasters) > 1:  # the kernel chosen, then its raster
         tile, inner, path, mbits, extras = chosen[0]
-        rate = _compute_rate(inner, hw, path, comp.macs_per_cycle[dtype])
+        rate, feed = _fed_rate(inner, hw, path, comp.macs_per_cycle[dtype], tile, *_tile_bytes(chosen[0], e))
         segs, tiling, _ = _cta_grid(inner, hw, tile, chosen[1], getattr(comp.mma, path), rate, e, mbits, chosen[2],
                                     rasters, (chosen[3], best[1], best[2]), extras)
+        if feed is not None:
+            tiling["smem_operand_share"] = round(feed, 6)
         best = (sum(s.count * s.end for s in segs), segs, tiling)
     peak = comp.macs_per_cycle[dtype] * hw.cores
     best[2]["candidates"] = len(cands) * (1 if kernel.row_block else len(set(_split_options(kernel, comp, path))))
@@ -108,14 +111,38 @@ def _split_options(kernel: Kernel, comp: TensorCoreCompute, path: str) -> list[i
     return [1] if kernel.sparse and kernel.compute_on == "vector" else list(getattr(comp.split_k, path))
 
 
-def _compute_rate(kernel: Kernel, hw: Hardware, path: str, peak: float) -> float:
+def _tile_bytes(cand: _Candidate, e: float) -> tuple[float, float]:
+    """Bytes one k-step of a candidate's CTA tile fills into shared memory: A (values + metadata) and B."""
+    (bm, bn, bk), inner, _, mbits, extras = cand
+    return (bm * (bk * inner.keep_n / inner.group_m) * (e + mbits / 8),
+            bk * bn * e * (extras.b_panels if extras is not None else 1))
+
+
+def _fed_rate(kernel: Kernel, hw: Hardware, path: str, peak: float, tile: tuple[int, int, int] | list[int],
+              a_tile: float, b_tile: float) -> tuple[float, float | None]:
+    """The CTA rate of ``_compute_rate`` scaled by the share of it the shared-memory banks feed
+    (``core.compute.operand_feed``), and that share (None where not modelled: the feed unset, a load-sparse
+    or vector-unit kernel)."""
+    comp = hw.core.compute
+    assert isinstance(comp, TensorCoreCompute)
+    rate = _compute_rate(kernel, hw, path, peak)
+    if comp.operand_feed.smem_bytes_per_cycle is None or kernel.load_sparse or \
+            (kernel.sparse and kernel.compute_on == "vector"):
+        return rate, None
+    bm, bn, bk = tile
+    full = _compute_rate(kernel, hw, path, peak, efficiency=False)
+    share = comp.operand_feed.share((bm, bn, bk), a_tile, b_tile, bm * bn * bk / full)
+    return rate * share, share
+
+
+def _compute_rate(kernel: Kernel, hw: Hardware, path: str, peak: float, efficiency: bool = True) -> float:
     """MACs per cycle per core of ``kernel``'s CTAs on the tensor cores' ``path`` (``peak``: the dtype's dense
     MACs per cycle per core), or the vector unit's SpMM rate."""
     comp = hw.core.compute
     assert isinstance(comp, TensorCoreCompute)
     if kernel.sparse and kernel.compute_on == "vector":
         return kernel.compute_rate  # the SpMM's sustained rate on the vector unit
-    rate = peak * getattr(comp.efficiency, path)
+    rate = peak * (getattr(comp.efficiency, path) if efficiency else 1.0)
     if kernel.sparse_datapath:
         rate *= hw.core.sparse.rate(kernel.executed_format)  # type: ignore[union-attr, arg-type]
     return rate

@@ -125,6 +125,31 @@ class L2Reuse(Strict):
         "SMs, or for replacement losses; 0: no reuse across waves). Estimate.")
 
 
+class OperandFeed(Strict):
+    """Shared memory feeding the tensor cores: the main loop's operand reads (each warp loads its A and B
+    fragments) and the tile fills (cp.async writes of the next k-step) share the banks of one SM."""
+
+    smem_bytes_per_cycle: PosFloat | None = Field(
+        None, description="Bytes the shared-memory banks of one SM serve per cycle, reads and fill writes "
+        "together (32 banks x 4 B = 128 on sm50 and later). While a main loop's operand demand at the full "
+        "tensor rate exceeds it, the tensor cores wait: the kernel's rate is scaled by the share the banks "
+        "can feed. None: not modelled (operands assumed always fed).")
+    warp_tile: Annotated[list[PosInt], Field(min_length=2, max_length=2)] = Field(
+        [64, 64], description="[m, n] of the MMA tile one warp computes (cut to the CTA tile): each warp reads "
+        "its m rows of A and n columns of B from shared memory per k-step, so A is read BN / n times and B "
+        "BM / m times per CTA.")
+
+    def share(self, tile: tuple[int, int, int], a_step: float, b_step: float, cycles_at_peak: float) -> float:
+        """Share of the tensor rate the banks sustain for a CTA ``tile`` whose k-step fills ``a_step`` and
+        ``b_step`` bytes and takes ``cycles_at_peak`` cycles at the full tensor rate (1.0 when not modelled)."""
+        if self.smem_bytes_per_cycle is None or cycles_at_peak <= 0:
+            return 1.0
+        bm, bn, _ = tile
+        wm, wn = min(self.warp_tile[0], bm), min(self.warp_tile[1], bn)
+        demand = a_step * (1 + bn / wn) + b_step * (1 + bm / wm)  # fill writes + warp reads per k-step
+        return min(1.0, self.smem_bytes_per_cycle * cycles_at_peak / demand) if demand > 0 else 1.0
+
+
 class TensorCoreCompute(Strict):
     """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
 
@@ -149,9 +174,13 @@ class TensorCoreCompute(Strict):
         "tiles); 1 x 1: no clusters (parts before Hopper). Partners are cut to the grid.")
     l2_reuse: L2Reuse = Field(default_factory=lambda: L2Reuse(),
                               description="How A/B panels are kept in L2 across waves of CTAs.")
+    operand_feed: OperandFeed = Field(
+        default_factory=lambda: OperandFeed(), description="Shared-memory banks feeding the tensor cores "
+        "(operand reads and tile fills per SM); unset: not modelled.")
     efficiency: PerPath = Field(
         description="CALIBRATED: fraction of peak tensor throughput the library's kernels sustain in their "
-                    "main loop (issue limits, register/smem pressure, clocks under load), dense and sparse.")
+                    "main loop (issue limits, register pressure, clocks under load; the shared-memory "
+                    "feed is operand_feed's when set), dense and sparse.")
 
     @model_validator(mode="after")
     def _tiles_align(self) -> TensorCoreCompute:
@@ -179,7 +208,7 @@ class TensorCoreKind(ComputeKind):
                          "launch_overhead_cycles.dense", "launch_overhead_cycles.sparse", "dram.sustained_fraction")
     trace = TraceLabels("SM", (("wave_class", "wave_class"), ("k_step", "chunk")),
                         ("cta_tile", "split_k", "ctas", "waves", "last_wave_ctas", "wave_classes", "raster", "cluster",
-                         "l2_reuse", "dram_reread"), waves=True)
+                         "l2_reuse", "dram_reread", "smem_operand_share"), waves=True)
 
     def peak_macs_per_cycle(self, compute: Any, dtype: str) -> float:
         return float(compute.macs_per_cycle.get(dtype, 0.0))
