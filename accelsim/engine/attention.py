@@ -118,18 +118,33 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
         in_flight = min(planes, -(-slots // per_plane) + 1)
         usable = l2.bytes * comp.l2_reuse.usable_fraction
         reads = 1.0 if in_flight * plane_kv <= usable else float(-(-per_plane // slots))
-    kv_share = min(1.0, planes * plane_kv * reads / (float(ctas) * steps * kv_step))
-    work = np.zeros((steps, tl.N_TILE_COLS))
-    work[:, tl.T_CHUNK] = np.arange(steps)
-    work[:, tl.T_CYCLES] = compute
-    work[:, tl.T_SRAM_B] = kv_step
-    work[:, tl.T_DRAM_B] = kv_step * kv_share
-    work[0, tl.T_SRAM_A_VALUES] = work[0, tl.T_DRAM_A_VALUES] = q_bytes
-    work[-1, tl.T_SRAM_C] = work[-1, tl.T_DRAM_C_WRITE] = o_bytes
-    waves = -(-ctas // slots)
-    last = ctas - (waves - 1) * slots
-    blocks = [_run(work.copy(), act, count, i, hw, stages)
-              for i, (act, count) in enumerate(((slots, waves - 1), (last, 1))) if count > 0]
+    need = kv_tiles_needed(kernel, rows, q_blocks, bc)
+    causal: dict[str, Any] = {}
+    if kernel.causal_q:
+        causal = {"mask": "causal", "q_tokens": kernel.causal_q, "kv_offset": n - kernel.causal_q,
+                  "kv_tiles": planes * q_blocks * kv_blocks, "kv_tiles_run": planes * int(need.sum()),
+                  "kv_tiles_skipped": planes * int(q_blocks * kv_blocks - need.sum())}
+        causal["macs_computed"] = causal["kv_tiles_run"] * 2 * rows * bc * d
+    if int(need.min()) < kv_blocks:  # causal: Q blocks stream unequal numbers of K / V blocks
+        cta_steps = np.tile(_slices(need, split), planes)
+        blocks = _causal_blocks(cta_steps, compute, q_bytes, o_bytes, kv_step, planes * plane_kv * reads, slots,
+                                hw, stages)
+        steps = int(cta_steps.max())
+        causal["schedule"] = "longest_first"
+        waves = -(-ctas // slots)
+    else:
+        kv_share = min(1.0, planes * plane_kv * reads / (float(ctas) * steps * kv_step))
+        work = np.zeros((steps, tl.N_TILE_COLS))
+        work[:, tl.T_CHUNK] = np.arange(steps)
+        work[:, tl.T_CYCLES] = compute
+        work[:, tl.T_SRAM_B] = kv_step
+        work[:, tl.T_DRAM_B] = kv_step * kv_share
+        work[0, tl.T_SRAM_A_VALUES] = work[0, tl.T_DRAM_A_VALUES] = q_bytes
+        work[-1, tl.T_SRAM_C] = work[-1, tl.T_DRAM_C_WRITE] = o_bytes
+        waves = -(-ctas // slots)
+        last = ctas - (waves - 1) * slots
+        blocks = [_run(work.copy(), act, count, i, hw, stages)
+                  for i, (act, count) in enumerate(((slots, waves - 1), (last, 1))) if count > 0]
     if split > 1:  # a combine step per query block reads the partials back and writes O
         active = min(slots, base)
         red = np.zeros((1, tl.N_TILE_COLS))
@@ -142,7 +157,67 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
         "form": "fused", "scores_in_dram": False, "q_block": br, "q_rows": rows, "kv_block": bc, "stages": stages,
         "smem_bytes": int(br * d * e + stages * kv_step), "split_kv": split, "ctas": ctas, "slots": slots,
         "waves": waves, "kv_steps": steps, "kv_dram_reads": reads, "softmax_overlap": att.softmax_overlap,
-        "cycles_per_block": {"mma": round(mma, 3), "softmax": round(softmax, 3)}}}
+        "cycles_per_block": {"mma": round(mma, 3), "softmax": round(softmax, 3)}} | ({"causal": causal} if causal else {})}
+
+
+def kv_tiles_needed(kernel: Kernel, rows: int, q_blocks: int, bc: int) -> np.ndarray:
+    """K / V blocks of ``bc`` keys each Q block of ``rows`` stacked query rows streams (one plane): every block for
+    bidirectional attention; under a causal mask (``kernel.causal_q`` query tokens per head, stacked head by
+    head in m) the blocks whose first key is at or before the block's latest query token's last visible key,
+    offset + position (offset = keys - query tokens: the KV cache ahead of the fresh tokens). A Q block that
+    straddles two heads holds the earlier head's last token, so it needs as many blocks as that token."""
+    kv_blocks = -(-kernel.n // bc)
+    q = kernel.causal_q
+    if not q:
+        return np.full(q_blocks, kv_blocks, dtype=np.int64)
+    starts = np.arange(q_blocks, dtype=np.int64) * rows
+    ends = np.minimum(starts + rows, kernel.m) - 1  # last stacked row of each block (padding rows hold no query)
+    latest = np.where(starts // q != ends // q, q - 1, ends % q)  # a block holding a head's end sees its last token
+    return np.minimum(kv_blocks, (kernel.n - q + latest) // bc + 1)
+
+
+def _slices(need: np.ndarray, split: int) -> np.ndarray:
+    """K / V blocks of each CTA when each Q block's ``need`` blocks are split over ``split`` CTAs as evenly as
+    the count allows (at least one each)."""
+    if split == 1:
+        return need
+    j = np.arange(split)
+    return np.maximum(1, need[:, None] // split + (j[None, :] < need[:, None] % split)).ravel()
+
+
+def _causal_blocks(cta_steps: np.ndarray, compute: float, q_bytes: float, o_bytes: float, kv_step: float,
+                   kv_dram: float, slots: int, hw: Any, stages: int) -> list[Block]:
+    """The schedule of CTAs streaming unequal numbers of K / V blocks (``cta_steps``). Assumption (named
+    ``longest_first`` in results): CTAs are dispatched longest first and a slot that frees takes the next, so
+    the slots stay evenly loaded (FlashAttention-3's longest-processing-time-first tile scheduler, Shah et al.
+    2024, arXiv:2407.08608; FlashAttention-2's grid order balances alike but for the tail). Modelled as waves
+    of ``slots`` consecutive CTAs in that order, each as long as one CTA of its CTAs' mean step count (a
+    fractional last step), with the CTA's Q load first and O write last, as the uniform grid's waves;
+    ``kv_dram``: the K / V bytes that come from DRAM (the rest hit L2)."""
+    order = np.sort(cta_steps)[::-1].astype(np.float64)
+    kv_share = min(1.0, kv_dram / (float(order.sum()) * kv_step))
+    firsts = np.arange(0, len(order), slots)
+    waves = zip(np.add.reduceat(order, firsts).tolist(), np.minimum(slots, len(order) - firsts).tolist(), strict=True)
+    classes: dict[tuple[float, int], int] = {}
+    for wave in waves:  # waves of equal totals are one class, run back to back
+        classes[wave] = classes.get(wave, 0) + 1
+    blocks: list[Block] = []
+    for (steps, active), count in classes.items():
+        mean = steps / active
+        full = int(mean)
+        frac = mean - full
+        rows = full + (frac > 1e-9)
+        work = np.zeros((rows, tl.N_TILE_COLS))
+        work[:, tl.T_CHUNK] = np.arange(rows)
+        work[:, tl.T_CYCLES] = compute
+        work[:, tl.T_SRAM_B] = kv_step
+        work[:, tl.T_DRAM_B] = kv_step * kv_share
+        if rows > full:  # the fractional step
+            work[-1, [tl.T_CYCLES, tl.T_SRAM_B, tl.T_DRAM_B]] *= frac
+        work[0, tl.T_SRAM_A_VALUES] = work[0, tl.T_DRAM_A_VALUES] = q_bytes
+        work[-1, tl.T_SRAM_C] = work[-1, tl.T_DRAM_C_WRITE] = o_bytes
+        blocks.append(_run(work, active, count, len(blocks), hw, stages))
+    return blocks
 
 
 def fused_attention(kernel: Kernel, hw: Any, source: str) -> tuple[list[Block], dict, float]:
