@@ -157,7 +157,8 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
         "form": "fused", "scores_in_dram": False, "q_block": br, "q_rows": rows, "kv_block": bc, "stages": stages,
         "smem_bytes": int(br * d * e + stages * kv_step), "split_kv": split, "ctas": ctas, "slots": slots,
         "waves": waves, "kv_steps": steps, "kv_dram_reads": reads, "softmax_overlap": att.softmax_overlap,
-        "cycles_per_block": {"mma": round(mma, 3), "softmax": round(softmax, 3)}} | ({"causal": causal} if causal else {})}
+        "cycles_per_block": {"mma": round(mma, 3), "softmax": round(softmax, 3)},
+        **({"causal": causal} if causal else {})}}
 
 
 def kv_tiles_needed(kernel: Kernel, rows: int, q_blocks: int, bc: int) -> np.ndarray:
