@@ -118,7 +118,7 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
         in_flight = min(planes, -(-slots // per_plane) + 1)
         usable = l2.bytes * comp.l2_reuse.usable_fraction
         reads = 1.0 if in_flight * plane_kv <= usable else float(-(-per_plane // slots))
-    need = kv_tiles_needed(kernel, rows, q_blocks, bc)
+    need = kv_tiles_needed(m, n, kernel.causal_q, rows, bc)
     causal: dict[str, Any] = {}
     if kernel.causal_q:
         causal = {"mask": "causal", "q_tokens": kernel.causal_q, "kv_offset": n - kernel.causal_q,
@@ -161,20 +161,21 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
         **({"causal": causal} if causal else {})}}
 
 
-def kv_tiles_needed(kernel: Kernel, rows: int, q_blocks: int, bc: int) -> np.ndarray:
-    """K / V blocks of ``bc`` keys each Q block of ``rows`` stacked query rows streams (one plane): every block for
-    bidirectional attention; under a causal mask (``kernel.causal_q`` query tokens per head, stacked head by
-    head in m) the blocks whose first key is at or before the block's latest query token's last visible key,
-    offset + position (offset = keys - query tokens: the KV cache ahead of the fresh tokens). A Q block that
-    straddles two heads holds the earlier head's last token, so it needs as many blocks as that token."""
-    kv_blocks = -(-kernel.n // bc)
-    q = kernel.causal_q
+def kv_tiles_needed(m: int, n: int, causal_q: int, rows: int, bc: int) -> np.ndarray:
+    """K / V blocks of ``bc`` keys each Q block of ``rows`` of the ``m`` stacked query rows streams over ``n`` keys
+    (one plane): every block for bidirectional attention (``causal_q`` 0); under a causal mask (``causal_q``
+    query tokens per head, stacked head by head in m) the blocks whose first key is at or before the last key
+    its latest query token sees, offset + position (offset = keys - query tokens: the KV cache ahead of the
+    fresh tokens). A Q block straddling two heads holds the earlier head's last token and needs its count."""
+    kv_blocks = -(-n // bc)
+    q_blocks = -(-m // rows)
+    q = causal_q
     if not q:
         return np.full(q_blocks, kv_blocks, dtype=np.int64)
     starts = np.arange(q_blocks, dtype=np.int64) * rows
-    ends = np.minimum(starts + rows, kernel.m) - 1  # last stacked row of each block (padding rows hold no query)
+    ends = np.minimum(starts + rows, m) - 1  # last stacked row of each block (padding rows hold no query)
     latest = np.where(starts // q != ends // q, q - 1, ends % q)  # a block holding a head's end sees its last token
-    return np.minimum(kv_blocks, (kernel.n - q + latest) // bc + 1)
+    return np.minimum(kv_blocks, (n - q + latest) // bc + 1)
 
 
 def _slices(need: np.ndarray, split: int) -> np.ndarray:
