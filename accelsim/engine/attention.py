@@ -21,6 +21,12 @@ sequence and KV head) runs as FlashAttention-2 does (Dao 2023, arXiv:2307.08691,
   ``vector.ops_per_cycle / cores``, one after the other (or overlapped: ``attention.softmax_overlap``);
   each block is one step of the engine's tile pipeline (``pipeline.run_pipeline_split``: loads ``stages``
   deep, at the CTA's share of the L2 / DRAM bandwidth with the wave's CTAs, as the GEMM path's waves).
+- causal attention (the workload's ``attention.mask``; lowering's ``Kernel.causal_q``): a Q block streams only
+  the K / V blocks whose first key its latest query token sees (``kv_tiles_needed``; the diagonal blocks are
+  computed whole and masked on chip), so Q blocks are unequal; CTAs are scheduled longest first
+  (``_causal_blocks``). K and V still come from DRAM once per plane when L2 holds them (the last Q block reads
+  them all); the streamed K / V bytes, the cycles and ``tiling.causal`` (tiles run and skipped, MACs computed)
+  follow from the count. Decode (one query token) skips nothing and runs as bidirectional.
 - candidate tiles are every (``attention.q_block_rows`` x ``attention.kv_block_rows``) pair that fits; the
   fastest is kept.
 
@@ -191,9 +197,10 @@ def _causal_blocks(cta_steps: np.ndarray, compute: float, q_bytes: float, o_byte
                    kv_dram: float, slots: int, hw: Any, stages: int) -> list[Block]:
     """The schedule of CTAs streaming unequal numbers of K / V blocks (``cta_steps``). Assumption (named
     ``longest_first`` in results): CTAs are dispatched longest first and a slot that frees takes the next, so
-    the slots stay evenly loaded (FlashAttention-3's longest-processing-time-first tile scheduler, Shah et al.
-    2024, arXiv:2407.08608; FlashAttention-2's grid order balances alike but for the tail). Modelled as waves
-    of ``slots`` consecutive CTAs in that order, each as long as one CTA of its CTAs' mean step count (a
+    the slots stay evenly loaded, as FlashAttention's causal tile scheduler orders them (``SingleTileLPTScheduler``,
+    Dao-AILab/flash-attention, flash_attn/cute/tile_scheduler.py: heads grouped so their K / V fit L2, longest
+    Q tiles first within a group -- hence K / V reuse in L2 as the uniform grid's, ``kv_dram``). Modelled as
+    waves of ``slots`` consecutive CTAs in that order, each as long as one CTA of its CTAs' mean step count (a
     fractional last step), with the CTA's Q load first and O write last, as the uniform grid's waves;
     ``kv_dram``: the K / V bytes that come from DRAM (the rest hit L2)."""
     order = np.sort(cta_steps)[::-1].astype(np.float64)
