@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -12,7 +12,7 @@ from accelsim.formats import SparsityFormat, best_container, parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.hardware.vnm_block import vnm_tile_rows
 from accelsim.limits import check_kernel
-from accelsim.workloads.attention import attention_groups
+from accelsim.workloads.attention import attention_groups, causal_roles, visible_pairs
 from accelsim.workloads.model import VECTOR_OPS, Workload
 
 # Reason codes, in precedence order: when several apply, the first listed wins.
@@ -97,6 +97,8 @@ class Kernel:
     col_select: int = 0  # V:N:M: columns selected, and rows of B gathered, per group of group_m (4)
     col_block: int = 0  # block: columns of A per block (BK); a nonzero block's index selects BK rows of B
     selection_bits: float = 0.0  # V:N:M: column-index metadata bits per kept value, 4 ceil(log2 M) / (V N)
+    causal_q: int = 0  # a causal attention group's op: query tokens per head (m = heads x causal_q; query p sees
+    #   keys 0 .. n - causal_q + p); 0 = bidirectional. Fused: the kernel skips the hidden K / V tiles.
 
     @property
     def sparse(self) -> bool:
@@ -166,6 +168,8 @@ class Kernel:
 
     @cached_property
     def macs_executed(self) -> int:
+        if self.op == "attention" and self.causal_q:  # fused causal: the products the mask keeps
+            return (self.m // self.causal_q) * visible_pairs(self.causal_q, self.n) * self.k * self.batch * 2
         macs = self.m_exec * self.n * self.k_compressed * self.batch * self.products
         return round(macs * self.a_density) if self.sparse and self.compute_on == "vector" else macs
 
@@ -531,6 +535,7 @@ def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None =
     target = lowering_target(hw)
     kernels = []
     fused = fused_attention_roles(model, target)
+    causal = causal_roles(model.layers, model.attention)
     for i, layer in enumerate(model.layers):
         kept = False
         if sparsity is not None:
@@ -544,6 +549,8 @@ def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None =
             kernel = fused_attention(model, fused[i], requested, target)
         else:
             kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept, model.kv_dtype_bytes)
+        if i in causal and not kernel.absorbed:  # eager (unfused) ops compute the full product, then mask
+            kernel = replace(kernel, causal_q=causal[i])
         check_kernel(kernel, model.name, i)
         kernels.append(kernel)
     return kernels

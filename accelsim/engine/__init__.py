@@ -349,6 +349,9 @@ def _result(kernel: Kernel, t: KernelTotals, tiling: dict, peak: float, tiles: n
     """The KernelResult of ``kernel`` from its totals."""
     macs_exec = kernel.macs_executed
     tiling = {**tiling, **_format_echo(kernel, t)}
+    if kernel.causal_q and kernel.op != "attention":  # an unfused causal group's op: eager computes it all
+        tiling["causal"] = {"mask": "causal", "form": "unfused", "masked_after_full_product": True,
+                            "kv_tiles_skipped": 0}
     return KernelResult(
         name=kernel.name, op=kernel.op,
         shape={"elements": kernel.elements} if kernel.vector else

@@ -21,6 +21,12 @@ sequence and KV head) runs as FlashAttention-2 does (Dao 2023, arXiv:2307.08691,
   ``vector.ops_per_cycle / cores``, one after the other (or overlapped: ``attention.softmax_overlap``);
   each block is one step of the engine's tile pipeline (``pipeline.run_pipeline_split``: loads ``stages``
   deep, at the CTA's share of the L2 / DRAM bandwidth with the wave's CTAs, as the GEMM path's waves).
+- causal attention (the workload's ``attention.mask``; lowering's ``Kernel.causal_q``): a Q block streams only
+  the K / V blocks whose first key its latest query token sees (``kv_tiles_needed``; the diagonal blocks are
+  computed whole and masked on chip), so Q blocks are unequal; CTAs are scheduled longest first
+  (``_causal_blocks``). K and V still come from DRAM once per plane when L2 holds them (the last Q block reads
+  them all); the streamed K / V bytes, the cycles and ``tiling.causal`` (tiles run and skipped, MACs computed)
+  follow from the count. Decode (one query token) skips nothing and runs as bidirectional.
 - candidate tiles are every (``attention.q_block_rows`` x ``attention.kv_block_rows``) pair that fits; the
   fastest is kept.
 
@@ -118,18 +124,33 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
         in_flight = min(planes, -(-slots // per_plane) + 1)
         usable = l2.bytes * comp.l2_reuse.usable_fraction
         reads = 1.0 if in_flight * plane_kv <= usable else float(-(-per_plane // slots))
-    kv_share = min(1.0, planes * plane_kv * reads / (float(ctas) * steps * kv_step))
-    work = np.zeros((steps, tl.N_TILE_COLS))
-    work[:, tl.T_CHUNK] = np.arange(steps)
-    work[:, tl.T_CYCLES] = compute
-    work[:, tl.T_SRAM_B] = kv_step
-    work[:, tl.T_DRAM_B] = kv_step * kv_share
-    work[0, tl.T_SRAM_A_VALUES] = work[0, tl.T_DRAM_A_VALUES] = q_bytes
-    work[-1, tl.T_SRAM_C] = work[-1, tl.T_DRAM_C_WRITE] = o_bytes
-    waves = -(-ctas // slots)
-    last = ctas - (waves - 1) * slots
-    blocks = [_run(work.copy(), act, count, i, hw, stages)
-              for i, (act, count) in enumerate(((slots, waves - 1), (last, 1))) if count > 0]
+    need = kv_tiles_needed(m, n, kernel.causal_q, rows, bc)
+    causal: dict[str, Any] = {}
+    if kernel.causal_q:
+        causal = {"mask": "causal", "q_tokens": kernel.causal_q, "kv_offset": n - kernel.causal_q,
+                  "kv_tiles": planes * q_blocks * kv_blocks, "kv_tiles_run": planes * int(need.sum()),
+                  "kv_tiles_skipped": planes * int(q_blocks * kv_blocks - need.sum())}
+        causal["macs_computed"] = causal["kv_tiles_run"] * 2 * rows * bc * d
+    if int(need.min()) < kv_blocks:  # causal: Q blocks stream unequal numbers of K / V blocks
+        cta_steps = np.tile(_slices(need, split), planes)
+        blocks = _causal_blocks(cta_steps, compute, q_bytes, o_bytes, kv_step, planes * plane_kv * reads, slots,
+                                hw, stages)
+        steps = int(cta_steps.max())
+        causal["schedule"] = "longest_first"
+        waves = -(-ctas // slots)
+    else:
+        kv_share = min(1.0, planes * plane_kv * reads / (float(ctas) * steps * kv_step))
+        work = np.zeros((steps, tl.N_TILE_COLS))
+        work[:, tl.T_CHUNK] = np.arange(steps)
+        work[:, tl.T_CYCLES] = compute
+        work[:, tl.T_SRAM_B] = kv_step
+        work[:, tl.T_DRAM_B] = kv_step * kv_share
+        work[0, tl.T_SRAM_A_VALUES] = work[0, tl.T_DRAM_A_VALUES] = q_bytes
+        work[-1, tl.T_SRAM_C] = work[-1, tl.T_DRAM_C_WRITE] = o_bytes
+        waves = -(-ctas // slots)
+        last = ctas - (waves - 1) * slots
+        blocks = [_run(work.copy(), act, count, i, hw, stages)
+                  for i, (act, count) in enumerate(((slots, waves - 1), (last, 1))) if count > 0]
     if split > 1:  # a combine step per query block reads the partials back and writes O
         active = min(slots, base)
         red = np.zeros((1, tl.N_TILE_COLS))
@@ -142,7 +163,70 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
         "form": "fused", "scores_in_dram": False, "q_block": br, "q_rows": rows, "kv_block": bc, "stages": stages,
         "smem_bytes": int(br * d * e + stages * kv_step), "split_kv": split, "ctas": ctas, "slots": slots,
         "waves": waves, "kv_steps": steps, "kv_dram_reads": reads, "softmax_overlap": att.softmax_overlap,
-        "cycles_per_block": {"mma": round(mma, 3), "softmax": round(softmax, 3)}}}
+        "cycles_per_block": {"mma": round(mma, 3), "softmax": round(softmax, 3)},
+        **({"causal": causal} if causal else {})}}
+
+
+def kv_tiles_needed(m: int, n: int, causal_q: int, rows: int, bc: int) -> np.ndarray:
+    """K / V blocks of ``bc`` keys each Q block of ``rows`` of the ``m`` stacked query rows streams over ``n`` keys
+    (one plane): every block for bidirectional attention (``causal_q`` 0); under a causal mask (``causal_q``
+    query tokens per head, stacked head by head in m) the blocks whose first key is at or before the last key
+    its latest query token sees, offset + position (offset = keys - query tokens: the KV cache ahead of the
+    fresh tokens). A Q block straddling two heads holds the earlier head's last token and needs its count."""
+    kv_blocks = -(-n // bc)
+    q_blocks = -(-m // rows)
+    q = causal_q
+    if not q:
+        return np.full(q_blocks, kv_blocks, dtype=np.int64)
+    starts = np.arange(q_blocks, dtype=np.int64) * rows
+    ends = np.minimum(starts + rows, m) - 1  # last stacked row of each block (padding rows hold no query)
+    latest = np.where(starts // q != ends // q, q - 1, ends % q)  # a block holding a head's end sees its last token
+    return np.minimum(kv_blocks, (n - q + latest) // bc + 1)
+
+
+def _slices(need: np.ndarray, split: int) -> np.ndarray:
+    """K / V blocks of each CTA when each Q block's ``need`` blocks are split over ``split`` CTAs as evenly as
+    the count allows (at least one each)."""
+    if split == 1:
+        return need
+    j = np.arange(split)
+    return np.maximum(1, need[:, None] // split + (j[None, :] < need[:, None] % split)).ravel()
+
+
+def _causal_blocks(cta_steps: np.ndarray, compute: float, q_bytes: float, o_bytes: float, kv_step: float,
+                   kv_dram: float, slots: int, hw: Any, stages: int) -> list[Block]:
+    """The schedule of CTAs streaming unequal numbers of K / V blocks (``cta_steps``). Assumption (named
+    ``longest_first`` in results): CTAs are dispatched longest first and a slot that frees takes the next, so
+    the slots stay evenly loaded, as FlashAttention's causal tile scheduler orders them (``SingleTileLPTScheduler``,
+    Dao-AILab/flash-attention, flash_attn/cute/tile_scheduler.py: heads grouped so their K / V fit L2, longest
+    Q tiles first within a group -- hence K / V reuse in L2 as the uniform grid's, ``kv_dram``). Modelled as
+    waves of ``slots`` consecutive CTAs in that order, each as long as one CTA of its CTAs' mean step count (a
+    fractional last step), with the CTA's Q load first and O write last, as the uniform grid's waves;
+    ``kv_dram``: the K / V bytes that come from DRAM (the rest hit L2)."""
+    order = np.sort(cta_steps)[::-1].astype(np.float64)
+    kv_share = min(1.0, kv_dram / (float(order.sum()) * kv_step))
+    firsts = np.arange(0, len(order), slots)
+    waves = zip(np.add.reduceat(order, firsts).tolist(), np.minimum(slots, len(order) - firsts).tolist(), strict=True)
+    classes: dict[tuple[float, int], int] = {}
+    for wave in waves:  # waves of equal totals are one class, run back to back
+        classes[wave] = classes.get(wave, 0) + 1
+    blocks: list[Block] = []
+    for (steps, active), count in classes.items():
+        mean = steps / active
+        full = int(mean)
+        frac = mean - full
+        rows = full + (frac > 1e-9)
+        work = np.zeros((rows, tl.N_TILE_COLS))
+        work[:, tl.T_CHUNK] = np.arange(rows)
+        work[:, tl.T_CYCLES] = compute
+        work[:, tl.T_SRAM_B] = kv_step
+        work[:, tl.T_DRAM_B] = kv_step * kv_share
+        if rows > full:  # the fractional step
+            work[-1, [tl.T_CYCLES, tl.T_SRAM_B, tl.T_DRAM_B]] *= frac
+        work[0, tl.T_SRAM_A_VALUES] = work[0, tl.T_DRAM_A_VALUES] = q_bytes
+        work[-1, tl.T_SRAM_C] = work[-1, tl.T_DRAM_C_WRITE] = o_bytes
+        blocks.append(_run(work, active, count, len(blocks), hw, stages))
+    return blocks
 
 
 def fused_attention(kernel: Kernel, hw: Any, source: str) -> tuple[list[Block], dict, float]:

@@ -10,6 +10,9 @@ weight sparsity: ``activation_operands``); the softmax runs on the vector unit. 
 rows stream past it, so a tile needs ``q_rows x d + stages x 2 x kv_rows x d`` elements of shared memory
 (``core.sram.bytes``): the on-chip tiling limit.
 
+Causal masking is the workload's (``attention: {mask: causal}``, accelsim/workloads/attention.py): the fused
+kernel skips the K / V tiles above the diagonal; unfused attention computes the full product and masks it.
+
 ``unfused``: every op is its own kernel (the scores are written and read back through DRAM, or L2 with
 ``activations: l2_if_fits``), as eager frameworks run it. It is the only form on ``systolic`` parts:
 a systolic array runs QK^T and AV as separate array passes and scale, mask and softmax on its vector

@@ -15,6 +15,7 @@ from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
 from accelsim.quality import entry as registry_entry
+from accelsim.workloads.attention import AttentionMask, causal_problem
 from accelsim.workloads.moe import MoeRouting, expand_moe
 from accelsim.workloads.quality import (
     QualityFigure,
@@ -329,6 +330,10 @@ class Workload(Strict):
     kv_dtype: Dtype | None = Field(None, description="Element type of the KV cache (None: the workload dtype): "
                                    "its footprint, kv_write ops and kv_cache matmuls move it at this type's bytes. "
                                    "--set kv_dtype=fp8 replaces it.")
+    attention: AttentionMask | None = Field(None, description="How attention masks its scores: mask causal (decoder "
+                                            "LLMs; fused attention skips the K / V tiles above the diagonal, unfused "
+                                            "computes the full product and masks it) or none (absent: bidirectional); "
+                                            "q_heads_stacked: query heads in a QK^T matmul's m rows (GQA).")
     moe: list[MoeRouting] | None = Field(None, description="Written by loading: the routing of every moe op "
                                          "(accelsim.workloads.moe), echoed into results.")
     quality: Quality | None = Field(None, description="Quality figures (dense and per pattern) and a threshold.")
@@ -349,6 +354,13 @@ class Workload(Strict):
                 raise configio.FieldError(("layers", i, "name"), f"layer name {layer.name!r} is already used by "
                                                                  f"layers[{seen[layer.name]}]; names must be unique")
             seen[layer.name] = i
+        return self
+
+    @model_validator(mode="after")
+    def _causal_fits(self) -> Workload:
+        problem = causal_problem(self.layers, self.attention)
+        if problem is not None:
+            raise configio.FieldError(*problem)
         return self
 
     @property
