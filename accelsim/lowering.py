@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
-from accelsim.dtypes import stored_bytes
+from accelsim.dtypes import DTYPE_BYTES, stored_bytes
 from accelsim.formats import SparsityFormat, best_container, parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.hardware.vnm_block import vnm_tile_rows
 from accelsim.limits import check_kernel
 from accelsim.workloads.attention import attention_groups
-from accelsim.workloads.model import VECTOR_OPS, Workload
+from accelsim.workloads.model import VECTOR_OPS, Gemm, Workload
+from accelsim.workloads.quantize import OUT_BYTES, quant_kernel_bytes
 
 # Reason codes, in precedence order: when several apply, the first listed wins.
 REASON_CODES: dict[str, str] = {
@@ -97,6 +98,8 @@ class Kernel:
     col_select: int = 0  # V:N:M: columns selected, and rows of B gathered, per group of group_m (4)
     col_block: int = 0  # block: columns of A per block (BK); a nonzero block's index selects BK rows of B
     selection_bits: float = 0.0  # V:N:M: column-index metadata bits per kept value, 4 ceil(log2 M) / (V N)
+    c_bytes: float = 0.0  # bytes per element of C as written (a quantized Linear: the activation dtype's, or its
+    #   accumulator's when the dequantize is unfused); 0 = dtype_bytes
 
     @property
     def sparse(self) -> bool:
@@ -408,6 +411,8 @@ def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, req
         ops = out * layer.kernel[0] * layer.kernel[1] * ops_table["pool"]
         reads = layer.ifmap[0] * layer.ifmap[1] * layer.channels * layer.batch
         writes = out
+    elif op in ("quantize", "dequantize"):  # dynamic quantization (accelsim.workloads.quantize)
+        return _quant_kernel(layer, dtype, e, requested, reason)
     elif op == "kv_write":  # KV-cache append: read in the workload dtype, written in the cache's
         out = layer.elements
         ops = out * ops_table["elementwise"]
@@ -422,6 +427,14 @@ def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, req
         writes = out
     return Kernel(layer.name, op, 0, 0, 0, dtype, e, "vector", requested, None, reason, elements=int(out),
                   vector_ops=float(ops), read_bytes=stored_bytes(reads, e), write_bytes=stored_bytes(writes, e))
+
+
+def _quant_kernel(layer: Any, dtype: str, e: float, requested: str | None, reason: str | None) -> Kernel:
+    """A quantize / dequantize layer: its bytes (accelsim.workloads.quantize) and ops."""
+    reads, writes = quant_kernel_bytes(layer, e)
+    return Kernel(layer.name, layer.op, 0, 0, 0, dtype, e, "vector", requested, None, reason,
+                  elements=int(layer.elements), vector_ops=float(layer.elements * layer.ops_per_element),
+                  read_bytes=reads, write_bytes=writes)
 
 
 def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str | None,
@@ -542,6 +555,9 @@ def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None =
                 requested = None
         if i in fused:
             kernel = fused_attention(model, fused[i], requested, target)
+        elif isinstance(layer, Gemm) and layer.dtype is not None:  # a quantized Linear: A, B, rate in its dtype
+            kernel = lower_layer(layer, layer.dtype, DTYPE_BYTES[layer.dtype], requested, target, kept)
+            kernel = replace(kernel, c_bytes=OUT_BYTES[layer.out_dtype or model.dtype])
         else:
             kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept, model.kv_dtype_bytes)
         check_kernel(kernel, model.name, i)

@@ -107,13 +107,14 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     for layer, kern in zip(model.layers, kernels, strict=True):
         if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
             m, _, k = layer.gemm_shape()
-            w = stored_bytes(m * k * getattr(layer, "groups", 1), e)  # whole bytes per stored tensor
+            we = kern.dtype_bytes  # a quantized Linear's weights in its own type (workloads.quantize)
+            w = stored_bytes(m * k * getattr(layer, "groups", 1), we)  # whole bytes per stored tensor
             fmt = kern.executed_format
             if fmt is not None:
                 # a load-sparse format's index is the hardware's encoding (Kernel.a_index_bits per position)
                 meta = (m * kern.k * kern.a_index_bits / 8 if kern.load_sparse
                         else fmt.metadata_bytes(m, kern.k, kern.metadata_bits))
-                weights[layer.name] = (w, fmt.value_bytes(m, kern.k, e), meta)
+                weights[layer.name] = (w, fmt.value_bytes(m, kern.k, we), meta)
             else:
                 weights[layer.name] = (w, w, 0.0)
             dense_w += weights[layer.name][0]
@@ -127,7 +128,8 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
         elif kern.op == "attention":  # fused: Q, K, V and O (the scores stay on chip)
             act = stored_bytes((2 * kern.m + 2 * kern.n) * kern.k * kern.batch, kern.dtype_bytes)
         else:
-            act = stored_bytes(kern.b_elements * kern.batch, e) + stored_bytes(kern.m_exec * kern.n * kern.batch, e)
+            act = (stored_bytes(kern.b_elements * kern.batch, kern.dtype_bytes if kern.c_bytes else e)
+                   + stored_bytes(kern.m_exec * kern.n * kern.batch, kern.c_bytes or e))
             if not kern.weight:
                 act += stored_bytes(kern.m * kern.k * kern.batch, e)
         act_peak = max(act_peak, act)
