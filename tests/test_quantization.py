@@ -121,3 +121,18 @@ def test_bad_quantization_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Capt
     out, err = capsys.readouterr()
     assert rc == 2 and not out and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert re.search(message, err), err
+
+
+def test_run_quantize_flag_quantizes_every_linear_and_the_title_says_so(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(mlp()))
+    assert main(["run", "--hw", str(HW / "a100-like.yaml"), "--workload", str(path), "--quantize", "int8"]) == 0
+    out = capsys.readouterr().out
+    assert "quantized: int8 weights x bf16 activations on 2 linears (dynamic per_token quantize layers, " \
+           "dequantize fused)" in out.splitlines()[0]
+    assert "fc1.quantize" in out and "fc2.quantize" in out
+    path.write_text(yaml.safe_dump(mlp(weights="int8")))
+    rc = main(["run", "--hw", str(HW / "a100-like.yaml"), "--workload", str(path), "--quantize", "fp8"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--quantize: workload 'q-mlp' already declares quantization" in err

@@ -448,6 +448,17 @@ def with_dtype(model: Workload, dtype: str) -> Workload:
     return out
 
 
+def with_quantization(model: Workload, weights: str) -> Workload:
+    """``model`` with every gemm layer dynamically quantized to ``weights`` (``run --quantize``): the section
+    ``quantization: {weights: ...}`` with its defaults, applied as loading applies it (accelsim.workloads.quantize)."""
+    if model.quantization is not None:
+        raise ConfigError("--quantize", None, f"workload '{model.name}' already declares quantization "
+                          f"(weights {model.quantization.weights}): drop one")
+    if model._dtype_declared is not None:  # pragma: no cover - the CLI quantizes before --dtype
+        raise ConfigError("--quantize", None, "apply --quantize before --dtype")
+    return workload_from_dict({**model.to_dict(), "quantization": {"weights": weights}}, "--quantize")
+
+
 def load_workload(path: str | Path, params: dict[str, Any] | None = None) -> Workload:
     """Load a workload YAML; ``params`` override its parameter defaults (``--set``)."""
     data, _ = configio.read_yaml(path)
