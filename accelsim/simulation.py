@@ -16,7 +16,7 @@ from accelsim.energy import at_clock, layer_energy, settle_clock
 from accelsim.engine import simulate, simulate_totals
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
 from accelsim.hardware.kinds import peak_macs_per_cycle
-from accelsim.hardware.model import Hardware
+from accelsim.hardware.model import Hardware, TensorCoreCompute
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, lower
 from accelsim.results import KernelResult, KernelTotals, RunResult, build_meta, rounded
@@ -231,6 +231,11 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         warnings.append(f"{pruned:,} layer(s) run channel-pruned (fewer output rows); assumption "
                         "downstream_input: not_shrunk: the next layer's input (its k) stays as the workload "
                         "writes it (shrink that layer's shape in the workload to model it)")
+    quantized = sum(1 for k in kernels if k.c_bytes and k.c_bytes != k.dtype_bytes)
+    if quantized and not isinstance(hw.core.compute, TensorCoreCompute):
+        warnings.append(f"{quantized:,} quantized linear(s) on a systolic part: their C is written at the weight "
+                        "dtype's bytes, not the activation / accumulator dtype's (the systolic engine has one "
+                        "element size per kernel): C traffic is under-counted")
     if hw.energy is not None:
         problem = _add_energy(results, bases, model.dtype, hw)
         if problem:

@@ -136,3 +136,10 @@ def test_run_quantize_flag_quantizes_every_linear_and_the_title_says_so(capsys: 
     rc = main(["run", "--hw", str(HW / "a100-like.yaml"), "--workload", str(path), "--quantize", "fp8"])
     err = capsys.readouterr().err
     assert rc == 2 and "--quantize: workload 'q-mlp' already declares quantization" in err
+
+
+def test_a_systolic_part_says_it_writes_c_at_the_weight_dtype() -> None:
+    tpu = load_hardware(HW / "tpu-like.yaml")
+    res = run(workload_from_dict(mlp(weights="int8")), tpu, None)
+    assert any("2 quantized linear(s) on a systolic part" in w for w in res.warnings)
+    assert not any("systolic" in w for w in run(workload_from_dict(mlp()), tpu, None).warnings)
