@@ -14,10 +14,12 @@ consumer sees plain layers:
 - every other op (norms, softmax, GELU, adds, attention, convolutions) stays in the workload dtype, which is the
   activation dtype.
 
-Default ``dequantize: fused``: torchao's int8 dynamic-activation path under ``torch.compile`` fuses the int32
-rescale into the int8 matmul (PyTorch tutorial "(prototype) GPU Quantization with TorchAO", the
-``force_fuse_int_mm_with_mul`` step; torchao ``recommended_inductor_config_setter``), and cuBLASLt / cuSPARSELt
-int8 GEMMs take alpha scaling with a bf16 / fp16 output in the epilogue. The scale vectors the fused epilogue
+Default ``dequantize: fused``: torch.compile fuses the int32 rescale into the int8 matmul when it generates the
+matmul itself (PyTorch tutorial "(prototype) GPU Quantization with TorchAO", the ``force_fuse_int_mm_with_mul``
+step; torchao ``recommended_inductor_config_setter``), and cuBLASLt / cuSPARSELt int8 GEMMs take alpha scaling with
+a bf16 / fp16 output in the epilogue. ``unfused`` is torchao's fallback (torchao/kernel/intmm.py
+``int_scaled_matmul`` without ``TORCHAO_AUTOTUNER_ENABLE``: ``torch._int_mm`` to int32, then ``c * scales``),
+which stays two kernels whenever max-autotune keeps the cuBLAS int32 GEMM. The scale vectors the fused epilogue
 reads (m + n fp32) are not counted.
 """
 
