@@ -166,15 +166,19 @@ def _idle_experts(model: Workload, weights: dict[str, tuple[float, float, float]
     return out
 
 
-def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> str | None:
-    """Give every result its energy (replacing it in ``results``); return a warning instead when the energy
-    table lacks the dtype."""
+def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtypes: list[str],
+                hw: Hardware) -> str | None:
+    """Give every result its energy at its kernel's dtype (``dtypes``, one per result: a quantized Linear's
+    MACs are the weights' type), replacing it in ``results``; return a warning instead when the energy table
+    lacks a dtype."""
     spec = hw.energy
     needed = [spec.mac_pj] + ([spec.sparse_mac_pj] if spec.sparse_mac_pj is not None else [])  # type: ignore[union-attr]
-    if any(dtype not in table for table in needed) and any(r.macs_executed for r in results):
-        return (f"no energy figures: the hardware's energy.mac_pj / sparse_mac_pj have no {dtype} entry "
+    missing = next((d for d, r in zip(dtypes, results, strict=True) if r.macs_executed
+                    and any(d not in table for table in needed)), None)
+    if missing is not None:
+        return (f"no energy figures: the hardware's energy.mac_pj / sparse_mac_pj have no {missing} entry "
                 "(add one to report energy)")
-    for i, (res, base) in enumerate(zip(results, bases, strict=True)):
+    for i, (res, base, dtype) in enumerate(zip(results, bases, dtypes, strict=True)):
         e = layer_energy(res, hw, dtype)
         dense_j = layer_energy(base, hw, dtype)["total_j"] if base is not res else e["total_j"]
         e["dense_total_j"] = dense_j
@@ -237,7 +241,7 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
                         "dtype's bytes, not the activation / accumulator dtype's (the systolic engine has one "
                         "element size per kernel): C traffic is under-counted")
     if hw.energy is not None:
-        problem = _add_energy(results, bases, model.dtype, hw)
+        problem = _add_energy(results, bases, [k.dtype for k in kernels], hw)
         if problem:
             warnings.append(problem)
     floor = sum(1 for r in results if r.clock is not None and r.clock["limit"] == "clock_floor")

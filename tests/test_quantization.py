@@ -61,6 +61,8 @@ def test_lowering_inserts_one_quantize_per_linear_with_hand_computed_bytes(a100:
     assert rows["fc1"].bytes["dram"]["b"] == K1 * N and rows["fc1"].bytes["dram"]["a_values"] == M1 * K1
     assert rows["fc1"].bytes["dram"]["c"] == M1 * N * 2  # no split-k on this shape
     assert res.footprint["weights_dense_bytes"] == M1 * K1 + M2 * K2  # int8 weights
+    mac_pj = a100.energy.mac_pj
+    assert rows["fc1"].energy["by_component_j"]["mac"] == pytest.approx(M1 * N * K1 * mac_pj["int8"] * 1e-12)
 
 
 def test_unfused_dequantize_writes_the_accumulator_and_rescales_it(a100: Any) -> None:
