@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
-from accelsim.dtypes import DTYPE_BYTES, stored_bytes
+from accelsim.dtypes import stored_bytes
 from accelsim.formats import SparsityFormat, best_container, parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.hardware.vnm_block import vnm_tile_rows
@@ -556,7 +556,7 @@ def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None =
         if i in fused:
             kernel = fused_attention(model, fused[i], requested, target)
         elif isinstance(layer, Gemm) and layer.dtype is not None:  # a quantized Linear: A, B, rate in its dtype
-            kernel = lower_layer(layer, layer.dtype, DTYPE_BYTES[layer.dtype], requested, target, kept)
+            kernel = lower_layer(layer, *model.layer_dtype(layer), requested, target, kept)
             kernel = replace(kernel, c_bytes=OUT_BYTES[layer.out_dtype or model.dtype])
         else:
             kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept, model.kv_dtype_bytes)

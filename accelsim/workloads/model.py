@@ -393,6 +393,12 @@ class Workload(Strict):
         """Bytes per element: an int for whole-byte dtypes, 0.75 / 0.5 for fp6 / fp4 and int4 (accelsim.dtypes)."""
         return DTYPE_BYTES[self.dtype]
 
+    def layer_dtype(self, layer: Any) -> tuple[str, float]:
+        """The element type a layer's operands run in and its bytes: a quantized Linear's own (``dtype``), else
+        the workload's."""
+        own = getattr(layer, "dtype", None) if layer.op == "gemm" else None
+        return (own, DTYPE_BYTES[own]) if own is not None else (self.dtype, self.dtype_bytes)
+
     @property
     def kv_dtype_bytes(self) -> float:
         """Bytes per element of the KV cache: ``kv_dtype``'s, else the workload dtype's."""
