@@ -12,38 +12,12 @@ from accelsim.formats import SparsityFormat, best_container, parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.hardware.vnm_block import vnm_tile_rows
 from accelsim.limits import check_kernel
+from accelsim.reasons import FALLBACK_REASONS as FALLBACK_REASONS  # re-exported: lowering.REASON_CODES
+from accelsim.reasons import REASON_CODES as REASON_CODES
 from accelsim.workloads.attention import attention_groups, causal_roles, visible_pairs
-from accelsim.workloads.model import VECTOR_OPS, Workload
+from accelsim.workloads.model import VECTOR_OPS, Gemm, Workload
+from accelsim.workloads.quantize import OUT_BYTES, quant_kernel_bytes
 
-# Reason codes, in precedence order: when several apply, the first listed wins.
-REASON_CODES: dict[str, str] = {
-    "kept_dense": "the workload's sparsity plan keeps this layer dense (sparsity: dense under a model-wide pattern)",
-    "activation_operands": "both operands are activations (attention QK^T / AV): weight sparsity cannot apply",
-    "op_no_sparse_kernel": "the op type has no sparse kernel (grouped / depthwise convolution)",
-    "no_sparse_support": "the hardware has no sparse datapath",
-    "format_unsupported": "the hardware declares no way to run this format family (unstructured without "
-                          "core.sparse.formats.unstructured, V:N:M without core.sparse.vnm, block sparsity without "
-                          "core.sparse.block)",
-    "pattern_unsupported": "no native pattern of the hardware contains the requested one (among those that run "
-                           "the layer's element type: core.sparse.patterns.*.dtypes)",
-    "dtype_unsupported": "the sparse datapath does not support this element type (core.sparse.dtypes)",
-    "block_shape_misaligned": "the format's block shape does not fit the hardware's tiles: V:N:M's V is not a "
-                              "multiple of a V:N:M CTA M tile (core.sparse.vnm.cta_tiles) or of the array width; a "
-                              "block side is not a multiple of core.sparse.block.block_multiple (blocks are not "
-                              "padded)",
-    "shape_below_minimum": "the weight's rows or columns are not a multiple of the library's minimum "
-                           "(core.sparse.weight_shape_multiple)",
-    "slower_than_dense": "policy 'fastest': the sparse kernel was simulated slower than dense, so dense is used",
-    "pattern_promoted": "runs sparse on a coarser native pattern that contains the requested one (e.g. 1:4 as 2:4)",
-    "n_padded": "runs sparse; the library pads the dense operand's n up to its alignment "
-                "(core.sparse.dense_operand_align), computing the padded columns",
-    "k_padded": "runs sparse; k is not a multiple of M and is zero-padded up to one",
-    "m_padded": "runs sparse; A's rows are not a multiple of the format's row block (V:N:M's V, block rows) and are "
-                "zero-padded up to one",
-}
-FALLBACK_REASONS = ("activation_operands", "op_no_sparse_kernel", "no_sparse_support", "format_unsupported",
-                    "pattern_unsupported", "dtype_unsupported", "block_shape_misaligned", "shape_below_minimum",
-                    "slower_than_dense")
 # Format families the hardware runs through a section of their own (core.sparse.vnm / .block), not as natives.
 STRUCTURED_FAMILIES = ("vnm", "block")
 POLICIES = ("sparse-if-supported", "fastest")
@@ -99,6 +73,8 @@ class Kernel:
     selection_bits: float = 0.0  # V:N:M: column-index metadata bits per kept value, 4 ceil(log2 M) / (V N)
     causal_q: int = 0  # a causal attention group's op: query tokens per head (m = heads x causal_q; query p sees
     #   keys 0 .. n - causal_q + p); 0 = bidirectional. Fused: the kernel skips the hidden K / V tiles.
+    c_bytes: float = 0.0  # bytes per element of C as written (a quantized Linear: the activation dtype's, or its
+    #   accumulator's when the dequantize is unfused); 0 = dtype_bytes
 
     @property
     def sparse(self) -> bool:
@@ -412,6 +388,8 @@ def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, req
         ops = out * layer.kernel[0] * layer.kernel[1] * ops_table["pool"]
         reads = layer.ifmap[0] * layer.ifmap[1] * layer.channels * layer.batch
         writes = out
+    elif op in ("quantize", "dequantize"):  # dynamic quantization (accelsim.workloads.quantize)
+        return _quant_kernel(layer, dtype, e, requested, reason)
     elif op == "kv_write":  # KV-cache append: read in the workload dtype, written in the cache's
         out = layer.elements
         ops = out * ops_table["elementwise"]
@@ -426,6 +404,14 @@ def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, req
         writes = out
     return Kernel(layer.name, op, 0, 0, 0, dtype, e, "vector", requested, None, reason, elements=int(out),
                   vector_ops=float(ops), read_bytes=stored_bytes(reads, e), write_bytes=stored_bytes(writes, e))
+
+
+def _quant_kernel(layer: Any, dtype: str, e: float, requested: str | None, reason: str | None) -> Kernel:
+    """A quantize / dequantize layer: its bytes (accelsim.workloads.quantize) and ops."""
+    reads, writes = quant_kernel_bytes(layer, e)
+    return Kernel(layer.name, layer.op, 0, 0, 0, dtype, e, "vector", requested, None, reason,
+                  elements=int(layer.elements), vector_ops=float(layer.elements * layer.ops_per_element),
+                  read_bytes=reads, write_bytes=writes)
 
 
 def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str | None,
@@ -547,6 +533,9 @@ def lower(model: Workload, hw: Hardware | LoweringTarget, sparsity: str | None =
                 requested = None
         if i in fused:
             kernel = fused_attention(model, fused[i], requested, target)
+        elif isinstance(layer, Gemm) and layer.dtype is not None:  # a quantized Linear: A, B, rate in its dtype
+            kernel = lower_layer(layer, *model.layer_dtype(layer), requested, target, kept)
+            kernel = replace(kernel, c_bytes=OUT_BYTES[layer.out_dtype or model.dtype])
         else:
             kernel = lower_layer(layer, model.dtype, model.dtype_bytes, requested, target, kept, model.kv_dtype_bytes)
         if i in causal and not kernel.absorbed:  # eager (unfused) ops compute the full product, then mask

@@ -18,7 +18,7 @@ from accelsim.energy import at_clock, layer_energy, settle_clock
 from accelsim.engine import simulate, simulate_totals
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
 from accelsim.hardware.kinds import peak_macs_per_cycle
-from accelsim.hardware.model import Hardware
+from accelsim.hardware.model import Hardware, TensorCoreCompute
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, lower
 from accelsim.results import TILE_DTYPE, KernelResult, KernelTotals, RunResult, build_meta, rounded
@@ -111,13 +111,14 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     for layer, kern in zip(model.layers, kernels, strict=True):
         if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
             m, _, k = layer.gemm_shape()
-            w = stored_bytes(m * k * getattr(layer, "groups", 1), e)  # whole bytes per stored tensor
+            we = kern.dtype_bytes  # a quantized Linear's weights in its own type (workloads.quantize)
+            w = stored_bytes(m * k * getattr(layer, "groups", 1), we)  # whole bytes per stored tensor
             fmt = kern.executed_format
             if fmt is not None:
                 # a load-sparse format's index is the hardware's encoding (Kernel.a_index_bits per position)
                 meta = (m * kern.k * kern.a_index_bits / 8 if kern.load_sparse
                         else fmt.metadata_bytes(m, kern.k, kern.metadata_bits))
-                weights[layer.name] = (w, fmt.value_bytes(m, kern.k, e), meta)
+                weights[layer.name] = (w, fmt.value_bytes(m, kern.k, we), meta)
             else:
                 weights[layer.name] = (w, w, 0.0)
             dense_w += weights[layer.name][0]
@@ -131,7 +132,8 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
         elif kern.op == "attention":  # fused: Q, K, V and O (the scores stay on chip)
             act = stored_bytes((2 * kern.m + 2 * kern.n) * kern.k * kern.batch, kern.dtype_bytes)
         else:
-            act = stored_bytes(kern.b_elements * kern.batch, e) + stored_bytes(kern.m_exec * kern.n * kern.batch, e)
+            act = (stored_bytes(kern.b_elements * kern.batch, kern.dtype_bytes if kern.c_bytes else e)
+                   + stored_bytes(kern.m_exec * kern.n * kern.batch, kern.c_bytes or e))
             if not kern.weight:
                 act += stored_bytes(kern.m * kern.k * kern.batch, e)
         act_peak = max(act_peak, act)
@@ -168,15 +170,19 @@ def _idle_experts(model: Workload, weights: dict[str, tuple[float, float, float]
     return out
 
 
-def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtype: str, hw: Hardware) -> str | None:
-    """Give every result its energy (replacing it in ``results``); return a warning instead when the energy
-    table lacks the dtype."""
+def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtypes: list[str],
+                hw: Hardware) -> str | None:
+    """Give every result its energy at its kernel's dtype (``dtypes``, one per result: a quantized Linear's
+    MACs are the weights' type), replacing it in ``results``; return a warning instead when the energy table
+    lacks a dtype."""
     spec = hw.energy
     needed = [spec.mac_pj] + ([spec.sparse_mac_pj] if spec.sparse_mac_pj is not None else [])  # type: ignore[union-attr]
-    if any(dtype not in table for table in needed) and any(r.macs_executed for r in results):
-        return (f"no energy figures: the hardware's energy.mac_pj / sparse_mac_pj have no {dtype} entry "
+    missing = next((d for d, r in zip(dtypes, results, strict=True) if r.macs_executed
+                    and any(d not in table for table in needed)), None)
+    if missing is not None:
+        return (f"no energy figures: the hardware's energy.mac_pj / sparse_mac_pj have no {missing} entry "
                 "(add one to report energy)")
-    for i, (res, base) in enumerate(zip(results, bases, strict=True)):
+    for i, (res, base, dtype) in enumerate(zip(results, bases, dtypes, strict=True)):
         e = layer_energy(res, hw, dtype)
         dense_j = layer_energy(base, hw, dtype)["total_j"] if base is not res else e["total_j"]
         e["dense_total_j"] = dense_j
@@ -237,8 +243,13 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         warnings.append(f"{pruned:,} layer(s) run channel-pruned (fewer output rows); assumption "
                         "downstream_input: not_shrunk: the next layer's input (its k) stays as the workload "
                         "writes it (shrink that layer's shape in the workload to model it)")
+    quantized = sum(1 for k in kernels if k.c_bytes and k.c_bytes != k.dtype_bytes)
+    if quantized and not isinstance(hw.core.compute, TensorCoreCompute):
+        warnings.append(f"{quantized:,} quantized linear(s) on a systolic part: their C is written at the weight "
+                        "dtype's bytes, not the activation / accumulator dtype's (the systolic engine has one "
+                        "element size per kernel): C traffic is under-counted")
     if hw.energy is not None:
-        problem = _add_energy(results, bases, model.dtype, hw)
+        problem = _add_energy(results, bases, [k.dtype for k in kernels], hw)
         if problem:
             warnings.append(problem)
     floor = sum(1 for r in results if r.clock is not None and r.clock["limit"] == "clock_floor")

@@ -211,20 +211,32 @@ def test_torchao_block_rows_gain_with_sparsity(torchao: list[tuple[dict[str, str
         assert preds == sorted(preds) and len(preds) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="int8 rows over-predicted (median 32.5 %): torchao's int8 dynamic "
-                   "quantization keeps activations in bf16 and quantizes each Linear's input per call; measured, "
-                   "the int8 dense model is only 7 % (ViT-H) / 1 % (ViT-B) faster than bf16, while accelsim runs an "
-                   "all-int8 workload (every layer and activation int8, no quantize kernels: about 0.52x the bf16 "
-                   "time), so the dense share that sparsity cannot touch is far too small")
 def test_torchao_int8_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
-    n, med, right, _ = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "int8"])
-    assert n == 14 and right == 1.0 and med == pytest.approx(32.5, abs=2.0)
-    assert med <= TARGET_MEDIAN_PCT
+    """int8 (14 rows) with torchao's dynamic quantization modelled (accelsim.workloads.quantize: the MLP Linears
+    int8, a per-call quantize layer before each, the dequantize fused, everything else bf16; the 2:4 row quantizes
+    fc1 only, as superblock's accelerate_with_sparsity does): median 9.0 %, 14/14 right side, MAE 0.104 (the
+    all-int8 workload it replaces: median 32.5 %, MAE 0.340; with dequantize unfused, not the default and not
+    chosen here: median 4.4 %, MAE 0.059)."""
+    n, med, right, mae = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "int8"])
+    assert n == 14 and right == 1.0 and med == pytest.approx(9.0, abs=1.0) and mae == pytest.approx(0.104, abs=0.02)
+    assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
+
+
+def test_torchao_int8_dense_model_is_faster_than_bf16_but_less_than_measured() -> None:
+    """The int8-quantized dense model over the bf16 one: measured 0.928 (ViT-H, 454.6 / 489.6 ms) and 0.992
+    (ViT-B); predicted with the dequantize fused 0.803 / 0.864, unfused 0.928 / 1.045: the measured runs sit
+    between the two (a remaining gap: which torch.compile kernels fuse the rescale is not known per shape)."""
+    e2e = _e2e_module()
+    a100_hw = load_hardware(HW / "a100-like.yaml")
+    fused = [e2e.dense_ratio(m, a100_hw) for m in ("vit_h_14", "vit_b_16")]
+    unfused = [e2e.dense_ratio(m, a100_hw, "unfused") for m in ("vit_h_14", "vit_b_16")]
+    assert fused == pytest.approx([0.803, 0.864], abs=0.01) and unfused == pytest.approx([0.928, 1.045], abs=0.01)
+    assert fused[0] < 0.928 <= unfused[0] + 0.001 and fused[1] < 0.992 < unfused[1]
 
 
 def test_torchao_all_rows_guard(torchao: list[tuple[dict[str, str], float]]) -> None:
     n, med, right, mae = _e2e_metrics(torchao)
-    assert n == 22 and right == 1.0 and med == pytest.approx(20.6, abs=1.5) and mae == pytest.approx(0.259, abs=0.03)
+    assert n == 22 and right == 1.0 and med == pytest.approx(9.6, abs=1.5) and mae == pytest.approx(0.108, abs=0.03)
 
 
 # -- source 3: Flash-LLM's blog figures (aggregate, no shapes) ----------------------------------------------

@@ -85,8 +85,9 @@ def test_one_kernel_writes_only_o():
 
 
 def test_tiling_by_hand():
-    """Per K / V block: 2 x 128 rows x 32 x 128 MACs at 1024 x 0.75 per cycle (the ampere-datacenter dense efficiency), the softmax's 7 ops per score at
-    13824 / 108 per cycle; shared memory holds Q (128 x 128) and 4 stages of K and V blocks (2 x 32 x 128)."""
+    """Per K / V block: 2 x 128 rows x 32 x 128 MACs at 1024 x 0.75 per cycle (dense efficiency), the softmax's
+    7 ops per score at 13824 / 108 per cycle; shared memory holds Q (128 x 128) and 4 stages of K and V blocks
+    (2 x 32 x 128)."""
     wl = load_workload(WL / "llama2-7b-prefill.yaml", {"seq": 2048}).model_copy(update={"attention": None})
     res = by_name(run(wl, hw()))  # bidirectional: every Q block streams every K / V block
     t = res["layers.0.scores"].tiling

@@ -195,15 +195,16 @@ def _structured_counterfactual(d: dict[str, Any], pat: Any, hw: Hardware, change
 def _gemm_view(layer: Any, model: Workload, hw_cf: Hardware, requested: str) -> tuple[Kernel, Kernel]:
     """The op's GEMM view as a sparse kernel (requested pattern or its best native container) and dense; the
     dense view twice when even the counterfactual cannot run it (V:N:M's V against a systolic array's width)."""
-    sparse = sparse_view(layer, model.dtype, model.dtype_bytes, requested, hw_cf)
+    dtype, e = model.layer_dtype(layer)  # a quantized Linear's weights' type
+    sparse = sparse_view(layer, dtype, e, requested, hw_cf)
     if sparse is None:
         m, n, k = layer.gemm_shape()
         batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
-        dense = Kernel(layer.name, layer.op, m, n, k, model.dtype, model.dtype_bytes, "dense", None, None, None,
+        dense = Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", None, None, None,
                        b_unique=layer.ifmap_elements() if layer.op == "conv2d" else 0, batch=batch,
                        weight=layer.op != "matmul")
         return dense, dense
-    dense = Kernel(layer.name, layer.op, sparse.m, sparse.n, sparse.k, model.dtype, model.dtype_bytes, "dense", None,
+    dense = Kernel(layer.name, layer.op, sparse.m, sparse.n, sparse.k, dtype, e, "dense", None,
                    None, None, b_unique=sparse.b_unique, batch=sparse.batch, weight=sparse.weight)
     return sparse, dense
 

@@ -13,7 +13,7 @@ from accelsim.fileio import resolve_target
 from accelsim.results import RunResult
 from accelsim.simulation import run
 from accelsim.textsafe import printable
-from accelsim.workloads.model import with_dtype
+from accelsim.workloads.model import with_dtype, with_quantization
 
 
 def _fmt_int(v: int) -> str:
@@ -78,6 +78,10 @@ def format_table(result: RunResult) -> str:
              f"{body['sparsity'] or 'per workload plan'}")
     if "dtype_declared" in wl:
         title += f", dtype: {wl['dtype']} (--dtype; the workload says {wl['dtype_declared']})"
+    if "quantization" in wl:
+        q = wl["quantization"]
+        title += (f", quantized: {q['weights']} weights x {q['activations']} activations on {q['quantized_layers']} "
+                  f"linears ({q['mode']} {q['granularity']} quantize layers, dequantize {q['dequantize']})")
     dram = t["bytes"]["dram"]
     foot = (f"latency {t['latency_us']:,.3f} us | DRAM bytes: A values {_fmt_int(dram['a_values'])}, "
             f"A metadata {_fmt_int(dram['a_metadata'])}, B {_fmt_int(dram['b'])}, C {_fmt_int(dram['c'])} | "
@@ -169,6 +173,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         resolve_target(args.out)  # a folder or device in the way fails before the run
     hw, model, sparsity = load_pair(args)
+    if args.quantize is not None:
+        model = with_quantization(model, args.quantize)
     if args.dtype is not None:
         model = with_dtype(model, args.dtype)
     bar, update = progress_bar(len(model.layers))
@@ -201,6 +207,9 @@ def add_run(sub: options.Subparsers) -> None:
     options.add_policy(r, "'fastest' also simulates dense and keeps the faster kernel per layer")
     options.add_dtype(r, "run every layer in this element type instead of the workload's dtype (e.g. an fp32 "
                          "ONNX import deployed as fp16)")
+    r.add_argument("--quantize", choices=["int8", "fp8"], help="quantize every gemm layer's weights to this type, "
+                   "activations staying in the workload dtype (dynamic per-token quantize layers, dequantize fused "
+                   "in the GEMM epilogue); a workload's own quantization section says more")
     r.add_argument("--by-op-type", action="store_true", help="add a summary per op type x path to the table")
     options.add_format(r, ("table", "json", "csv"), "default: from -o's extension (.json, .csv; otherwise table)")
     options.add_out(r, "write the output to this file instead of stdout")

@@ -177,7 +177,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     b_total = k_total * n * e * batch
     if extras is not None:  # V:N:M, block: their own distinct A and B bytes (engine.structured)
         a_total, b_total = extras.a_total, extras.b_total
-    c_total = m * kernel.n * e * batch
+    c_total = m * kernel.n * (kernel.c_bytes or e) * batch  # a quantized Linear writes C in its own type
     # split-k: every CTA writes an fp32 partial tile; a reduction reads them back and writes C
     c_traffic = c_total if split == 1 else (m * batch * n * 4.0 * split * 2 + c_total)
     l2 = hw.l2

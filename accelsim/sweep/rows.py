@@ -204,9 +204,9 @@ def _row(model: Workload, keys: _Point, sparsity: str | None, policy: str, st: _
         layers.append(LayerTotals(res.totals, run_kernel.path, bool(run_kernel.pattern_requested), run_kernel.macs,
                                   run_kernel.macs_executed, n, res.actual.total, res.capped))
         if with_energy:
-            e = keys.kernel_energy(model.dtype, run_kernel, res)
+            e = keys.kernel_energy(run_kernel.dtype, run_kernel, res)  # a quantized Linear: its weights' type
             energy += n * e
-            dense_energy += n * (keys.kernel_energy(model.dtype, g.base, base)
+            dense_energy += n * (keys.kernel_energy(g.base.dtype, g.base, base)
                                  if run_kernel.sparse and g.base is not None else e)
     return _metrics(model_totals(layers, dense_total), peak_macs_per_cycle(hw, model.dtype), hw.clock_ghz,
                     energy if with_energy else None, dense_energy if with_energy else None)

@@ -13,7 +13,7 @@ from accelsim.config.templating import expand
 from accelsim.dtypes import DTYPE_BYTES, DtypeName
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
-from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegInt, PosInt, Strict
+from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegFloat, NonNegInt, PosInt, Strict
 from accelsim.quality import entry as registry_entry
 from accelsim.workloads.attention import AttentionMask, causal_problem
 from accelsim.workloads.moe import MoeRouting, expand_moe
@@ -25,6 +25,7 @@ from accelsim.workloads.quality import (
     resolve_ref,
     typed_figure,
 )
+from accelsim.workloads.quantize import Quantization, expand_quantization
 
 Dtype = DtypeName  # fp32 ... int8, and the sub-byte fp6, fp4, int4 (accelsim.dtypes)
 Pair = Annotated[list[PosInt], Field(min_length=2, max_length=2)]
@@ -50,6 +51,12 @@ class Gemm(_Layer):
     m: PosInt = Field(description="Rows of A and C (weight output features).")
     n: PosInt = Field(description="Columns of B and C (tokens x batch, or output pixels).")
     k: PosInt = Field(description="Reduction length.")
+    dtype: Literal["int8", "fp8"] | None = Field(None, description="Written by loading a quantized workload "
+                                                 "(quantization): element type of A and B and the MMA rate; None: "
+                                                 "the workload dtype.")
+    out_dtype: Literal["int32", "fp32"] | None = Field(
+        None, description="Written by loading a quantized workload whose dequantize is unfused: C is written in "
+                          "the accumulator type; None: in the workload dtype (the activation dtype).")
 
     def gemm_shape(self) -> tuple[int, int, int]:
         return self.m, self.n, self.k
@@ -169,6 +176,27 @@ class KvWrite(_Vector):
     op: Literal["kv_write"]
 
 
+class Quantize(_Vector):
+    """Per-call (dynamic) quantization of a Linear's input, written by loading (accelsim.workloads.quantize):
+    per-token absmax over ``group`` elements, the scale, the cast to ``to_dtype``."""
+
+    op: Literal["quantize"]
+    group: PosInt = Field(description="Elements per scale (the Linear's k: one scale per token).")
+    to_dtype: Literal["int8", "fp8"]
+    scale_bytes: PosInt = 4
+    ops_per_element: NonNegFloat = 4.0
+
+
+class Dequantize(_Vector):
+    """An unfused rescale of a quantized Linear's accumulator output into the activation dtype."""
+
+    op: Literal["dequantize"]
+    from_dtype: Literal["int32", "fp32"]
+    scales: PosInt = Field(description="Scale values read (m per-channel + n per-token).")
+    scale_bytes: PosInt = 4
+    ops_per_element: NonNegFloat = 2.0
+
+
 class Activation(_Vector):
     op: Literal["activation"]
     function: Literal["relu", "relu6", "clip", "gelu", "silu", "sigmoid", "tanh", "hardswish"] = "relu"
@@ -204,10 +232,10 @@ class Unsupported(_Layer):
 WEIGHT_OPS = ("gemm", "conv2d")
 ARRAY_OPS = ("gemm", "conv2d", "matmul")
 VECTOR_OPS = ("embedding", "batchnorm", "layernorm", "rmsnorm", "softmax", "elementwise", "activation", "pool",
-              "unsupported", "kv_write")
+              "unsupported", "kv_write", "quantize", "dequantize")
 
 Layer = Annotated[Gemm | Conv2d | Matmul | Embedding | BatchNorm | LayerNorm | RmsNorm | Softmax | Elementwise
-                  | Activation | Pool | Unsupported | KvWrite, Field(discriminator="op")]
+                  | Activation | Pool | Unsupported | KvWrite | Quantize | Dequantize, Field(discriminator="op")]
 
 
 class Quality(Strict):
@@ -318,6 +346,12 @@ class Quality(Strict):
         return d if self.higher_is_better else -d
 
 
+class QuantizationEcho(Quantization):
+    """The ``quantization`` section as loading resolved it: activations and the count of quantized Linears."""
+
+    quantized_layers: NonNegInt = Field(0, description="Written by loading: gemm layers quantized.")
+
+
 class Workload(Strict):
     """A model: an ordered list of layers."""
 
@@ -337,6 +371,9 @@ class Workload(Strict):
     moe: list[MoeRouting] | None = Field(None, description="Written by loading: the routing of every moe op "
                                          "(accelsim.workloads.moe), echoed into results.")
     quality: Quality | None = Field(None, description="Quality figures (dense and per pattern) and a threshold.")
+    quantization: QuantizationEcho | None = Field(None, description="Quantized Linears (weights int8 / fp8, "
+                                                  "activations in dtype, dynamic per-call quantization): applied by "
+                                                  "loading (accelsim.workloads.quantize), echoed resolved.")
     sparsity: str | None = Field(None, description="Pattern applied to every weight layer without its own.")
     layers: list[Layer] = Field(min_length=1)
     _dtype_declared: str | None = PrivateAttr(None)  # the file's dtype when with_dtype replaced it
@@ -367,6 +404,12 @@ class Workload(Strict):
     def dtype_bytes(self) -> float:
         """Bytes per element: an int for whole-byte dtypes, 0.75 / 0.5 for fp6 / fp4 and int4 (accelsim.dtypes)."""
         return DTYPE_BYTES[self.dtype]
+
+    def layer_dtype(self, layer: Any) -> tuple[str, float]:
+        """The element type a layer's operands run in and its bytes: a quantized Linear's own (``dtype``), else
+        the workload's."""
+        own = getattr(layer, "dtype", None) if layer.op == "gemm" else None
+        return (own, DTYPE_BYTES[own]) if own is not None else (self.dtype, self.dtype_bytes)
 
     @property
     def kv_dtype_bytes(self) -> float:
@@ -400,19 +443,38 @@ class Workload(Strict):
 def workload_from_dict(data: dict[str, Any], source: str = "<workload>",
                        params: dict[str, Any] | None = None) -> Workload:
     """Expand templates (params, expressions, repeat blocks) and moe ops, and validate into a Workload."""
-    expanded = expand_moe(expand(data, params, source), source)
+    expanded = expand_quantization(expand_moe(expand(data, params, source), source), source)
     return configio.validate(Workload, expanded, source)
 
 
 def with_dtype(model: Workload, dtype: str) -> Workload:
-    """``model`` with every layer in ``dtype`` (``run --dtype``); the file's dtype is kept for the result."""
+    """``model`` with every layer in ``dtype`` (``run --dtype``); the file's dtype is kept for the result.
+
+    A quantized workload's dtype is its activation dtype: its quantized Linears keep their weights' type."""
     if dtype not in DTYPE_BYTES:
         raise ConfigError("--dtype", None, f"expected one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
     if dtype == model.dtype:
         return model
-    out = model.model_copy(update={"dtype": dtype})
+    update: dict[str, Any] = {"dtype": dtype}
+    if model.quantization is not None:  # the activation dtype: the quantized Linears keep their weights' type
+        if dtype not in ("bf16", "fp16", "fp32"):
+            raise ConfigError("--dtype", None, f"{dtype} cannot be the activation dtype of a quantized workload "
+                              "(quantization): expected bf16, fp16 or fp32")
+        update["quantization"] = model.quantization.model_copy(update={"activations": dtype})
+    out = model.model_copy(update=update)
     out._dtype_declared = model._dtype_declared or model.dtype
     return out
+
+
+def with_quantization(model: Workload, weights: str) -> Workload:
+    """``model`` with every gemm layer dynamically quantized to ``weights`` (``run --quantize``): the section
+    ``quantization: {weights: ...}`` with its defaults, applied as loading applies it (accelsim.workloads.quantize)."""
+    if model.quantization is not None:
+        raise ConfigError("--quantize", None, f"workload '{model.name}' already declares quantization "
+                          f"(weights {model.quantization.weights}): drop one")
+    if model._dtype_declared is not None:  # pragma: no cover - the CLI quantizes before --dtype
+        raise ConfigError("--quantize", None, "apply --quantize before --dtype")
+    return workload_from_dict({**model.to_dict(), "quantization": {"weights": weights}}, "--quantize")
 
 
 def load_workload(path: str | Path, params: dict[str, Any] | None = None) -> Workload:
