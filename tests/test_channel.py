@@ -106,8 +106,12 @@ def test_compute_bound_gemm_gains_near_two_at_half_the_rows(hw_name: str, low: f
     hw = load_hardware(HW / hw_name)
     res = run(_gemm("channel:50%", 4096, 4096, 4096), hw)
     layer = res.layers[0]
-    assert layer.binding == "compute" and low <= layer.speedup_vs_dense <= high
-    assert layer.dense_cycles == run(_gemm("dense", 4096, 4096, 4096), hw).layers[0].cycles["total"]
+    dense = run(_gemm("dense", 4096, 4096, 4096), hw).layers[0]
+    assert dense.binding == "compute" and low <= layer.speedup_vs_dense <= high
+    # the half-height GEMM may pick a tile whose memory and compute busy times are level (a100-like: 64 x 64),
+    # but it barely waits on memory
+    assert layer.cycles["stall_memory"] < 0.1 * layer.cycles["total"]
+    assert layer.dense_cycles == dense.cycles["total"]
 
 
 def test_bytes_footprint_and_the_named_assumption() -> None:

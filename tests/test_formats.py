@@ -169,11 +169,12 @@ def test_a_toy_format_flows_through_lowering_engine_and_footprint(hw_name: str) 
         layer = simulate(kern, hw, keep_tiles=False)
         assert layer.bytes["dram"]["a_metadata"] == 0 and layer.bytes["sram"]["a_values"] > 0
         res = run(model, hw)
-        # as fast as the 2:4 it stands in for (same density and rate, no metadata), within 2 % (systolic folds
-        # group k differently): the shipped part's 2:4 speedup on this shape (A100 family fit: sparse efficiency
-        # 0.59 vs dense 0.77, 64 CTAs on 108 SMs: ~1.11x)
+        # as fast as the 2:4 it stands in for (same density and rate), or a little faster: it has no metadata,
+        # which on a100-like also leaves the shared-memory banks more room for the operand reads (the toy's tile
+        # is fed at a larger share); within 5 % (systolic folds group k differently)
         two_four = run(_gemm("2:4", 2048, 512, 4096), load_hardware(HW / hw_name)).layers[0]
-        assert res.layers[0].speedup_vs_dense == pytest.approx(two_four.speedup_vs_dense, rel=0.02)
+        assert two_four.speedup_vs_dense * 0.99 <= res.layers[0].speedup_vs_dense
+        assert res.layers[0].speedup_vs_dense == pytest.approx(two_four.speedup_vs_dense, rel=0.05)
         assert res.layers[0].speedup_vs_dense > 1.1
         assert res.footprint["weights_deployed_bytes"] * 2 == res.footprint["weights_dense_bytes"]
         (promoted,) = lower(_gemm("2:4"), hw)  # a format the part does not list falls back
