@@ -122,8 +122,11 @@ def fit(rows: list[Row], ic: Interconnect) -> tuple[float, float]:
     one_us = ic.model_copy(update={"bandwidth_efficiency": 1.0, "latency_us": 1.0})
     sel = [i for i, (r, f) in enumerate(zip(rows, fit_half(rows), strict=True))
            if f and regime(r.message_bytes) != "mid"]
-    x_bw = np.array([collective_seconds("all_reduce", rows[i].message_bytes, rows[i].gpus, base) for i in sel])
-    x_lat = np.array([collective_seconds("all_reduce", rows[i].message_bytes, rows[i].gpus, one_us) for i in sel]) - x_bw
+    def seconds(ic_: Interconnect) -> np.ndarray:
+        return np.array([collective_seconds("all_reduce", rows[i].message_bytes, rows[i].gpus, ic_) for i in sel])
+
+    x_bw = seconds(base)
+    x_lat = seconds(one_us) - x_bw
     t = np.array([rows[i].measured_us * 1e-6 for i in sel])
     design = np.stack([x_bw, x_lat], axis=1) / t[:, None]  # relative-error weighting
     (inv_eff, lat_us), *_ = np.linalg.lstsq(design, np.ones_like(t), rcond=None)
