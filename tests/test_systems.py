@@ -22,7 +22,9 @@ def test_shipped_systems_are_eight_devices_on_nvswitch(name: str, device: str, l
     assert hw.name == name and hw.devices == 8 and hw.system is not None
     ic = hw.system.interconnect
     assert (ic.topology, ic.links_per_device, ic.link_bandwidth_gbs) == ("switch", links, 25.0)
-    assert ic.port_bytes_per_s == links * 25e9  # per direction: half NVIDIA's bidirectional 900 / 600 GB/s
+    # per direction: half NVIDIA's bidirectional 900 / 600 GB/s, at the share NCCL sustains (calibrated on
+    # validation/interconnect/, tests/test_collective_validation.py)
+    assert ic.port_bytes_per_s == pytest.approx(links * 25e9 * ic.bandwidth_efficiency) and ic.bandwidth_efficiency < 1
     # the device is the device config, unchanged
     assert {k: v for k, v in hw.to_dict().items() if k not in ("name", "system")} == \
         {k: v for k, v in dev.to_dict().items() if k != "name"}
@@ -51,11 +53,11 @@ def _system(tmp_path: Path, old: str, new: str) -> Path:
 
 @pytest.mark.parametrize(("old", "new", "key", "problem"), [
     ("topology: switch ", "topology: mesh ", "interconnect.topology", "should be 'switch' or 'ring'"),
-    ("latency_us: 2.0 ", "latency_us: -1 ", "interconnect.latency_us", "greater than or equal to 0"),
+    ("latency_us: 15.17 ", "latency_us: -1 ", "interconnect.latency_us", "greater than or equal to 0"),
     ("devices: 8 ", "devices: 0 ", "devices", "greater than 0"),
     ("  overlap: none ", "  overlapp: none ", "interconnect.overlapp", "unknown key"),
-    ("algorithm: direct ", "algorithm: tree ", "interconnect.algorithm", "unknown algorithm 'tree'"),
-    ("topology: switch ", "topology: ring ", "interconnect.algorithm", "direct runs on a switch topology, not ring"),
+    ("algorithm: in_switch ", "algorithm: tree ", "interconnect.algorithm", "unknown algorithm 'tree'"),
+    ("topology: switch ", "topology: ring ", "interconnect.algorithm", "in_switch runs on a switch topology, not ring"),
     ("    interconnect.latency_us:", "    interconnect.latency_usx:", "provenance.fields.interconnect.latency_usx",
      "no number of this file is at or below this path"),
 ])
