@@ -36,7 +36,15 @@ configured ``core.sparse.block.imbalance``. CTAs are otherwise alike (the hardwa
 next CTA, so the expected loop length stands for all: a named assumption). Per k-step: a dense BM x BK
 A tile plus each covered block row's 32-bit index (and the row pointers); the r block rows' current
 blocks sit in different block columns, so the step gathers r panels of BK rows of B (r x BK x BN).
-Runs at the dense rate and efficiency, with the dense MMA shape.
+Runs at the dense rate and efficiency, with the dense MMA shape. The kernel's structure is configurable
+(``core.sparse.block``; defaults: the library-tiled kernel above): ``cta_n: block`` makes the output tile
+square, BM_b x BM_b, one whole block per k-step (PyTorch 2.1's Triton ``bsr_dense_mm``), so B is reused only
+BM_b-fold; ``stages`` sets the kernel's pipeline depth (1: each k-step's loads start after the previous MMA,
+their latency exposed); ``index_load: dependent`` makes a k-step's loads take two latencies in series (the B
+rows' address is the block index just loaded: ``GridExtras.load_trips``); ``resident_ctas`` runs that many
+CTAs on a core at once (at most what shared memory holds at the kernel's stages, ``with_concurrency``): they
+split its tensor-core rate and fill port, and each CTA's exposed latency overlaps the others' work
+(``GridExtras.concurrent``; the CTA slots become cores x that count).
 
 **Systolic arrays** (weight-stationary folds, columns <- m). V:N:M: a fold's columns must lie in one
 V-row block (V a multiple of the array width, checked in lowering); its rows hold the compressed k
