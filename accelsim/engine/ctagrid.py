@@ -66,7 +66,7 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment
             return st * a_tile <= smem["filter"] and st * b_tile <= smem["ifmap"]
 
         # libraries ship fewer-stage variants of a tile for wide dtypes: use the deepest that fits
-        tile_stages = stages
+        tile_stages = extras.stages if extras is not None and extras.stages else stages  # block: the kernel's own
         while tile_stages > 1 and not fits(tile_stages):
             tile_stages -= 1
         if not fits(tile_stages):
@@ -76,6 +76,10 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment
         steps = -(-inner.k_padded // bk)
         if extras is not None and extras.resident != 1:  # V:N:M: CTAs a core holds (engine.structured.residency)
             extras = st.with_residency(extras, unified_bytes, tile_stages * (a_tile + b_tile))
+            cand = (cand[0], cand[1], cand[2], cand[3], extras)
+        if extras is not None and extras.concurrent:  # block: CTAs a core runs at once, as many as shared memory holds
+            extras = st.with_concurrency(extras, unified_bytes if unified else smem["filter"] + smem["ifmap"],
+                                         tile_stages * (a_tile + b_tile))
             cand = (cand[0], cand[1], cand[2], cand[3], extras)
         for split in sorted(set(_split_options(inner, comp, path))) if extras is None else [1]:
             if split > 1 and split > steps:
@@ -168,7 +172,10 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     # V:N:M with 2+ CTAs resident per core: a core starts its next CTA's loads while the current one finishes,
     # so the consecutive waves of a class run back to back through one pipeline per core (engine.structured)
     overlap = extras is not None and extras.resident > 1
-    slots = hw.cores * comp.ctas_per_core
+    conc = extras.concurrent if extras is not None and extras.concurrent else 0  # block: CTAs sharing a core
+    slots = hw.cores * (conc or comp.ctas_per_core)
+    if conc:  # each gets its share of the core's tensor cores and fill port
+        rate = rate / conc
     k_c = kernel.k_compressed
     if kernel.load_sparse:  # values and index per dense position (unstructured)
         a_total = m * batch * k_total * (kernel.a_density * e + kernel.a_index_bits / 8)
@@ -233,12 +240,12 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             out[:, tl.T_SRAM_A_META] += extras.meta_per_step
         return out
 
-    fill = hw.fill_bytes_per_cycle()
+    fill = hw.fill_bytes_per_cycle() / (conc or 1)
     l2_bw = l2.bandwidth_bytes_per_cycle if l2 is not None else math.inf
     dram_bw = hw.dram_bytes_per_cycle()
     dec_rate, dec_lat = decode_params(kernel, hw)
     g_rate = extras.gather_rate if extras is not None else math.inf
-    latency = hw.dram_latency_cycles()
+    latency = hw.dram_latency_cycles() * (extras.load_trips if extras is not None else 1)
 
     def run_class(base: np.ndarray, idx: int, active: int, count: int, fa: float, fb: float, fc: float,
                   drain: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -327,7 +334,9 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         tiling["extrapolated"] = True
     if extras is not None:
         tiling.update(extras.tiling)
-        if extras.resident >= 1:
+        if conc:
+            tiling["resident_ctas"] = conc
+        elif extras.resident >= 1:
             tiling["resident_ctas"] = extras.resident
             tiling["waves_back_to_back"] = overlap and k_steps <= cl.KSTEP_CAP
     return segs, tiling, None if settled else classes

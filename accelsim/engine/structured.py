@@ -36,7 +36,15 @@ configured ``core.sparse.block.imbalance``. CTAs are otherwise alike (the hardwa
 next CTA, so the expected loop length stands for all: a named assumption). Per k-step: a dense BM x BK
 A tile plus each covered block row's 32-bit index (and the row pointers); the r block rows' current
 blocks sit in different block columns, so the step gathers r panels of BK rows of B (r x BK x BN).
-Runs at the dense rate and efficiency, with the dense MMA shape.
+Runs at the dense rate and efficiency, with the dense MMA shape. The kernel's structure is configurable
+(``core.sparse.block``; defaults: the library-tiled kernel above): ``cta_n: block`` makes the output tile
+square, BM_b x BM_b, one whole block per k-step (PyTorch 2.1's Triton ``bsr_dense_mm``), so B is reused only
+BM_b-fold; ``stages`` sets the kernel's pipeline depth (1: each k-step's loads start after the previous MMA,
+their latency exposed); ``index_load: dependent`` makes a k-step's loads take two latencies in series (the B
+rows' address is the block index just loaded: ``GridExtras.load_trips``); ``resident_ctas`` runs that many
+CTAs on a core at once (at most what shared memory holds at the kernel's stages, ``with_concurrency``): they
+split its tensor-core rate and fill port, and each CTA's exposed latency overlaps the others' work
+(``GridExtras.concurrent``; the CTA slots become cores x that count).
 
 **Systolic arrays** (weight-stationary folds, columns <- m). V:N:M: a fold's columns must lie in one
 V-row block (V a multiple of the array width, checked in lowering); its rows hold the compressed k
@@ -83,6 +91,11 @@ class GridExtras:
     # write-back: the consecutive waves of a wave class run back to back through one pipeline per core
     # (``back_to_back``, ``engine.ctagrid``); with 1, each wave pays its own prologue and write-back.
     resident: int = 1
+    # block: CTAs of this kernel a core runs at once (core.sparse.block.resident_ctas; 0: unset, ctas_per_core); they
+    # share its tensor cores and fill port, and each one's exposed load latency overlaps the others' work
+    concurrent: int = 0
+    stages: int = 0  # block: the kernel's pipeline stages (core.sparse.block.stages; 0: the hardware's)
+    load_trips: int = 1  # block: load latencies in series per k-step (2: the B load waits for its block index)
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,12 @@ def with_residency(extras: GridExtras, smem_bytes: int | None, cta_smem: float) 
         return extras
     held = int(smem_bytes // cta_smem) if smem_bytes is not None and cta_smem > 0 else 1
     return dataclasses.replace(extras, resident=max(1, held))
+
+
+def with_concurrency(extras: GridExtras, smem_bytes: float | None, cta_smem: float) -> GridExtras:
+    """``extras`` with its concurrent CTAs per core cut to what ``smem_bytes`` hold at ``cta_smem`` each (>= 1)."""
+    held = int(smem_bytes // cta_smem) if smem_bytes is not None and cta_smem > 0 else extras.concurrent
+    return dataclasses.replace(extras, concurrent=max(1, min(extras.concurrent, held)))
 
 
 def back_to_back(base: np.ndarray, ctas: int) -> np.ndarray:
@@ -208,10 +227,12 @@ def _block_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
     k_pad = kernel.k_padded
     block_cols = k_pad // bk_b
     lib = [tuple(t) for t in comp.cta_tiles.for_path("dense", kernel.dtype)]  # type: ignore[union-attr]
-    if spec.block.cta_m == "block":  # one block row per CTA: M = the block height (a smaller tile than the library's)
+    square = spec.block.cta_n == "block"
+    if spec.block.cta_m == "block" or square:  # one block row per CTA: M = the block height (a smaller tile)
         top = max(t[0] for t in lib)
         heights = {bm_b} if bm_b <= top else {t[0] for t in lib if bm_b % t[0] == 0}
-        tiles = {(h, t[1], t[2]) for h in heights for t in lib}
+        # cta_n 'block': a square output tile of the block height, one whole block per k-step
+        tiles = {(h, h, bk_b) for h in heights} if square else {(h, t[1], t[2]) for h in heights for t in lib}
     else:  # library tiles over whole block rows (r of them, lockstep) or inside one
         tiles = {t for t in lib if t[0] % bm_b == 0 or bm_b % t[0] == 0}
     e = float(kernel.dtype_bytes)
@@ -234,10 +255,13 @@ def _block_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
         b_total = cov * k_pad * n * e * batch
         meta_step = kernel.metadata_bits / 8 * r * step / bk_b  # each covered block row's block index
         tiling = {"format": "block", "block": [bm_b, bk_b], "block_rows_per_cta": r, "imbalance": round(imb, 6),
-                  "nonzero_blocks": nnz, "cta_k_blocks": round(loop_blocks, 3), "b_coverage": round(cov, 6)}
+                  "nonzero_blocks": nnz, "cta_k_blocks": round(loop_blocks, 3), "b_coverage": round(cov, 6),
+                  "cta_n": spec.block.cta_n, "index_load": spec.block.index_load}
         out.append(Candidate((bm, bn, step), inner, "dense", 0.0,
                              GridExtras(a_total, b_total, True, meta_step, tiling,
-                                        _rate(spec.block.gather_rows_per_cycle), r)))
+                                        _rate(spec.block.gather_rows_per_cycle), r,
+                                        concurrent=spec.block.resident_ctas or 0, stages=spec.block.stages or 0,
+                                        load_trips=2 if spec.block.index_load == "dependent" else 1)))
     return out
 
 

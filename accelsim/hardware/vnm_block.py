@@ -79,6 +79,35 @@ class BlockSupport(Strict):
                           "CTA's rows advance in lockstep), over its mean; 1 when r = 1.")
     dtypes: list[DtypeName] | None = Field(
         None, description="Element types the block-sparse kernel runs; absent = every type the dense datapath runs.")
+    cta_n: Literal["library", "block"] = Field(
+        "library", description="tensor_core: the block-sparse kernel's CTA N tile and k-step. 'library': N from the "
+        "dense library tiles, a k-step the library's BK inside a block column; 'block': the output tile is square, "
+        "block height x block height, and a k-step is one whole nonzero block (PyTorch 2.1's Triton bsr_dense_mm "
+        "tiles its output into blocksize[0] x blocksize[0] and runs one tl.dot per nonzero block), so B is reused "
+        "only BM-fold and small blocks read far more bytes per MAC.")
+    stages: PosInt | None = Field(
+        None, description="tensor_core: software-pipeline stages of the block-sparse kernel (1: no prefetch, each "
+                          "k-step's loads start after the previous step's MMA and their latency is exposed, as "
+                          "Triton num_stages=1, PyTorch 2.1 bsr_dense_mm's default). Absent: core.sram.stages.")
+    resident_ctas: PosInt | None = Field(
+        None, description="tensor_core: CTAs of the block-sparse kernel a core runs at once (at most what shared "
+                          "memory holds at the kernel's stages); they share its tensor cores and fill port and hide "
+                          "each other's load latency. Absent: core.compute.ctas_per_core.")
+    index_load: Literal["prefetched", "dependent"] = Field(
+        "prefetched", description="tensor_core: how a k-step gets its block's column index. 'prefetched': with the "
+        "tile's other loads (one load latency per k-step); 'dependent': the B rows' address waits for the index "
+        "load, two load latencies (dram.latency_ns each) in series per k-step; exposed where stages is 1 (PyTorch "
+        "2.1 bsr_dense_mm loads col_indices, then the dense block it names, inside the loop without prefetch).")
+
+    @model_serializer(mode="wrap")
+    def _kernel_fields_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave the kernel fields out of the resolved config at their defaults (configs read back as before)."""
+        data = handler(self)
+        for key, default in (("cta_n", "library"), ("stages", None), ("resident_ctas", None),
+                             ("index_load", "prefetched")):
+            if key in data and data[key] == default:
+                data.pop(key)
+        return data
 
 
 def vnm_tile_rows(compute: Any, support: VnmSupport) -> tuple[int, ...]:
