@@ -274,7 +274,8 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         return work, times, bw
 
     fc = 0.0 if c_in_l2 else 1.0
-    # a write-back L2 absorbs a wave's C stores (when they fit) and writes them to DRAM while the next wave loads
+    # a write-back L2 absorbs a wave's C stores (when they fit) and writes them to DRAM meanwhile and while the next
+    # wave loads
     write_back = l2 is not None and l2.write_policy == "write_back" and fc > 0 and slots * c_traffic / ctas <= l2_bytes
 
     def drain_of(active: int, load_cta: float) -> float:

@@ -9,7 +9,8 @@ used by several CTAs of a wave are read from DRAM once per wave, and a panel sta
 later wave unless too much other data passed through L2 in between (``engine.l2reuse``); where the
 config lists several rasters, the kernel launches in the one reading the fewest DRAM bytes. CTAs of a
 thread-block cluster (``core.compute.cluster``) receive shared tiles by one L2 read (TMA multicast). A
-write-back L2 takes a wave's C stores at its port rate and drains them to DRAM behind the next loads.
+write-back L2 takes a wave's C stores at its port rate and drains them to DRAM meanwhile and behind the next
+loads (C charged once on a core's channel: ``write_back_drain``).
 Waves with identical parameters are simulated once and counted.
 """
 
