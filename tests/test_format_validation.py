@@ -109,15 +109,15 @@ def test_venom_every_row_is_timed_as_a_kernel_loop(venom: ValidationResult) -> N
 
 
 def test_venom_tensor_core_rows_meet_the_target(venom: ValidationResult) -> None:
-    """V:N:M and 2:4 rows (178 scored, none fitted; 2 rows above the 2x bound reported): median 11.2 %, 100 %
-    right side, MAE 0.751 (the large-speedup V:N:M rows weigh in the MAE)."""
+    """V:N:M and 2:4 rows (178 scored, none fitted; 2 rows above the 2x bound reported): median 7.8 %, 100 %
+    right side, MAE 0.470 (the large-speedup V:N:M rows weigh in the MAE)."""
     n, med, right, mae = _scored(venom, _tensor_core)
     assert n == 178 and right == 1.0
-    assert med == pytest.approx(11.2, abs=1.0) and mae == pytest.approx(0.751, abs=0.05)
+    assert med == pytest.approx(7.8, abs=1.0) and mae == pytest.approx(0.470, abs=0.05)
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
 
 
-@pytest.mark.parametrize(("m_group", "median_pct"), [(7, 8.5), (8, 7.1), (10, 6.4), (20, 8.6), (40, 18.7)])
+@pytest.mark.parametrize(("m_group", "median_pct"), [(7, 8.5), (8, 7.1), (10, 6.4), (20, 3.9), (40, 7.6)])
 def test_venom_vnm_by_m_meets_the_target(venom: ValidationResult, m_group: int, median_pct: float) -> None:
     n, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(f":{m_group}"))  # type: ignore[union-attr]
     assert n == 24 and right == 1.0 and med == pytest.approx(median_pct, abs=1.0)
@@ -129,20 +129,17 @@ def test_venom_24_rows(venom: ValidationResult) -> None:
     assert n == 34 and right == 1.0 and med == pytest.approx(12.4, abs=1.0) and mae == pytest.approx(0.229, abs=0.02)
 
 
-@pytest.mark.xfail(strict=True, reason="M = 100 under-predicted (median 22.4 %): at 98 % sparsity the Spatha kernel "
-                   "streams C at the DRAM rate, while each core's C write-back into the write-back L2 and its loads "
-                   "(which carry the drain of C to DRAM) share one memory channel in the tile pipeline, so C's "
-                   "bytes are charged twice in time")
 def test_venom_vnm_m100_meets_the_target(venom: ValidationResult) -> None:
+    """Met since C's bytes are charged once in time (engine.tensorcore.write_back_drain): 22.4 % before."""
     n, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(":100"))  # type: ignore[union-attr]
     assert n == 24 and right == 1.0
-    assert med == pytest.approx(22.4, abs=1.0)  # the guard inside the xfail: fails the test only if it moves
+    assert med == pytest.approx(8.8, abs=1.0)
     assert med <= TARGET_MEDIAN_PCT
 
 
 def test_venom_m100_guard(venom: ValidationResult) -> None:
     _, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(":100"))  # type: ignore[union-attr]
-    assert right == 1.0 and med == pytest.approx(22.4, abs=1.0)
+    assert right == 1.0 and med == pytest.approx(8.8, abs=1.0)
 
 
 @pytest.mark.xfail(strict=True, reason="CLASP column-vector kernels (block2x1..block8x1, tensor cores) are not "
@@ -198,10 +195,10 @@ def test_torchao_rows_are_whole_model_rows_without_shapes() -> None:
 
 
 def test_torchao_bf16_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
-    """bf16 (6 block64x64 rows at 80 / 84 / 90 %, 2 rows 2:4): median 10.6 %, 8/8 right side, MAE 0.116; the model
-    over-predicts the 80 % and 2:4 rows by 10-16 % and lands the 90 % rows within 5 %."""
+    """bf16 (6 block64x64 rows at 80 / 84 / 90 %, 2 rows 2:4): median 13.0 %, 8/8 right side, MAE 0.142; the model
+    over-predicts the 80 % and 2:4 rows by 13-18 % and lands the 90 % rows within 7 %."""
     n, med, right, mae = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "bf16"])
-    assert n == 8 and right == 1.0 and med == pytest.approx(10.6, abs=1.0) and mae == pytest.approx(0.116, abs=0.02)
+    assert n == 8 and right == 1.0 and med == pytest.approx(13.0, abs=1.0) and mae == pytest.approx(0.142, abs=0.02)
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
 
 
@@ -214,11 +211,11 @@ def test_torchao_block_rows_gain_with_sparsity(torchao: list[tuple[dict[str, str
 def test_torchao_int8_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
     """int8 (14 rows) with torchao's dynamic quantization modelled (accelsim.workloads.quantize: the MLP Linears
     int8, a per-call quantize layer before each, the dequantize fused, everything else bf16; the 2:4 row quantizes
-    fc1 only, as superblock's accelerate_with_sparsity does): median 9.0 %, 14/14 right side, MAE 0.104 (the
+    fc1 only, as superblock's accelerate_with_sparsity does): median 10.3 %, 14/14 right side, MAE 0.123 (the
     all-int8 workload it replaces: median 32.5 %, MAE 0.340; with dequantize unfused, not the default and not
     chosen here: median 4.4 %, MAE 0.059)."""
     n, med, right, mae = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "int8"])
-    assert n == 14 and right == 1.0 and med == pytest.approx(9.0, abs=1.0) and mae == pytest.approx(0.104, abs=0.02)
+    assert n == 14 and right == 1.0 and med == pytest.approx(10.3, abs=1.0) and mae == pytest.approx(0.123, abs=0.02)
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
 
 
@@ -237,7 +234,7 @@ def test_torchao_int8_dense_model_is_faster_than_bf16_but_less_than_measured() -
 
 def test_torchao_all_rows_guard(torchao: list[tuple[dict[str, str], float]]) -> None:
     n, med, right, mae = _e2e_metrics(torchao)
-    assert n == 22 and right == 1.0 and med == pytest.approx(9.6, abs=1.5) and mae == pytest.approx(0.108, abs=0.03)
+    assert n == 22 and right == 1.0 and med == pytest.approx(12.0, abs=1.5) and mae == pytest.approx(0.130, abs=0.03)
 
 
 # -- source 3: Flash-LLM's blog figures (aggregate, no shapes) ----------------------------------------------

@@ -266,25 +266,33 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         xfer[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B]
         xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
         # C goes to DRAM (or stays in L2): its own share of the memory system, not the loads'; a write-back
-        # L2 takes the stores at its port rate and drains them to DRAM behind the next loads (``drain``)
+        # L2 takes the stores at its port rate and drains them to DRAM meanwhile and behind the next loads
+        # (``drain``: only what the store time leaves undrained, ``tc.write_back_drain``)
         wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.full(len(work), 0.0 if write_back else fc), np.ones(len(work)),
                              active, fill, l2_bw, dram_bw)
         times = pl.run_pipeline_split(xfer, bw, wb_bw, latency, dec_rate, dec_lat, stages, 0.0, g_rate)
         return work, times, bw
 
     fc = 0.0 if c_in_l2 else 1.0
-    # a write-back L2 absorbs a wave's C stores (when they fit) and writes them to DRAM while the next wave loads
+    # a write-back L2 absorbs a wave's C stores (when they fit) and writes them to DRAM meanwhile and while the next
+    # wave loads
     write_back = l2 is not None and l2.write_policy == "write_back" and fc > 0 and slots * c_traffic / ctas <= l2_bytes
+
+    def drain_of(active: int, load_cta: float) -> float:
+        """DRAM bytes of C drained behind the loads per load byte (0 without a write-back L2)."""
+        return tc.write_back_drain(fc * c_traffic / ctas, load_cta, active, fill, l2_bw, dram_bw) \
+            if write_back else 0.0
+
     k_steps = -(-k_cta // bk)
     segs = []
     if k_steps <= cl.KSTEP_CAP:
         base = k_loop(k_cta)
         a_cta = base[:, tl.T_SRAM_A_VALUES].sum() + base[:, tl.T_SRAM_A_META].sum()
         b_cta = base[:, tl.T_SRAM_B].sum()
-        drain = fc * c_traffic / ctas / (a_cta + b_cta) if write_back and a_cta + b_cta > 0 else 0.0
         for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
             fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
             fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
+            drain = drain_of(active, a_cta + b_cta)
             if overlap:  # the class's waves back to back per core, in runs of at most KSTEP_CAP k-steps
                 for run_waves, repeats in st.wave_runs(count, max(1, cl.KSTEP_CAP // max(1, len(base)))):
                     work, times, bw = run_class(st.back_to_back(base, run_waves), idx, active, repeats, fa, fb, fc,
@@ -308,13 +316,13 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         col = cl.extrapolate([loop], operand_bytes)[0].col
         a_cta = col[tl.T_SRAM_A_VALUES] + col[tl.T_SRAM_A_META]
         b_cta = col[tl.T_SRAM_B]
-        drain = fc * c_traffic / ctas / (a_cta + b_cta) if write_back and a_cta + b_cta > 0 else 0.0
         for idx, (active, dram_a, dram_b, count, _first) in enumerate(classes):
             fa = min(1.0, dram_a / (active * a_cta)) if a_cta else 0.0
             fb = min(1.0, dram_b / (active * b_cta)) if b_cta else 0.0
+            drain = drain_of(active, a_cta + b_cta)
 
             def one(counts: list[int], idx: int = idx, active: int = active, count: int = count, fa: float = fa,
-                    fb: float = fb) -> cl.Sums:
+                    fb: float = fb, drain: float = drain) -> cl.Sums:
                 work, times, _ = run_class(reduced(counts[0]), idx, active, count, fa, fb, fc, drain)
                 return cl.sums_of(work, times, latency)
 

@@ -9,7 +9,8 @@ used by several CTAs of a wave are read from DRAM once per wave, and a panel sta
 later wave unless too much other data passed through L2 in between (``engine.l2reuse``); where the
 config lists several rasters, the kernel launches in the one reading the fewest DRAM bytes. CTAs of a
 thread-block cluster (``core.compute.cluster``) receive shared tiles by one L2 read (TMA multicast). A
-write-back L2 takes a wave's C stores at its port rate and drains them to DRAM behind the next loads.
+write-back L2 takes a wave's C stores at its port rate and drains them to DRAM meanwhile and behind the next
+loads (C charged once on a core's channel: ``write_back_drain``).
 Waves with identical parameters are simulated once and counted.
 """
 
@@ -243,6 +244,21 @@ def load_rate(step_bytes: np.ndarray, dram_share: np.ndarray, l2_share: np.ndarr
             per_byte = max(per_byte, active * dram_share[i] / dram_bw)
         out[i] = 1.0 / per_byte if per_byte > 0 else np.inf
     return out
+
+
+def write_back_drain(c_cta: float, load_cta: float, active: int, fill_bw: float, l2_bw: float,
+                     dram_bw: float) -> float:
+    """DRAM bytes of C drained behind the loads, per load byte, when a write-back L2 takes a CTA's ``c_cta``
+    stores at their port rate and writes them to DRAM.
+
+    The DRAM drains C while the core's channel stores C into L2 (its loads are not using DRAM then: each store
+    allocating a line evicts a dirty one) and behind the next loads; only what the store time leaves undrained
+    is charged to the loads, so C's channel time is max(its L2 store time, its DRAM time), not their sum.
+    """
+    if load_cta <= 0 or c_cta <= 0 or not math.isfinite(dram_bw):
+        return 0.0
+    store_cycles = c_cta * max(1.0 / fill_bw, active / l2_bw if math.isfinite(l2_bw) else 0.0)
+    return max(0.0, c_cta - store_cycles * dram_bw / active) / load_cta
 
 
 def fill_dram_columns(work: np.ndarray, fa: float, fb: float, fc: float) -> None:

@@ -331,7 +331,8 @@ class L2Spec(Strict):
     bandwidth_bytes_per_cycle: PosFloat = Field(description="Total L2 -> core bandwidth, shared by active cores.")
     write_policy: Literal["write_back", "write_through"] = Field(
         "write_back", description="'write_back': a GEMM wave's output stores land in L2 at its port rate and are "
-        "written to DRAM while the next wave loads (their DRAM bytes share the loads' DRAM bandwidth), when one "
+        "written to DRAM while they are stored and while the next wave loads (what the stores' time leaves undrained "
+        "shares the loads' DRAM bandwidth: C is charged once, max of its store and DRAM times), when one "
         "wave's C fits in l2.bytes (NVIDIA's L2 is a write-back cache); 'write_through': each CTA's stores wait "
         "for DRAM (the model before issue 17's follow-up, ablation). Tensor-core parts only.")
 

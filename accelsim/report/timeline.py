@@ -288,8 +288,8 @@ def layer_counters(ls: LayerSchedule, hw: Hardware, windows: int) -> tuple[np.nd
     ``array_occupancy_pct`` share of CTA slots (cores x ctas_per_core; 1 for systolic parts) whose
     array is busy; ``vector_occupancy_pct`` the vector unit busy; ``dram_bytes_per_cycle`` DRAM
     bytes moved (loads and write-backs of all active cores, each transfer spread evenly over its
-    busy time; behind a write-back L2 (``tiling.c_write_back``) C's DRAM bytes drain during the
-    loads); ``sram_bytes`` bytes staged in SRAM by tiles in flight (operands from load start to
+    busy time; behind a write-back L2 (``tiling.c_write_back``) C's DRAM bytes drain during its stores and
+    the rest during the loads); ``sram_bytes`` bytes staged in SRAM by tiles in flight (operands from load start to
     compute end, outputs from compute start to write-back end; vector layers stream and are not
     counted); ``decode_utilization_pct`` the metadata decoders busy.
     """
@@ -323,12 +323,14 @@ def layer_counters(ls: LayerSchedule, hw: Hardware, windows: int) -> tuple[np.nd
         add(key, expand(cs), expand(ce), rep(busy))
         dram_in = cast(np.ndarray, sum(r[k] for k in _LOAD_DRAM))
         c_out = r["dram_c_write"]
-        if write_back and len(r):  # a write-back L2 drains C to DRAM behind the loads, as the engine charges it
+        if write_back and len(r):  # a write-back L2 drains C to DRAM while the core stores it (at the core's
+            # DRAM share) and the rest behind the loads, as the engine charges it (engine.tensorcore.write_back_drain)
             loaded = cast(np.ndarray, sum(r[k] for k in _LOAD_SRAM))
             total = float(loaded.sum())
             if total > 0:
-                dram_in = dram_in + float(c_out.sum()) * loaded / total
-                c_out = np.zeros_like(c_out)
+                during = np.minimum(c_out, (r["wb_end"] - r["wb_start"]) * hw.dram_bytes_per_cycle() / mult)
+                dram_in = dram_in + float((c_out - during).sum()) * loaded / total
+                c_out = during
         add("dram_bytes_per_cycle", expand(ls_), expand(le_), rep(dram_in))
         add("dram_bytes_per_cycle", expand(r["wb_start"]), expand(r["wb_end"]), rep(c_out))
         ds, de = r["decode_start"], r["decode_end"]
