@@ -8,6 +8,7 @@ Imports inside functions are kept for optional dependencies and deferred heavy o
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -89,11 +90,18 @@ def _imports(tree: ast.Module, module: str) -> tuple[list[tuple[int, str]], list
     return top, inner
 
 
+@functools.cache
+def _module_imports(path: Path) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """:func:`_imports` of one module file, parsed once per test session (the tests only read it)."""
+    top, inner = _imports(ast.parse(path.read_text()), _module_name(path))
+    return tuple(top), tuple(inner)
+
+
 def _graph() -> dict[tuple[str, str], list[str]]:
     edges: dict[tuple[str, str], list[str]] = {}
     for path in _modules():
         src = _unit(path)
-        top, _ = _imports(ast.parse(path.read_text()), _module_name(path))
+        top, _ = _module_imports(path)
         for line, name in top:
             dst = _target_unit(name)
             if dst is not None and dst != src:
@@ -147,7 +155,7 @@ def _heavy_modules() -> set[str]:
     """accelsim modules that import matplotlib when they are imported."""
     heavy = set()
     for path in _modules():
-        top, _ = _imports(ast.parse(path.read_text()), _module_name(path))
+        top, _ = _module_imports(path)
         if any(name.split(".")[0] == "matplotlib" for _, name in top):
             heavy.add(_module_name(path))
     return heavy
@@ -157,7 +165,7 @@ def test_imports_inside_functions_only_for_optional_or_heavy_dependencies() -> N
     heavy = _heavy_modules()
     wrong = []
     for path in _modules():
-        _, inner = _imports(ast.parse(path.read_text()), _module_name(path))
+        _, inner = _module_imports(path)
         wrong += [f"{path.relative_to(PKG.parent)}:{line} {name}" for line, name in inner
                   if name.split(".")[0] not in DEFERRED_OK and name not in heavy]
     assert not wrong, "imports inside functions:\n" + "\n".join(wrong)
@@ -174,6 +182,6 @@ def test_numba_only_under_engine() -> None:
     for path in _modules():
         if _unit(path) == "engine":
             continue
-        top, inner = _imports(ast.parse(path.read_text()), _module_name(path))
+        top, inner = _module_imports(path)
         wrong += [f"{path.relative_to(PKG.parent)}:{line}" for line, name in top + inner if name.startswith("numba")]
     assert not wrong, "numba imported outside accelsim/engine/:\n" + "\n".join(wrong)

@@ -15,7 +15,7 @@ import pytest
 from conftest import HW, ROOT
 
 import accelsim
-from accelsim.cli import build_parser
+from accelsim.cli import build_parser, main
 
 SHARED = ("--hw", "--workload", "--sparsity", "--set", "--hw-set", "--policy", "--out", "--format", "--dtype",
           "--seed")
@@ -96,13 +96,25 @@ def test_shared_options_are_declared_only_in_options_py() -> None:
             assert found == [], f"{path.name} declares {found}; use the helpers in accelsim/cli/options.py"
 
 
-def test_calibrate_is_a_subcommand_with_one_line_errors() -> None:
+def _main_in_process(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `accelsim ARGV` run in this process (argparse's exit caught)."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_calibrate_is_a_subcommand_with_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    # one child process for the `python -m accelsim` path; the other errors are the same main() in this process
     proc = _python_m("accelsim", "calibrate", "missing.csv", "--hw", str(HW / "a100-like.yaml"), "--gpu", "A100")
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "accelsim: error: missing.csv: file not found\n")
-    proc = _python_m("accelsim", "calibrate", "x.csv", "--hw", "h.yaml", "--gpu", "A100", "--fractions", "a")
-    assert proc.returncode == 2 and proc.stderr == "accelsim: error: --fractions: expected numbers, got 'a'\n"
-    proc = _python_m("accelsim", "calibrate", "x.csv", "--gpu", "A100")
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--hw" in proc.stderr
+    code, _, err = _main_in_process(capsys, "calibrate", "x.csv", "--hw", "h.yaml", "--gpu", "A100",
+                                    "--fractions", "a")
+    assert code == 2 and err == "accelsim: error: --fractions: expected numbers, got 'a'\n"
+    code, _, err = _main_in_process(capsys, "calibrate", "x.csv", "--gpu", "A100")
+    assert code == 2 and err.count("\n") == 1 and "--hw" in err
 
 
 def test_library_modules_do_not_run_as_commands() -> None:

@@ -12,7 +12,6 @@ from accelsim.analysis.measurements import Measurement, read_measurements
 from accelsim.errors import AccelsimError
 from accelsim.fileio import write_atomic
 from accelsim.hardware.model import Hardware, load_hardware
-from accelsim.report.validation_plots import save_scatter, scatter_figure
 from accelsim.report.validation_text import format_logo, format_report, rows_csv
 from accelsim.results import dumps_finite
 
@@ -73,6 +72,8 @@ def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_
         write_atomic(out / "validation.json",
                      dumps_finite(result.to_dict(), "validate-hw", indent=2, sort_keys=True) + "\n")
         write_atomic(out / "validation.csv", rows_csv(result))
+        from accelsim.report.validation_plots import save_scatter, scatter_figure  # matplotlib: only when drawing
+
         paths = save_scatter(scatter_figure(result), out)
         text += "\n\nwrote " + ", ".join(str(p) for p in [out / "validation.json", out / "validation.csv", *paths])
     scored = sum(1 for r in result.rows if r.scored)
