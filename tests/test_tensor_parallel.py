@@ -183,6 +183,8 @@ def test_a_sweep_on_a_system_equals_run(tmp_path: Path) -> None:
     hw = load_hardware(HW / "8xh100-like.yaml", ["system.interconnect.latency_us=1.0"])
     res = run(load_workload(WL / "llama3-8b-decode.yaml", {"batch": 4}), hw, "2:4")
     assert int(row["cycles"]) == res.totals["cycles"]["total"]
+    # the collectives' time is a column of its own, as in run's totals (a device config: 0)
+    assert int(row["cycles_communication"]) == res.totals["cycles"]["communication"] > 0
 
 
 def test_serve_flags_reach_the_request() -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-FORMAT_VERSION = 2  # of the results folder (plan.json, chunk files); part of the spec hash (2: clock columns)
+FORMAT_VERSION = 3  # of the results folder (plan.json, chunk files); part of the spec hash (2: clock columns,
+#   3: cycles_communication)
 PLAN = "plan"  # sparsity label: the workload's own plan
 
 # Metric columns, in table order (after the point, workload, parameter and sparsity columns).
 METRICS = (
     "feasible", "reason", "latency_us", "cycles", "dense_cycles", "speedup_vs_dense", "utilization",
     "peak_macs_per_cycle", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
+    "cycles_communication",
     "macs", "macs_executed", "dram_bytes", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
     "metadata_bytes", "metadata_share", "layers", "layers_sparse", "fallback_layers", "fallback_rate",
     "fallback_time_share", "binding", "binding_share", "energy_j", "dense_energy_j", "perf_per_watt_vs_dense",

@@ -108,7 +108,7 @@ def _metrics(t: ModelTotals, peak: float, clock_ghz: float, energy: float | None
     binding, share = t.binding()
     return (True, None, t.latency_us(clock_ghz), t.total, t.dense_total_cycles, t.speedup_vs_dense(),
             t.utilization(peak), peak, t.cycles["compute"], t.cycles["stall_memory"], t.cycles["stall_decode"],
-            t.cycles["launch"], t.macs, t.macs_executed, dram_total, *dram, dram[1],
+            t.cycles["launch"], t.cycles.get("communication", 0), t.macs, t.macs_executed, dram_total, *dram, dram[1],
             round(dram[1] / dram_total, 6) if dram_total else 0.0, t.layers, t.layers_by_path.get("sparse", 0),
             t.fallback_layers, round(t.fallback_layers / t.requested_layers, 6) if t.requested_layers else 0.0,
             t.fallback_share_of_time(), binding, share, _sig(energy), _sig(dense_energy),
