@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from accelsim.errors import FunctionalError
-from accelsim.formats.base import SparsityFormat
 from accelsim.formats.nm import Pruned, as_2d
 from accelsim.formats.percent import PercentLevelFormat, zeros_of
 
@@ -64,16 +63,6 @@ class ChannelPruning(PercentLevelFormat):
 
     def metadata_bytes(self, rows: int, k: int, bits: int | None = None) -> float:
         return 0.0
-
-    def decode_groups(self, rows: int, k: int) -> int:
-        return 0
-
-    def contains(self, requested: SparsityFormat) -> bool:
-        """A kernel computing the rows this level keeps runs any sparser channel mask (extra rows are zero)."""
-        return isinstance(requested, ChannelPruning) and requested.level >= self.level
-
-    def preference(self) -> tuple[float, int]:
-        return (self.density, 0)
 
     def kernel_fields(self, m: int, k: int, support: Any | None) -> dict[str, Any]:
         """A dense GEMM of the kept rows: ``rows_kept`` (the engine computes and writes only those)."""

@@ -104,3 +104,14 @@ class PercentLevelFormat(SparsityFormat):
     @property
     def default_metadata_bits(self) -> int:
         return 0
+
+    def decode_groups(self, rows: int, k: int) -> int:
+        return 0  # no N:M metadata groups: nothing for the decode stage
+
+    def contains(self, requested: SparsityFormat) -> bool:
+        """A kernel for this level runs any sparser mask of the same family (the extra zeros are stored or
+        computed as zeros)."""
+        return isinstance(requested, type(self)) and requested.level >= self.level
+
+    def preference(self) -> tuple[float, int]:
+        return (self.density, 0)

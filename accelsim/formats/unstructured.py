@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 
 from accelsim.errors import FunctionalError
-from accelsim.formats.base import SparsityFormat
 from accelsim.formats.nm import Pruned, as_2d
 from accelsim.formats.percent import PercentLevelFormat, zeros_of
 
@@ -83,15 +82,6 @@ class Unstructured(PercentLevelFormat):
     def metadata_bytes(self, rows: int, k: int, bits: int | None = None) -> float:
         """Bitmap bytes (the encoding-free default; the hardware's choice is in ``index_bytes``)."""
         return self.index_bytes(rows, k, "bitmap")
-
-    def decode_groups(self, rows: int, k: int) -> int:
-        return 0
-
-    def contains(self, requested: SparsityFormat) -> bool:
-        return isinstance(requested, Unstructured) and requested.level >= self.level
-
-    def preference(self) -> tuple[float, int]:
-        return (self.density, 0)
 
     def kernel_fields(self, m: int, k: int, support: Any | None) -> dict[str, Any]:
         """Engine inputs on a part whose ``core.sparse.formats.unstructured`` entry is ``support``: A's share
