@@ -9,6 +9,7 @@ from functools import cache
 import pytest
 from conftest import HW, WL
 
+from accelsim.cli.run import format_table
 from accelsim.config.schema import read_yaml
 from accelsim.engine import simulate
 from accelsim.engine.attention import kv_tiles_needed
@@ -113,6 +114,8 @@ def test_unfused_computes_the_full_product_and_says_so():
                         "kv_tiles_skipped": 0}
     assert "causal" not in by["layers.0.q_proj"].tiling
     assert causal.workload["attention"] == {"mask": "causal", "q_heads_stacked": 4}
+    rows = {line.split()[0]: line for line in format_table(causal).splitlines() if line.startswith("layers.0.")}
+    assert "causal (full)" in rows["layers.0.scores"] and "causal" not in rows["layers.0.q_proj"]
 
 
 def test_fused_causal_prefill_is_faster_and_echoed():
@@ -122,6 +125,8 @@ def test_fused_causal_prefill_is_faster_and_echoed():
     assert causal.total_cycles < plain.total_cycles
     att = next(r for r in causal.layers if r.op == "attention")
     assert att.tiling["causal"]["kv_tiles_skipped"] > 0 and att.tiling["form"] == "fused"
+    table = format_table(causal).splitlines()
+    assert any(line.startswith(att.name) and "causal" in line and "(full)" not in line for line in table)
 
 
 @pytest.mark.parametrize(("path", "attention", "match"), [

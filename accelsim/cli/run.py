@@ -56,7 +56,11 @@ def format_table(result: RunResult) -> str:
     for lay in body["layers"]:
         c = lay["cycles"]
         absorbed = (lay.get("tiling") or {}).get("absorbed")  # fused into the attention kernel above it
-        rows.append([printable(lay["name"]), lay["op"], "(fused)" if absorbed else _shape_text(lay["shape"]),
+        shape = "(fused)" if absorbed else _shape_text(lay["shape"])
+        causal = (lay.get("tiling") or {}).get("causal")
+        if causal:  # fused: the tiles above the diagonal skipped; unfused: the full product computed, then masked
+            shape += " causal (full)" if causal.get("masked_after_full_product") else " causal"
+        rows.append([printable(lay["name"]), lay["op"], shape,
                      lay["path"],
                      lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
                      _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
