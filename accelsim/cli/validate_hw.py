@@ -24,6 +24,9 @@ def parse_hw_map(items: Sequence[str]) -> tuple[dict[str, Hardware], dict[str, s
         raise AccelsimError("--hw-map: give at least one GPU=CONFIG, e.g. --hw-map A100=hwconfigs/a100-like.yaml")
     for item in items:
         gpu, sep, path = item.partition("=")
+        if sep and gpu.rstrip().lower().endswith("@backend"):  # GPU@backend=NAME=CONFIG
+            backend, sep, path = path.partition("=")
+            gpu = f"{gpu.rstrip()}={backend.strip()}"
         gpu, path = gpu.strip(), path.strip()
         if not sep or not gpu or not path:
             raise AccelsimError(f"--hw-map: expected GPU=CONFIG (e.g. A100=hwconfigs/a100-like.yaml), got {item!r}")
