@@ -44,7 +44,8 @@ def test_row_gather_by_hand() -> None:
                                    "b": 1024 * 128 * 2, "c": 656 * 128 * 2}  # B's strips and C once
     assert layer.binding == "compute" and layer.macs_executed == nnz * 128
     t = layer.tiling
-    assert (t["kernel"], t["cta"], t["n_tiles"], t["columns"]) == ("row_gather", [4, 64], 2, "uniform")
+    assert (t["kernel"], t["cta"], t["n_tiles"]) == ("row_gather", [4, 64], 2)
+    assert (t["columns"], t["row_lengths"]) == ("uniform", "mean")  # the named assumptions, echoed
     assert (t["rows_per_core"], t["reuse_rows"], t["b_segments_from_l2_per_visit"]) == (8.0, 8.0, 1020.0)
     assert t["b_l1_reuse"] == pytest.approx(4096 / 1020)
 

@@ -10,7 +10,9 @@ then multiplies it by the value on the CUDA cores with fp32 accumulators. The gr
 ``R = m / cores`` rows of each n-tile (a *visit*), and its resident rows walk B's rows in the same order.
 
 Per visit of one core (one tile of the pipeline), with A's density ``d`` and its nonzeros' columns taken as
-independent and uniform (random masks; a named assumption, echoed as ``columns: uniform``):
+independent and uniform (random masks; a named assumption, echoed as ``columns: uniform``) and every core's rows
+of the mean length (``row_lengths: mean``: Sputnik's row swizzle hands rows out longest first, and a random mask's
+row lengths are binomial, within a few percent of the mean at these sizes; load imbalance is not modelled):
 
 * nonzeros ``z = R k d``; compute ``z cols / compute_rate`` cycles (the SpMM's sustained rate on the vector unit);
 * gather: ``z`` row segments read from L1 (``T_GATHER``, at ``gather_rate`` segments per cycle);
@@ -108,6 +110,7 @@ def row_gather(kernel: Kernel, hw: Hardware) -> tuple[list[Segment], dict, float
     nnz = per_core * k * kernel.a_density
     distinct = (per_core / group) * k * (1.0 - (1.0 - kernel.a_density) ** group)
     tiling = {"kernel": "row_gather", "cta": [rows, width], "n_tiles": n_tiles_total, "columns": "uniform",
+              "row_lengths": "mean",
               "rows_per_core": round(per_core, 6), "reuse_rows": round(group, 6),
               "b_segments_per_visit": round(nnz, 6), "b_segments_from_l2_per_visit": round(distinct, 6),
               "b_l1_reuse": round(nnz / distinct, 6) if distinct > 0 else 0.0, "a_in_l2": a_in_l2}
