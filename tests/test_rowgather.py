@@ -32,7 +32,8 @@ def test_row_gather_by_hand() -> None:
     1024 (1 - 0.5^8) = 1020 distinct B row segments of 64 x 2 B from L2."""
     hw = load_hardware(SPUTNIK)
     (kern,) = lower(_gemm("unstructured:50%", 656, 128, 1024), hw)
-    assert (kern.compute_on, kern.gather_cta, kern.gather_rate, kern.compute_rate) == ("vector", (4, 64), 1.0, 22.0)
+    assert (kern.compute_on, kern.gather_rows, kern.gather_cols, kern.gather_rate, kern.compute_rate) == \
+        ("vector", 4, 64, 1.0, 22.0)
     layer = run(_gemm("unstructured:50%", 656, 128, 1024), hw).layers[0]
     assert layer.cycles["compute"] == round(2 * 4096 * 64 / 22)  # 23831: the nonzeros' MACs at the SpMM rate
     assert layer.busy["gather"] == 2 * 4096  # one segment per nonzero through L1, 1 per cycle

@@ -226,7 +226,7 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
 
 def _cta_waves(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> tuple[list[Segment], dict, float]:
     """A GPU-like kernel: CTA tiles in waves over the cores (a row-gather SpMM: engine.rowgather)."""
-    if kernel.sparse and kernel.gather_cta[1]:
+    if kernel.sparse and kernel.gather_cols:
         return rg.row_gather(kernel, eh.hw)
     return cg.tensor_core(kernel, eh.hw, source)
 

@@ -2,8 +2,8 @@
 
 The kernel (T. Gale, M. Zaharia, C. Young, E. Elsen, "Sparse GPU Kernels for Deep Learning", SC'20; the
 ``sputnik/spmm/cuda_spmm.cu.cc`` it describes): a CTA computes ``rows`` rows of C over ``cols`` columns
-(``kernel.gather_cta``; fp16 with n a multiple of 64: 4 rows x 64 columns, one 8-thread subwarp per row). It
-walks its rows' nonzeros (CSR, columns ascending), stages their values and column indices in shared memory and,
+(``kernel.gather_rows`` x ``kernel.gather_cols``; fp16 with n a multiple of 64: 4 x 64, one 8-thread subwarp per
+row). It walks its rows' nonzeros (CSR, columns ascending), stages their values and column indices in shared memory and,
 per nonzero, loads the ``cols``-wide segment of B's row at that column with vector loads through the core's L1,
 then multiplies it by the value on the CUDA cores with fp32 accumulators. The grid runs row groups fastest
 (``blockIdx.x`` over m), so the ``m / rows`` CTAs of one n-tile spread over every core: a core runs
@@ -76,7 +76,7 @@ def visit_tiles(n_tiles: int, visits: float, per_core: float, group: float, k: i
 
 def row_gather(kernel: Kernel, hw: Hardware) -> tuple[list[Segment], dict, float]:
     """The row-gather SpMM of ``kernel`` on every core at once: one segment, a tile per n-tile visit."""
-    rows, width = kernel.gather_cta
+    rows, width = kernel.gather_rows, kernel.gather_cols
     cores, e = hw.cores, float(kernel.dtype_bytes)
     m, n, k = kernel.m_exec * kernel.batch, kernel.n_exec, kernel.k
     n_tiles_total = -(-n // width)

@@ -98,7 +98,7 @@ class Unstructured(PercentLevelFormat):
             fields.update(compute_on="vector", compute_rate=float(support.spmm_macs_per_cycle))
             if support.b_access == "row_gather":
                 rate = support.gather_rows_per_cycle
-                fields.update(gather_cta=(support.cta_rows, support.cta_n),
+                fields.update(gather_rows=support.cta_rows, gather_cols=support.cta_n,
                               gather_rate=math.inf if rate == "unlimited" else float(rate))
             return fields
         rate = support.decompress_values_per_cycle
