@@ -107,3 +107,21 @@ def test_backend_keys_take_the_rows_of_their_backend() -> None:
     assert match_row(rows[0], ["RTX 3090@backend=CLASP"]) is None  # another backend's key: not this row
     hws, paths = parse_hw_map([f"RTX 3090@backend=Sputnik={SPUTNIK}", f"RTX 3090={HW / 'rtx3090-like.yaml'}"])
     assert set(hws) == {"RTX 3090@backend=Sputnik", "RTX 3090"} and paths["RTX 3090@backend=Sputnik"] == str(SPUTNIK)
+
+
+def test_validate_hw_cli_maps_the_backend_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from accelsim.cli import main
+
+    csv = tmp_path / "m.csv"
+    csv.write_text(HEADER + "RTX 3090,fp16,768,4096,768,69.0,53.2,1.29,src,kernel-gemm; timing=kernel-loop; "
+                            "backend=Sputnik,unstructured:98%\n"
+                            "RTX 3090,fp16,768,4096,768,121.5,89.4,1.36,src,kernel-gemm; timing=kernel-loop,2:4\n")
+    code = main(["validate-hw", str(csv), "--hw-map", f"RTX 3090={HW / 'rtx3090-like.yaml'}",
+                 "--hw-map", f"RTX 3090@backend=Sputnik={SPUTNIK}", "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    assert code == 0
+    rows = (tmp_path / "out" / "validation.csv").read_text().splitlines()
+    assert "rtx3090-like-sputnik-acc16" in rows[1] and ",Sputnik," in rows[1] and ",rtx3090-like," in rows[2]
+    code = main(["validate-hw", str(csv), "--hw-map", f"RTX 3090@backend={SPUTNIK}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "GPU@backend=NAME=CONFIG" in err

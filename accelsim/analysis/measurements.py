@@ -254,8 +254,8 @@ def match_row(row: Measurement, keys: Iterable[str]) -> str | None:
     for key in keys:
         gpu, sep, source = key.partition("@")
         want = source.lower()
-        hit = (want[len("backend="):] == row.backend.lower() if want.startswith("backend=")
-               else want in row.source.lower())
+        backend = want[len("backend="):] if want.startswith("backend=") else None
+        hit = backend == row.backend.lower() != "" if backend is not None else want in row.source.lower()
         if sep and source and match_gpu(row.gpu, [gpu]) is not None and hit:
             if best is None or len(key) > len(best):
                 best = key
