@@ -125,3 +125,13 @@ def test_validate_hw_cli_maps_the_backend_rows(tmp_path: Path, capsys: pytest.Ca
     code = main(["validate-hw", str(csv), "--hw-map", f"RTX 3090@backend={SPUTNIK}"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "GPU@backend=NAME=CONFIG" in err
+
+
+def test_functional_check_runs_the_row_gather_cta() -> None:
+    """The functional path walks the CSR A in the kernel's CTA (4 rows x 64 columns, all of k) and matches numpy."""
+    from accelsim.analysis.functional_check import functional_check
+
+    res = functional_check(37, 13, 45, "unstructured:90%", seed=2, dtype="fp16", tiling=SPUTNIK)
+    assert res.passed and res.exercised and res.pattern_executed == "unstructured:90%"
+    assert (res.value_bytes, res.metadata_bytes) == (167 * 2, 167 * 2 + 38 * 4)  # 16-bit columns, 32-bit offsets
+    assert (res.tiling.tile_m, res.tiling.tile_n, res.tiling.tile_k_values) == (4, 64, 45)

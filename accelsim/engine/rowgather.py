@@ -109,7 +109,8 @@ def row_gather(kernel: Kernel, hw: Hardware) -> tuple[list[Segment], dict, float
                                   hw.core.sram.n_stages(), 0.0, g_rate)
     nnz = per_core * k * kernel.a_density
     distinct = (per_core / group) * k * (1.0 - (1.0 - kernel.a_density) ** group)
-    tiling = {"kernel": "row_gather", "cta": [rows, width], "n_tiles": n_tiles_total, "columns": "uniform",
+    tiling = {"kernel": "row_gather", "cta": [rows, width], "cta_tile": [rows, width, k], "n_tiles": n_tiles_total,
+              "columns": "uniform",
               "row_lengths": "mean",
               "rows_per_core": round(per_core, 6), "reuse_rows": round(group, 6),
               "b_segments_per_visit": round(nnz, 6), "b_segments_from_l2_per_visit": round(distinct, 6),
