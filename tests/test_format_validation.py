@@ -187,6 +187,17 @@ def test_venom_sputnik_unstructured_rows_meet_the_target(venom: ValidationResult
     assert fit == pytest.approx(14.1, abs=1.0) and held == pytest.approx(10.9, abs=1.0) and held_right == 1.0
 
 
+def test_venom_sputnik_mechanism_without_the_fit() -> None:
+    """The row-gather mechanism with the SpMM rate at the issue bound instead of the fitted 22 (64 MACs per cycle per
+    SM: a half-to-fp32 convert and an FFMA per MAC on 128 lanes, nothing fitted): 23.7 % median, 83/84 right side."""
+    rows = [r for r in read_measurements(VENOM) if r.format is not None and r.format.startswith("unstructured")]
+    data = load_hardware(SPUTNIK_HW).to_dict()
+    data["core"]["sparse"]["formats"]["unstructured"]["spmm_macs_per_cycle"] = 64
+    res = validate_hw(rows, {"RTX 3090": hardware_from_dict(data, "<issue bound>")})
+    n, med, right, _ = _scored(res, _sputnik)
+    assert n == 84 and med == pytest.approx(23.7, abs=1.0) and right == pytest.approx(83 / 84)
+
+
 @pytest.mark.parametrize(("level", "median_pct", "right"), [(50, 10.6, 1.0), (71, 10.9, 1.0), (75, 8.6, 1.0),
                                                             (80, 8.8, 1.0), (90, 17.1, 1.0), (95, 20.1, 11 / 12),
                                                             (98, 14.2, 1.0)])
