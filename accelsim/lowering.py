@@ -65,6 +65,9 @@ class Kernel:
     #   core.sparse.decode_groups_per_cycle) or "decompress" (each tile's nonzeros placed into a dense tile)
     a_stage_rate: float = 0.0  # a "decompress" stage's values per cycle per core (inf: never binds)
     compute_rate: float = 0.0  # compute_on "vector": MACs per cycle per core of the SpMM; 0 = the kind's rate
+    gather_rows: int = 0  # compute_on "vector" with B row gather (engine.rowgather): a CTA's rows of A
+    gather_cols: int = 0  # ... and its columns of B (the gathered segment's width); 0: B moves as dense tiles
+    gather_rate: float = 0.0  # the row gather's B row segments per cycle per core (inf: never binds)
     # engine inputs of V:N:M and block sparsity (formats/vnm.py, formats/block.py); 0 for every other format.
     # Block formats: keep_n / group_m is the density as a reduced fraction, metadata_bits the bits of one BSR index.
     row_block: int = 0  # rows of A sharing one column selection (V:N:M: V) or forming one block row (block: BM)

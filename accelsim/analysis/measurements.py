@@ -245,13 +245,18 @@ def gpu_name(key: str) -> str:
 
 def match_row(row: Measurement, keys: Iterable[str]) -> str | None:
     """The hw-map key for a measured row. A key ``GPU@SOURCE`` takes the rows of GPU whose source contains
-    SOURCE (case-insensitive; e.g. ``A100@vllmbench`` for the SlideSparse rows, measured on PCIe parts);
-    other rows of GPU take the plain key (:func:`match_gpu`)."""
+    SOURCE (case-insensitive; e.g. ``A100@vllmbench`` for the SlideSparse rows, measured on PCIe parts), a key
+    ``GPU@backend=NAME`` the rows of GPU whose backend (``backend=NAME`` in the notes) is NAME (case-insensitive;
+    e.g. ``RTX 3090@backend=Sputnik``: one source's rows of another kernel); other rows of GPU take the plain key
+    (:func:`match_gpu`)."""
     keys = list(keys)
     best = None
     for key in keys:
         gpu, sep, source = key.partition("@")
-        if sep and source and match_gpu(row.gpu, [gpu]) is not None and source.lower() in row.source.lower():
+        want = source.lower()
+        backend = want[len("backend="):] if want.startswith("backend=") else None
+        hit = backend == row.backend.lower() != "" if backend is not None else want in row.source.lower()
+        if sep and source and match_gpu(row.gpu, [gpu]) is not None and hit:
             if best is None or len(key) > len(best):
                 best = key
     return best if best is not None else match_gpu(row.gpu, [k for k in keys if "@" not in k])

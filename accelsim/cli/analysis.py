@@ -313,6 +313,7 @@ def add_validate_hw(sub: options.Subparsers) -> None:
     vh.add_argument("--hw-map", action="append", required=True, metavar="GPU[@SOURCE]=CONFIG",
                     help="which config simulates which GPU, e.g. A100=hwconfigs/a100-like.yaml (repeatable); "
                          "GPU@SOURCE=CONFIG takes the rows of GPU whose source contains SOURCE, e.g. "
-                         "A100@vllmbench=hwconfigs/a100-pcie-like.yaml")
+                         "A100@vllmbench=hwconfigs/a100-pcie-like.yaml; GPU@backend=NAME=CONFIG the rows whose notes "
+                         "say backend=NAME")
     options.add_out(vh, "directory for validation.json/.csv and the scatter plot")
     vh.set_defaults(func=cmd_validate_hw)

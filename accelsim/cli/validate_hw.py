@@ -24,13 +24,17 @@ def parse_hw_map(items: Sequence[str]) -> tuple[dict[str, Hardware], dict[str, s
         raise AccelsimError("--hw-map: give at least one GPU=CONFIG, e.g. --hw-map A100=hwconfigs/a100-like.yaml")
     for item in items:
         gpu, sep, path = item.partition("=")
+        if sep and gpu.rstrip().lower().endswith("@backend"):  # GPU@backend=NAME=CONFIG
+            backend, sep, path = path.partition("=")
+            gpu = f"{gpu.rstrip()}={backend.strip()}"
         gpu, path = gpu.strip(), path.strip()
         if not sep or not gpu or not path:
-            raise AccelsimError(f"--hw-map: expected GPU=CONFIG (e.g. A100=hwconfigs/a100-like.yaml), got {item!r}")
+            raise AccelsimError(f"--hw-map: expected GPU=CONFIG (e.g. A100=hwconfigs/a100-like.yaml) or "
+                                f"GPU@backend=NAME=CONFIG, got {item!r}")
         name, at, source = gpu.partition("@")
-        if not name.strip() or (at and not source.strip()):
+        if not name.strip() or (at and not source.strip()) or source.strip().lower() == "backend=":
             raise AccelsimError(f"--hw-map: {item!r}: expected GPU=CONFIG or GPU@SOURCE=CONFIG with both parts "
-                                "named, e.g. A100@vllmbench=hwconfigs/a100-pcie-like.yaml")
+                                "named, e.g. A100@vllmbench=hwconfigs/a100-pcie-like.yaml, or GPU@backend=NAME=CONFIG")
         if gpu in hw_map:
             raise AccelsimError(f"--hw-map: GPU {gpu!r} is mapped twice")
         hw_map[gpu] = load_hardware(path)

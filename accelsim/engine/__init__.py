@@ -11,6 +11,7 @@ from accelsim.engine import attention as fa
 from accelsim.engine import classes as cl
 from accelsim.engine import ctagrid as cg
 from accelsim.engine import pipeline as pl
+from accelsim.engine import rowgather as rg
 from accelsim.engine import structured as st
 from accelsim.engine import tiling as tl
 from accelsim.engine.segment import Segment, rate_value, stage_params
@@ -224,7 +225,9 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
 # -- tensor cores (engine.ctagrid) ----------------------------------------------------------
 
 def _cta_waves(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> tuple[list[Segment], dict, float]:
-    """A GPU-like kernel: CTA tiles in waves over the cores."""
+    """A GPU-like kernel: CTA tiles in waves over the cores (a row-gather SpMM: engine.rowgather)."""
+    if kernel.sparse and kernel.gather_cols:
+        return rg.row_gather(kernel, eh.hw)
     return cg.tensor_core(kernel, eh.hw, source)
 
 

@@ -116,6 +116,8 @@ def _rate(value: object) -> float:
 def gather_rate(kernel: Kernel, hw: Hardware) -> float:
     """Rows of B the gather stage handles per cycle per core (inf: not a gathering kernel)."""
     spec = hw.core.sparse
+    if kernel.sparse and kernel.gather_cols:  # a row-gather SpMM (engine.rowgather): its own L1 rate
+        return kernel.gather_rate or math.inf
     if not kernel.sparse or not kernel.row_block or spec is None:
         return math.inf
     section = spec.vnm if kernel.col_select else spec.block

@@ -13,7 +13,8 @@ entry falls back to dense, ``format_unsupported``):
   dense tile in shared memory (``decompress_values_per_cycle`` per core), and the dense datapath
   multiplies it: no MAC is skipped, the gain is in A's bytes.
 * ``vector_spmm`` (Sputnik-style CSR SpMM on the CUDA cores / vector unit): only the nonzeros are
-  multiplied, at ``spmm_macs_per_cycle`` per core; A moves compressed.
+  multiplied, at ``spmm_macs_per_cycle`` per core; A moves compressed. With ``b_access: row_gather`` B moves
+  as Sputnik moves it: one row segment per nonzero, gathered through L1 (``accelsim/engine/rowgather.py``).
 
 **Index encodings** (``index``, a hardware/kernel choice), their bytes for an ``m x k`` weight:
 
@@ -94,7 +95,12 @@ class Unstructured(PercentLevelFormat):
         fields: dict[str, Any] = {"a_density": self.nonzeros(m, k) / positions,
                                   "a_index_bits": index * 8 / positions, "a_index": support.index}
         if support.runs_on == "vector_spmm":
-            return {**fields, "compute_on": "vector", "compute_rate": float(support.spmm_macs_per_cycle)}
+            fields.update(compute_on="vector", compute_rate=float(support.spmm_macs_per_cycle))
+            if support.b_access == "row_gather":
+                rate = support.gather_rows_per_cycle
+                fields.update(gather_rows=support.cta_rows, gather_cols=support.cta_n,
+                              gather_rate=math.inf if rate == "unlimited" else float(rate))
+            return fields
         rate = support.decompress_values_per_cycle
         return {**fields, "compute_on": "dense", "a_stage": "decompress",
                 "a_stage_rate": math.inf if rate == "unlimited" else float(rate)}

@@ -39,6 +39,7 @@ from accelsim.hardware.families import (
     HardwareData,
     read_hardware_data,
 )
+from accelsim.hardware.formats_support import FormatsSpec, UnstructuredSupport  # noqa: F401 (re-exported)
 from accelsim.hardware.provenance import Provenance, peak_problems, provenance
 from accelsim.hardware.provenance import Section as ProvenanceSection
 from accelsim.hardware.systems import is_system_data, read_system, system_data
@@ -120,48 +121,6 @@ class WeightMultiple(Strict):
 
     m: PosInt = 1
     k: PosInt = 1
-
-
-class UnstructuredSupport(Strict):
-    """How a part runs unstructured sparsity (``unstructured:P%``, accelsim/formats/unstructured.py)."""
-
-    runs_on: Literal["load_sparse_compute_dense", "vector_spmm"] = Field(
-        description="'load_sparse_compute_dense' (tensor_core parts; Flash-LLM, arXiv 2309.10285): A moves "
-                    "compressed, a decompress stage places the nonzeros into a dense shared-memory tile, the dense "
-                    "tensor cores multiply it (no MAC skipped). 'vector_spmm' (Sputnik-style CSR SpMM on the "
-                    "CUDA cores / vector unit): only nonzeros are multiplied, at spmm_macs_per_cycle.")
-    index: Literal["bitmap", "csr"] = Field(
-        "bitmap", description="A's index encoding: 'bitmap' (1 bit per dense position, rows padded to bytes) or "
-                              "'csr' (index_bits per nonzero + a pointer_bits row pointer per row).")
-    index_bits: NonNegInt = Field(16, description="csr: bits of each nonzero's column index (Flash-LLM's Tiled-CSL "
-                                                  "stores a 16-bit location per value); 0 only as a counterfactual "
-                                                  "(no index bytes: the reality ladder's metadata-free rungs).")
-    pointer_bits: NonNegInt = Field(32, description="csr: bits of each row pointer (m + 1 of them); 0: none.")
-    decompress_values_per_cycle: PosFloatOrUnlimited = Field(
-        "unlimited", description="load_sparse_compute_dense: nonzeros the decompress stage places into the dense "
-                                 "tile per cycle per core (shared by the core's CTAs, as the metadata decoder); "
-                                 "'unlimited': never binds.")
-    spmm_macs_per_cycle: PosFloat | None = Field(
-        None, description="vector_spmm (required there): sustained MACs per cycle per core of the SpMM on the "
-                          "vector unit, nonzeros only.")
-
-    @model_validator(mode="after")
-    def _spmm_rate(self) -> UnstructuredSupport:
-        if self.runs_on == "vector_spmm" and self.spmm_macs_per_cycle is None:
-            raise configio.FieldError(("spmm_macs_per_cycle",), "runs_on vector_spmm needs the SpMM rate "
-                                                                 "(MACs per cycle per core)")
-        return self
-
-
-class FormatsSpec(Strict):
-    """Sparsity formats that are not native N:M patterns, by family: how this part runs each (absent: falls back
-    dense, format_unsupported). channel:P% needs no entry: every part runs it as a smaller dense GEMM."""
-
-    unstructured: UnstructuredSupport | None = Field(None, description="unstructured:P%.")
-
-    @model_serializer(mode="wrap")
-    def _listed_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return {k: v for k, v in handler(self).items() if v is not None}
 
 
 _OPTIONAL_FORMAT_SECTIONS = ("vnm", "block")
