@@ -82,6 +82,34 @@ def test_unknown_format_errors_name_the_key() -> None:
         formats.register(Pattern)
 
 
+@pytest.mark.parametrize("family, text, message", [
+    ("nm", "2-4", "expected a pattern like \"2:4\" (N:M), got '2-4'"),
+    ("paired", "4:8", "expected a pair-wise pattern like \"4:8-paired\", got '4:8'"),
+    ("vnm", "64:2", "expected a V:N:M pattern like \"64:2:8\", got '64:2'"),
+    ("block", "block32:75%", "expected a block pattern like \"block32x32:75%\" (block rows x columns: share of "
+                             "zero blocks), got 'block32:75%'"),
+])
+def test_a_regex_spelled_family_claims_by_its_pattern_and_names_it_on_a_mismatch(family: str, text: str,
+                                                                                 message: str) -> None:
+    fam = formats.family(family)
+    assert fam.claims(fam.example) and fam.parse(fam.example) == parse_format(fam.example)
+    with pytest.raises(ValueError) as err:
+        fam.parse(text)
+    assert str(err.value) == message
+
+
+def test_shared_functional_helpers_keep_fill_and_pad_as_the_formats_did() -> None:
+    from accelsim.formats.arrays import fill_select, grid_padding, largest
+
+    kept = np.array([[[False, True, False, False], [False, False, True, True], [False] * 4]])
+    assert fill_select(kept, 2).tolist() == [[[0, 1], [2, 3], [0, 1]]]  # kept first, then the lowest free
+    assert largest(np.array([[3.0, 1.0, 3.0, 2.0]]), 2).tolist() == [[True, False, True, False]]  # ties: lower
+    assert grid_padding(37, 10, 8, 4) == {"m": [37, 40], "k": [10, 12]} and grid_padding(40, 12, 8, 4) == {}
+    for text in ("2:4", "4:8-paired", "64:2:8", "block16x16:75%", "channel:50%", "unstructured:90%"):
+        fmt = parse_format(text)
+        assert fmt is not None and fmt.value_bytes(96, 100, 2) == 2 * fmt.kept_values(96, 100)
+        assert fmt.value_bytes(96, 100, 0.5) == -(-fmt.kept_values(96, 100) // 2)  # fp4: whole bytes
+
 # -- a toy format, registered only in this test, end to end -----------------------------------------
 
 @dataclass(frozen=True)

@@ -14,10 +14,13 @@ structure those numbers cannot express brings engine inputs of its own (see docs
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
+
+from accelsim.textsafe import short_repr
 
 # The GEMM operands C[m x n] = A[m x k] . B[k x n] a format may compress.
 OPERANDS = ("A",)
@@ -67,12 +70,30 @@ class SparsityFormat(ABC):
     title: ClassVar[str]  # how users call the family, e.g. "N:M"
     example: ClassVar[str]  # a spelling, e.g. "2:4": error messages show it
     operand: ClassVar[str] = "A"  # which GEMM operand it compresses (A: the weight); one of OPERANDS
+    # A family spelled by a regular expression sets ``spelling`` (the whole text; groups are its fields) and
+    # ``spelling_hint`` (what the error on a mismatch expects, e.g. 'a pattern like "2:4" (N:M)'); ``claim``
+    # when it claims more texts than it parses (so that its own errors name them). Others override claims.
+    spelling: ClassVar[re.Pattern[str] | None] = None
+    claim: ClassVar[re.Pattern[str] | None] = None
+    spelling_hint: ClassVar[str] = ""
 
     # -- spelling ----------------------------------------------------------------------------
     @classmethod
-    @abstractmethod
     def claims(cls, text: str) -> bool:
-        """Whether ``text`` (stripped, not 'dense') is written in this family's spelling."""
+        """Whether ``text`` (stripped, not 'dense') is written in this family's spelling (default: ``claim``,
+        else ``spelling``, matches it)."""
+        pattern = cls.claim or cls.spelling
+        if pattern is None:
+            raise NotImplementedError(f"{cls.__name__} sets neither spelling nor claim: it must define claims()")
+        return pattern.match(text) is not None
+
+    @classmethod
+    def match_spelling(cls, text: str) -> re.Match[str]:
+        """``spelling`` matched against ``text`` stripped; ValueError 'expected <spelling_hint>, got <text>'."""
+        match = cls.spelling.match(text.strip()) if cls.spelling is not None else None
+        if match is None:
+            raise ValueError(f"expected {cls.spelling_hint}, got {short_repr(text)}")
+        return match
 
     @classmethod
     @abstractmethod
@@ -137,12 +158,13 @@ class SparsityFormat(ABC):
         """Reduction length A keeps after compression (the dense-equivalent work shrinks to it)."""
         return -(-k // self.group) * self.keep
 
+    def kept_values(self, rows: int, k: int) -> int:
+        """Values of a ``rows x k`` A stored after compression (default: ``rows`` x ``k_compressed(k)``)."""
+        return rows * self.k_compressed(k)
+
     def value_bytes(self, rows: int, k: int, dtype_bytes: float) -> int:
         """Bytes of A's kept values: whole bytes, rounded up for sub-byte element types (0.5 for fp4)."""
-        kept = rows * self.k_compressed(k)
-        if isinstance(dtype_bytes, int):
-            return kept * dtype_bytes
-        return -(-kept * round(dtype_bytes * 8) // 8)
+        return element_bytes(self.kept_values(rows, k), dtype_bytes)
 
     def metadata_bytes(self, rows: int, k: int, bits: int | None = None) -> float:
         """Bytes of A's metadata at ``bits`` per kept value (default: ``default_metadata_bits``)."""
@@ -192,6 +214,29 @@ class SparsityFormat(ABC):
     def compress(self, a_pruned: np.ndarray, mask: np.ndarray | None,
                  metadata_bits: int | None = None) -> CompressedOperand:
         """The compressed form of ``a_pruned * mask`` (FunctionalError when the mask is not valid)."""
+
+
+class GroupedFormat(SparsityFormat):
+    """A family keeping ``n`` values per group of ``m`` along k (N:M, pair-wise N:M, V:N:M): ``keep`` is n,
+    ``group`` is m. Subclasses are frozen dataclasses with ``n`` and ``m`` fields."""
+
+    n: int
+    m: int
+
+    @property
+    def keep(self) -> int:
+        return self.n
+
+    @property
+    def group(self) -> int:
+        return self.m
+
+
+def element_bytes(count: int, dtype_bytes: float) -> int:
+    """Bytes of ``count`` elements of ``dtype_bytes`` each: whole bytes, rounded up for sub-byte types."""
+    if isinstance(dtype_bytes, int):
+        return count * dtype_bytes
+    return -(-count * round(dtype_bytes * 8) // 8)
 
 
 def bits_to_index(m: int) -> int:

@@ -30,8 +30,18 @@ from fractions import Fraction
 import numpy as np
 
 from accelsim.errors import FunctionalError
+from accelsim.formats.arrays import (
+    FrozenArrays,
+    Pruned,
+    as_2d,
+    grid_padding,
+    masked,
+    operand_and_mask,
+    packed_bytes,
+    pruned_to,
+    round_up,
+)
 from accelsim.formats.base import SparsityFormat
-from accelsim.formats.nm import as_2d
 from accelsim.formats.percent import level_of_share
 from accelsim.textsafe import short_repr
 
@@ -54,17 +64,13 @@ class BlockSparsity(SparsityFormat):
     key = "block"
     title = "block"
     example = "block32x32:75%"
-
-    @classmethod
-    def claims(cls, text: str) -> bool:
-        return _CLAIM_RE.match(text) is not None
+    spelling = _BLOCK_RE
+    claim = _CLAIM_RE
+    spelling_hint = 'a block pattern like "block32x32:75%" (block rows x columns: share of zero blocks)'
 
     @classmethod
     def parse(cls, text: str) -> BlockSparsity:
-        match = _BLOCK_RE.match(text.strip())
-        if not match:
-            raise ValueError(f"expected a block pattern like \"block32x32:75%\" (block rows x columns: share of "
-                             f"zero blocks), got {short_repr(text)}")
+        match = cls.match_spelling(text)
         bm, bk = int(match.group(1)), int(match.group(2))
         if not (1 <= bm <= MAX_SIDE and 1 <= bk <= MAX_SIDE):
             raise ValueError(f"block sides must be between 1 and {MAX_SIDE} in {short_repr(text)}")
@@ -112,10 +118,10 @@ class BlockSparsity(SparsityFormat):
 
     # -- counts (expectations over random block placement) --------------------------------------
     def k_padded(self, k: int) -> int:
-        return -(-k // self.cols) * self.cols
+        return round_up(k, self.cols)
 
     def rows_padded(self, rows: int) -> int:
-        return -(-rows // self.rows) * self.rows
+        return round_up(rows, self.rows)
 
     def grid(self, rows: int, k: int) -> tuple[int, int]:
         """(block rows, block columns)."""
@@ -129,11 +135,9 @@ class BlockSparsity(SparsityFormat):
         """Expected nonzero k per row: density x k padded to whole blocks."""
         return max(1, round(self.density * self.k_padded(k)))
 
-    def value_bytes(self, rows: int, k: int, dtype_bytes: float) -> int:
-        kept = self.nonzero_blocks(rows, k) * self.rows * self.cols
-        if isinstance(dtype_bytes, int):
-            return kept * dtype_bytes
-        return -(-kept * round(dtype_bytes * 8) // 8)
+    def kept_values(self, rows: int, k: int) -> int:
+        """Values of the nonzero blocks."""
+        return self.nonzero_blocks(rows, k) * self.rows * self.cols
 
     def metadata_bytes(self, rows: int, k: int, bits: int | None = None) -> float:
         """BSR: one column index per nonzero block plus block rows + 1 row pointers, ``bits`` each (default 32)."""
@@ -156,7 +160,7 @@ class BlockSparsity(SparsityFormat):
         return (self.density, -self.rows * self.cols)
 
     # -- functional path -----------------------------------------------------------------------
-    def prune(self, a: np.ndarray) -> BlockPruned:
+    def prune(self, a: np.ndarray) -> Pruned:
         """Zero the round(P x blocks) blocks of smallest L2 norm (ties: the later block goes first)."""
         a = as_2d(a, "A")
         rows, k = a.shape
@@ -170,24 +174,18 @@ class BlockSparsity(SparsityFormat):
         kept_flat[order[:zero]] = False
         kept_blocks = kept_flat.reshape(brows, bcols)
         mask = np.repeat(np.repeat(kept_blocks, self.rows, axis=0), self.cols, axis=1)[:rows, :k]
-        mask = np.ascontiguousarray(mask)
-        pruned = np.where(mask, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)
-        return BlockPruned(pruned, mask, _padding(rows, k, self.rows, self.cols))
+        return pruned_to(a, mask, grid_padding(rows, k, self.rows, self.cols))
 
     def compress(self, a_pruned: np.ndarray, mask: np.ndarray | None,
                  metadata_bits: int | None = None) -> BlockCompressed:
         """BSR of ``a_pruned * mask``: every block holding a nonzero is stored (``mask`` None: ``a != 0``)."""
-        a = as_2d(a_pruned, "A")
-        keep = (a != 0) if mask is None else as_2d(mask, "mask") != 0
-        if keep.shape != a.shape:
-            raise FunctionalError(f"mask shape {keep.shape} differs from A's shape {a.shape}")
+        a, keep = operand_and_mask(a_pruned, mask)
         bits = INDEX_BITS if metadata_bits is None else int(metadata_bits)
         rows, k = a.shape
         brows, bcols = self.grid(rows, k)
         if bits < max(1, math.ceil(math.log2(max(2, bcols, brows * bcols + 1)))):
             raise FunctionalError(f"{bits}-bit block indices cannot address {brows} x {bcols} blocks")
-        vals = _blocks(np.where(keep, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False), self.rows,
-                       self.cols)
+        vals = _blocks(masked(a, keep), self.rows, self.cols)
         nonzero = _blocks(keep, self.rows, self.cols).any(axis=(2, 3))  # brows x bcols
         r_idx, c_idx = np.nonzero(nonzero)
         blocks = np.ascontiguousarray(vals[r_idx, c_idx])
@@ -204,30 +202,8 @@ def _blocks(x: np.ndarray, bm: int, bk: int) -> np.ndarray:
     return padded.reshape(brows, bm, bcols, bk).transpose(0, 2, 1, 3)
 
 
-def _padding(rows: int, k: int, bm: int, bk: int) -> dict[str, list[int]]:
-    out = {}
-    if rows % bm:
-        out["m"] = [rows, -(-rows // bm) * bm]
-    if k % bk:
-        out["k"] = [k, -(-k // bk) * bk]
-    return out
-
-
-class BlockPruned(tuple):
-    """``(pruned, mask)`` from :meth:`BlockSparsity.prune`; reports the padding to whole blocks."""
-
-    pruned: np.ndarray
-    mask: np.ndarray
-    padding: dict[str, list[int]]
-
-    def __new__(cls, pruned: np.ndarray, mask: np.ndarray, padding: dict[str, list[int]]) -> BlockPruned:
-        obj = super().__new__(cls, (pruned, mask))
-        obj.pruned, obj.mask, obj.padding = pruned, mask, padding
-        return obj
-
-
 @dataclass(frozen=True, eq=False)
-class BlockCompressed:
+class BlockCompressed(FrozenArrays):
     """A BSR-compressed A (module docstring)."""
 
     blocks: np.ndarray  # nnz x BM x BK
@@ -240,10 +216,6 @@ class BlockCompressed:
     bk: int
     metadata_bits: int  # bits per index (column index, row pointer)
 
-    def __post_init__(self) -> None:
-        for arr in (self.blocks, self.block_cols, self.row_ptr):
-            arr.setflags(write=False)
-
     @property
     def nonzero_blocks(self) -> int:
         return int(self.blocks.shape[0])
@@ -255,12 +227,12 @@ class BlockCompressed:
 
     @property
     def padding(self) -> dict[str, list[int]]:
-        return _padding(self.rows, self.k, self.bm, self.bk)
+        return grid_padding(self.rows, self.k, self.bm, self.bk)
 
     @property
     def metadata_bytes(self) -> int:
         """Column indices and row pointers at ``metadata_bits`` each, rounded up to a byte."""
-        return -(-(self.block_cols.size + self.row_ptr.size) * self.metadata_bits // 8)
+        return packed_bytes(self.block_cols.size + self.row_ptr.size, self.metadata_bits)
 
     def gather(self) -> tuple[np.ndarray, np.ndarray, int, int]:
         """The generic (values, in-group positions, keep, group) view: one group per row spanning the padded k,

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from accelsim.errors import FunctionalError
-from accelsim.formats.nm import Pruned, as_2d
+from accelsim.formats.arrays import Pruned, UnpaddedRows, as_2d, masked, operand_and_mask, pruned_to
 from accelsim.formats.percent import PercentLevelFormat, zeros_of
 
 DOWNSTREAM_INPUT = "not_shrunk"  # the named assumption echoed in results (module docstring)
@@ -55,11 +55,9 @@ class ChannelPruning(PercentLevelFormat):
         """Rows of an ``m``-row A kept: m - floor(m x P / 100), at least 1 (module docstring)."""
         return max(1, m - zeros_of(m, self.level))
 
-    def value_bytes(self, rows: int, k: int, dtype_bytes: float) -> int:
-        kept = self.rows_kept(rows) * k
-        if isinstance(dtype_bytes, int):
-            return kept * dtype_bytes
-        return -(-kept * round(dtype_bytes * 8) // 8)
+    def kept_values(self, rows: int, k: int) -> int:
+        """Values of the kept rows."""
+        return self.rows_kept(rows) * k
 
     def metadata_bytes(self, rows: int, k: int, bits: int | None = None) -> float:
         return 0.0
@@ -77,17 +75,13 @@ class ChannelPruning(PercentLevelFormat):
         keep = np.sort(np.argsort(-norms, kind="stable")[:self.rows_kept(rows)])
         mask = np.zeros(a.shape, dtype=bool)
         mask[keep, :] = True
-        pruned = np.where(mask, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)
-        return Pruned(pruned, mask, k)
+        return pruned_to(a, mask)
 
     def compress(self, a_pruned: np.ndarray, mask: np.ndarray | None,
                  metadata_bits: int | None = None) -> ChannelCompressed:
         """The kept rows of ``a_pruned * mask`` (``mask`` None: rows with a nonzero). A mask must keep or drop
         whole rows, at most ``rows_kept``; fewer kept rows are filled with the lowest dropped ones (zeros)."""
-        a = as_2d(a_pruned, "A")
-        keep = (a != 0) if mask is None else as_2d(mask, "mask") != 0
-        if keep.shape != a.shape:
-            raise FunctionalError(f"mask shape {keep.shape} differs from A's shape {a.shape}")
+        a, keep = operand_and_mask(a_pruned, mask)
         rows, k = a.shape
         kept_rows = keep.any(axis=1)
         if mask is not None:
@@ -100,48 +94,23 @@ class ChannelPruning(PercentLevelFormat):
                                   f"{limit}")
         fill = np.flatnonzero(~kept_rows)[:limit - int(kept_rows.sum())]
         index = np.sort(np.concatenate([np.flatnonzero(kept_rows), fill])).astype(np.int64)
-        values = np.where(keep, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)[index]
+        values = masked(a, keep)[index]
         return ChannelCompressed(np.ascontiguousarray(values), index, rows, k)
 
 
 @dataclass(frozen=True, eq=False)
-class ChannelCompressed:
+class ChannelCompressed(UnpaddedRows):
     """A channel-pruned A: the kept rows (dense) and the row of C each produces (module docstring)."""
 
     values: np.ndarray  # rows_kept x k, dtype of A
     row_index: np.ndarray  # int64, rows_kept: row of A (and of C) of each kept row, increasing
     m: int  # rows of the unpruned A (and of C)
     k: int
-    metadata_bits: int = 0
-
-    def __post_init__(self) -> None:
-        for arr in (self.values, self.row_index):
-            arr.setflags(write=False)
-
-    @property
-    def rows(self) -> int:
-        """Rows of C: the unpruned m (pruned rows produce zeros)."""
-        return self.m
+    metadata_bits: int = 0  # no metadata: metadata_bytes is 0 (rows of C: the unpruned m; pruned rows give zeros)
 
     @property
     def rows_kept(self) -> int:
         return int(self.values.shape[0])
-
-    @property
-    def k_padded(self) -> int:
-        return self.k
-
-    @property
-    def kept(self) -> int:
-        return int(self.values.size)
-
-    @property
-    def metadata_bytes(self) -> int:
-        return 0
-
-    @property
-    def padding(self) -> dict[str, list[int]]:
-        return {}
 
     def gather(self) -> tuple[np.ndarray, np.ndarray, int, int]:
         """The kept rows as a dense operand (keep = group = 1: value p multiplies B row p); their rows of C

@@ -35,7 +35,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim.errors import FunctionalError
-from accelsim.formats.base import SparsityFormat, bits_to_index
+from accelsim.formats.arrays import (
+    GroupedValues,
+    Pruned,
+    as_2d,
+    fill_select,
+    grid_padding,
+    largest,
+    masked,
+    operand_and_mask,
+    pruned_to,
+    round_up,
+)
+from accelsim.formats.base import GroupedFormat, SparsityFormat, bits_to_index
 from accelsim.textsafe import short_repr
 
 _PATTERN_RE = re.compile(r"^[ \t]*([0-9]{1,9})[ \t]*:[ \t]*([0-9]{1,9})[ \t]*\Z")  # ASCII digits only
@@ -43,7 +55,7 @@ MAX_GROUP = 64  # no sparse datapath uses larger groups
 
 
 @dataclass(frozen=True, order=True)
-class Pattern(SparsityFormat):
+class Pattern(GroupedFormat):
     """At most ``n`` nonzeros in every aligned group of ``m`` consecutive values along k."""
 
     n: int
@@ -52,17 +64,12 @@ class Pattern(SparsityFormat):
     key = "nm"
     title = "N:M"
     example = "2:4"
-
-    @classmethod
-    def claims(cls, text: str) -> bool:
-        return _PATTERN_RE.match(text) is not None
+    spelling = _PATTERN_RE
+    spelling_hint = 'a pattern like "2:4" (N:M)'
 
     @classmethod
     def parse(cls, text: str) -> Pattern:
-        match = _PATTERN_RE.match(text.strip())
-        if not match:
-            raise ValueError(f"expected a pattern like \"2:4\" (N:M), got {short_repr(text)}")
-        n, m = int(match.group(1)), int(match.group(2))
+        n, m = (int(g) for g in cls.match_spelling(text).groups())
         if m < 1:
             raise ValueError(f"group size M must be at least 1 in {short_repr(text)}")
         if n < 1:
@@ -96,26 +103,15 @@ class Pattern(SparsityFormat):
         return f"{self.n}:{self.m}"
 
     @property
-    def keep(self) -> int:
-        return self.n
-
-    @property
-    def group(self) -> int:
-        return self.m
-
-    @property
     def default_metadata_bits(self) -> int:
         """Bits per kept value for an index into the group: ceil(log2(M))."""
-        return max(1, math.ceil(math.log2(self.m))) if self.m > 1 else 0
+        return bits_to_index(self.m)
 
     def contains(self, requested: SparsityFormat) -> bool:
         """Every mask valid for ``requested`` (an N:M pattern) is valid for this one."""
         if not isinstance(requested, Pattern):
             return False
         return max_nonzeros_in_group(requested, self.m) <= self.n
-
-    def preference(self) -> tuple[float, int]:
-        return (self.density, self.m)
 
     def prune(self, a: np.ndarray) -> Pruned:
         return prune_magnitude(a, self.n, self.m)
@@ -154,42 +150,12 @@ def check_nm(n: int, m: int) -> None:
         raise FunctionalError(f"N = {n} must be between 1 and M = {m} in pattern {n}:{m}")
 
 
-def _k_padded(k: int, m: int) -> int:
-    return -(-k // m) * m
-
-
-def as_2d(a: np.ndarray, what: str) -> np.ndarray:
-    arr = np.asarray(a)
-    if arr.ndim != 2:
-        raise FunctionalError(f"{what} must be a 2-D array (rows x k), got shape {arr.shape}")
-    return arr
-
-
 def _pad_k(a: np.ndarray, k_padded: int) -> np.ndarray:
     """Zero-pad axis 1 of ``a`` up to ``k_padded``."""
     k = a.shape[1]
     if k == k_padded:
         return a
     return np.pad(a, ((0, 0), (0, k_padded - k)))
-
-
-class Pruned(tuple):
-    """``(pruned, mask)`` from prune_magnitude; also reports the k-padding of the grouping."""
-
-    pruned: np.ndarray
-    mask: np.ndarray
-    k: int
-    k_padded: int
-
-    def __new__(cls, pruned: np.ndarray, mask: np.ndarray, k_padded: int) -> Pruned:
-        obj = super().__new__(cls, (pruned, mask))
-        obj.pruned, obj.mask, obj.k, obj.k_padded = pruned, mask, int(mask.shape[1]), int(k_padded)
-        return obj
-
-    @property
-    def padding(self) -> dict[str, list[int]]:
-        """``{"k": [k, k_padded]}`` when k was zero-padded to a multiple of M, else ``{}``."""
-        return {"k": [self.k, self.k_padded]} if self.k_padded != self.k else {}
 
 
 def prune_magnitude(a: np.ndarray, n: int, m: int) -> Pruned:
@@ -201,14 +167,9 @@ def prune_magnitude(a: np.ndarray, n: int, m: int) -> Pruned:
     check_nm(n, m)
     a = as_2d(a, "A")
     rows, k = a.shape
-    kp = _k_padded(k, m)
-    mag = _pad_k(np.abs(a.astype(np.float64)), kp).reshape(rows, kp // m, m)
-    order = np.argsort(-mag, axis=2, kind="stable")[:, :, :n]
-    keep = np.zeros(mag.shape, dtype=bool)
-    np.put_along_axis(keep, order, True, axis=2)
-    mask = np.ascontiguousarray(keep.reshape(rows, kp)[:, :k])
-    pruned = np.where(mask, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)
-    return Pruned(pruned, mask, kp)
+    kp = round_up(k, m)
+    keep = largest(_pad_k(np.abs(a.astype(np.float64)), kp).reshape(rows, kp // m, m), n)
+    return pruned_to(a, keep.reshape(rows, kp)[:, :k], grid_padding(rows, k, 1, m))
 
 
 def validate_mask(mask: np.ndarray, n: int, m: int) -> None:
@@ -216,7 +177,7 @@ def validate_mask(mask: np.ndarray, n: int, m: int) -> None:
     check_nm(n, m)
     mask = as_2d(mask, "mask") != 0
     rows, k = mask.shape
-    kp = _k_padded(k, m)
+    kp = round_up(k, m)
     counts = _pad_k(mask, kp).reshape(rows, kp // m, m).sum(axis=2)
     bad = np.argwhere(counts > n)
     if len(bad):
@@ -227,7 +188,7 @@ def validate_mask(mask: np.ndarray, n: int, m: int) -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class Compressed:
+class Compressed(GroupedValues):
     """An N:M-compressed A: kept ``values`` and their in-group ``indices`` (see module docstring)."""
 
     values: np.ndarray  # m_rows x ceil(k/M)*N, dtype of A
@@ -238,34 +199,10 @@ class Compressed:
     m: int
     metadata_bits: int
 
-    def __post_init__(self) -> None:
-        for arr in (self.values, self.indices):
-            arr.setflags(write=False)
-
-    @property
-    def rows(self) -> int:
-        """Rows of A (m of the GEMM)."""
-        return int(self.values.shape[0])
-
     @property
     def groups(self) -> int:
         """N:M groups per row: k_padded / M."""
         return self.k_padded // self.m
-
-    @property
-    def kept(self) -> int:
-        """Stored values (= stored indices): rows * groups * N."""
-        return int(self.values.size)
-
-    @property
-    def padding(self) -> dict[str, list[int]]:
-        """``{"k": [k, k_padded]}`` when k was padded to a multiple of M, else ``{}``."""
-        return {"k": [self.k, self.k_padded]} if self.k_padded != self.k else {}
-
-    @property
-    def metadata_bytes(self) -> int:
-        """Bytes of packed metadata: ceil(kept * metadata_bits / 8)."""
-        return -(-self.kept * self.metadata_bits // 8)
 
     @property
     def value_bytes(self) -> int:
@@ -276,9 +213,9 @@ class Compressed:
         """Indices packed densely at metadata_bits each, little-endian, as uint8 (8) or uint32 (32) words."""
         return _pack(self.indices.ravel(), self.metadata_bits, word_bits)
 
-    def gather(self) -> tuple[np.ndarray, np.ndarray, int, int]:
-        """Values, in-group indices, N and M: value p of row r multiplies B row (p // N) * M + indices[r, p]."""
-        return self.values, self.indices, self.n, self.m
+    def positions(self) -> np.ndarray:
+        """The in-group indices (stored as the metadata)."""
+        return self.indices
 
 
 def _pack(idx: np.ndarray, bits: int, word_bits: int) -> np.ndarray:
@@ -323,25 +260,17 @@ def compress(a_pruned: np.ndarray, mask: np.ndarray | None, n: int, m: int,
     ``metadata_bits`` defaults to ceil(log2 M); a hardware may store more, never fewer.
     """
     check_nm(n, m)
-    a = as_2d(a_pruned, "A")
-    keep = (a != 0) if mask is None else as_2d(mask, "mask") != 0
-    if keep.shape != a.shape:
-        raise FunctionalError(f"mask shape {keep.shape} differs from A's shape {a.shape}")
+    a, keep = operand_and_mask(a_pruned, mask)
     validate_mask(keep, n, m)
     need = bits_to_index(m)
     bits = need if metadata_bits is None else int(metadata_bits)
     if bits < need:
         raise FunctionalError(f"{bits} metadata bits cannot index a group of {m} (needs {need})")
     rows, k = a.shape
-    kp = _k_padded(k, m)
+    kp = round_up(k, m)
     g = kp // m
-    kept = _pad_k(keep, kp).reshape(rows, g, m)
-    vals = _pad_k(np.where(keep, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False), kp)
-    vals = vals.reshape(rows, g, m)
-    # Kept positions sort first (key < M), then unused ones in index order: the first N are the
-    # kept positions plus the lowest fill positions; sort them so indices increase.
-    key = np.where(kept, 0, m) + np.arange(m)
-    sel = np.sort(np.argsort(key, axis=2, kind="stable")[:, :, :n], axis=2)
+    vals = _pad_k(masked(a, keep), kp).reshape(rows, g, m)
+    sel = fill_select(_pad_k(keep, kp).reshape(rows, g, m), n)  # kept positions plus the lowest fill ones
     values = np.ascontiguousarray(np.take_along_axis(vals, sel, axis=2).reshape(rows, g * n))
     indices = np.ascontiguousarray(sel.astype(np.uint8).reshape(rows, g * n))
     return Compressed(values, indices, k, kp, n, m, bits)
@@ -349,8 +278,4 @@ def compress(a_pruned: np.ndarray, mask: np.ndarray | None, n: int, m: int,
 
 def decompress(c: Compressed) -> np.ndarray:
     """Dense ``rows x k`` A rebuilt from values + indices."""
-    g = c.groups
-    dense = np.zeros((c.rows, g, c.m), dtype=c.values.dtype)
-    np.put_along_axis(dense, c.indices.reshape(c.rows, g, c.n).astype(np.intp),
-                      c.values.reshape(c.rows, g, c.n), axis=2)
-    return dense.reshape(c.rows, c.k_padded)[:, :c.k].copy()
+    return c.dense()

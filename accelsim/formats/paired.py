@@ -36,8 +36,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim.errors import FunctionalError
-from accelsim.formats.base import SparsityFormat, bits_to_index
-from accelsim.formats.nm import MAX_GROUP, Pattern, Pruned, _pack, as_2d, compress, max_nonzeros_in_group
+from accelsim.formats.arrays import (
+    GroupedValues,
+    Pruned,
+    as_2d,
+    fill_select,
+    grid_padding,
+    largest,
+    masked,
+    operand_and_mask,
+    pruned_to,
+)
+from accelsim.formats.base import GroupedFormat, SparsityFormat, bits_to_index
+from accelsim.formats.nm import MAX_GROUP, Pattern, _pack, max_nonzeros_in_group
 from accelsim.textsafe import short_repr
 
 _PAIRED_RE = re.compile(r"^[ \t]*(?:paired[ \t-]*([0-9]{1,9})[ \t]*:[ \t]*([0-9]{1,9})|"
@@ -45,7 +56,7 @@ _PAIRED_RE = re.compile(r"^[ \t]*(?:paired[ \t-]*([0-9]{1,9})[ \t]*:[ \t]*([0-9]
 
 
 @dataclass(frozen=True, order=True)
-class PairedPattern(SparsityFormat):
+class PairedPattern(GroupedFormat):
     """At most ``n`` nonzeros in every aligned group of ``m`` values along k, in aligned pairs."""
 
     n: int
@@ -54,16 +65,12 @@ class PairedPattern(SparsityFormat):
     key = "paired"
     title = "pair-wise N:M"
     example = "4:8-paired"
-
-    @classmethod
-    def claims(cls, text: str) -> bool:
-        return _PAIRED_RE.match(text) is not None
+    spelling = _PAIRED_RE
+    spelling_hint = 'a pair-wise pattern like "4:8-paired"'
 
     @classmethod
     def parse(cls, text: str) -> PairedPattern:
-        match = _PAIRED_RE.match(text.strip())
-        if not match:
-            raise ValueError(f"expected a pair-wise pattern like \"4:8-paired\", got {short_repr(text)}")
+        match = cls.match_spelling(text)
         n, m = (int(g) for g in (match.group(1, 2) if match.group(1) is not None else match.group(3, 4)))
         if m < 2 or m > MAX_GROUP:
             raise ValueError(f"group size M must be between 2 and {MAX_GROUP} in {short_repr(text)}")
@@ -81,14 +88,6 @@ class PairedPattern(SparsityFormat):
 
     def __str__(self) -> str:
         return f"{self.n}:{self.m}-paired"
-
-    @property
-    def keep(self) -> int:
-        return self.n
-
-    @property
-    def group(self) -> int:
-        return self.m
 
     @property
     def pairs(self) -> Pattern:
@@ -113,30 +112,19 @@ class PairedPattern(SparsityFormat):
             return _max_pairs_touched(requested, self.m) <= self.n // 2
         return False
 
-    def preference(self) -> tuple[float, int]:
-        return (self.density, self.m)
-
     def prune(self, a: np.ndarray) -> Pruned:
         """Keep the N/2 pairs of largest |a0| + |a1| in each group of M (ties to the lower position)."""
         a = as_2d(a, "A")
         rows, k = a.shape
         kp = self.k_padded(k)
         mag = np.pad(np.abs(a.astype(np.float64)), ((0, 0), (0, kp - k)))
-        pair_mag = mag.reshape(rows, kp // self.m, self.m // 2, 2).sum(axis=3)
-        order = np.argsort(-pair_mag, axis=2, kind="stable")[:, :, :self.n // 2]
-        keep = np.zeros(pair_mag.shape, dtype=bool)
-        np.put_along_axis(keep, order, True, axis=2)
-        mask = np.ascontiguousarray(np.repeat(keep.reshape(rows, kp // 2), 2, axis=1)[:, :k])
-        pruned = np.where(mask, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)
-        return Pruned(pruned, mask, kp)
+        keep = largest(mag.reshape(rows, kp // self.m, self.m // 2, 2).sum(axis=3), self.n // 2)
+        return pruned_to(a, np.repeat(keep.reshape(rows, kp // 2), 2, axis=1)[:, :k], grid_padding(rows, k, 1, self.m))
 
     def compress(self, a_pruned: np.ndarray, mask: np.ndarray | None,
                  metadata_bits: int | None = None) -> PairedCompressed:
         """The pair-wise compressed form of ``a_pruned * mask`` (``mask`` None: ``a_pruned != 0``)."""
-        a = as_2d(a_pruned, "A")
-        keep = (a != 0) if mask is None else as_2d(mask, "mask") != 0
-        if keep.shape != a.shape:
-            raise FunctionalError(f"mask shape {keep.shape} differs from A's shape {a.shape}")
+        a, keep = operand_and_mask(a_pruned, mask)
         bits = self.default_metadata_bits if metadata_bits is None else int(metadata_bits)
         if 2 * bits < self.pair_index_bits:
             raise FunctionalError(f"{bits} metadata bits per value ({2 * bits} per pair) cannot index the "
@@ -151,13 +139,12 @@ class PairedPattern(SparsityFormat):
             r, g = (int(x) for x in bad[0])
             raise FunctionalError(f"row {r}, group {g} (k {g * self.m}..{min(k, g * self.m + self.m) - 1}) has "
                                   f"nonzeros in {int(counts[r, g])} pairs; {self} allows at most {self.n // 2}")
-        # the pair-level selection (kept pairs plus the lowest fill pairs, sorted) is N:M's on the pair mask
-        sel = compress(np.asarray(touched, dtype=np.int8), touched, self.n // 2, self.m // 2, 2 * bits).indices
-        pair_idx = np.ascontiguousarray(sel)
-        pos = (sel.reshape(rows, groups, self.n // 2).astype(np.intp)[:, :, :, None] * 2 + np.arange(2))
+        # the pair-level selection: the kept pairs plus the lowest fill pairs, sorted (N:M's on the pair mask)
+        sel = fill_select(touched.reshape(rows, groups, self.m // 2), self.n // 2)
+        pair_idx = np.ascontiguousarray(sel.astype(np.uint8).reshape(rows, groups * (self.n // 2)))
+        pos = sel.astype(np.intp)[:, :, :, None] * 2 + np.arange(2)
         cols = (pos + (np.arange(groups) * self.m)[None, :, None, None]).reshape(rows, groups * self.n)
-        dense = np.pad(np.where(keep, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False),
-                       ((0, 0), (0, kp - k)))
+        dense = np.pad(masked(a, keep), ((0, 0), (0, kp - k)))
         values = np.ascontiguousarray(np.take_along_axis(dense, cols, axis=1))
         return PairedCompressed(values, pair_idx, k, kp, self.n, self.m, bits)
 
@@ -182,7 +169,7 @@ def _max_pairs_touched(requested: Pattern, group: int) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class PairedCompressed:
+class PairedCompressed(GroupedValues):
     """A pair-wise compressed A: kept ``values`` and each kept pair's index in its group (module docstring)."""
 
     values: np.ndarray  # rows x ceil(k/M)*N, dtype of A
@@ -191,31 +178,9 @@ class PairedCompressed:
     k_padded: int
     n: int
     m: int
-    metadata_bits: int  # per kept value (2x per kept pair)
+    metadata_bits: int  # per kept value (2x per kept pair): packed, ceil(kept pairs * pair bits / 8) bytes
 
-    def __post_init__(self) -> None:
-        for arr in (self.values, self.pair_indices):
-            arr.setflags(write=False)
-
-    @property
-    def rows(self) -> int:
-        return int(self.values.shape[0])
-
-    @property
-    def kept(self) -> int:
-        """Stored values: rows * groups * N."""
-        return int(self.values.size)
-
-    @property
-    def padding(self) -> dict[str, list[int]]:
-        return {"k": [self.k, self.k_padded]} if self.k_padded != self.k else {}
-
-    @property
-    def metadata_bytes(self) -> int:
-        """Bytes of packed metadata: ceil(kept pairs * pair bits / 8) = ceil(kept * metadata_bits / 8)."""
-        return -(-self.kept * self.metadata_bits // 8)
-
-    def value_indices(self) -> np.ndarray:
+    def positions(self) -> np.ndarray:
         """Each kept value's position 0..M-1 in its group (uint8, the shape of ``values``)."""
         rows, half = self.pair_indices.shape
         pos = self.pair_indices.astype(np.uint8)[:, :, None] * 2 + np.arange(2, dtype=np.uint8)
@@ -224,16 +189,3 @@ class PairedCompressed:
     def pack_metadata(self, word_bits: int = 8) -> np.ndarray:
         """Pair indices packed densely at 2 x metadata_bits each, little-endian, as uint8 or uint32 words."""
         return _pack(self.pair_indices.ravel(), 2 * self.metadata_bits, word_bits)
-
-    def gather(self) -> tuple[np.ndarray, np.ndarray, int, int]:
-        """Values, in-group value positions, N and M: value p of row r multiplies B row
-        (p // N) * M + position[r, p]."""
-        return self.values, self.value_indices(), self.n, self.m
-
-    def dense(self) -> np.ndarray:
-        """The ``rows x k`` A rebuilt from values and pair indices."""
-        groups = self.k_padded // self.m
-        out = np.zeros((self.rows, groups, self.m), dtype=self.values.dtype)
-        np.put_along_axis(out, self.value_indices().reshape(self.rows, groups, self.n).astype(np.intp),
-                          self.values.reshape(self.rows, groups, self.n), axis=2)
-        return out.reshape(self.rows, self.k_padded)[:, :self.k].copy()

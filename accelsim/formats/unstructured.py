@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from accelsim.errors import FunctionalError
-from accelsim.formats.nm import Pruned, as_2d
+from accelsim.formats.arrays import Pruned, UnpaddedRows, as_2d, masked, operand_and_mask, pruned_to
 from accelsim.formats.percent import PercentLevelFormat, zeros_of
 
 INDEX_ENCODINGS = ("bitmap", "csr")
@@ -66,11 +66,8 @@ class Unstructured(PercentLevelFormat):
         """Values stored of a ``rows x k`` A: rows k - floor(rows k P / 100)."""
         return rows * k - zeros_of(rows * k, self.level)
 
-    def value_bytes(self, rows: int, k: int, dtype_bytes: float) -> int:
-        kept = self.nonzeros(rows, k)
-        if isinstance(dtype_bytes, int):
-            return kept * dtype_bytes
-        return -(-kept * round(dtype_bytes * 8) // 8)
+    def kept_values(self, rows: int, k: int) -> int:
+        return self.nonzeros(rows, k)
 
     def index_bytes(self, rows: int, k: int, encoding: str, index_bits: int = 16, pointer_bits: int = 32) -> float:
         """Bytes of A's index in ``encoding`` (module docstring)."""
@@ -121,18 +118,13 @@ class Unstructured(PercentLevelFormat):
         order = np.argsort(-np.abs(a.astype(np.float64)).ravel(), kind="stable")[:self.nonzeros(rows, k)]
         mask = np.zeros(rows * k, dtype=bool)
         mask[order] = True
-        mask = mask.reshape(rows, k)
-        pruned = np.where(mask, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)
-        return Pruned(pruned, mask, k)
+        return pruned_to(a, mask.reshape(rows, k))
 
     def compress(self, a_pruned: np.ndarray, mask: np.ndarray | None, metadata_bits: int | None = None,
                  encoding: str = "bitmap", index_bits: int = 16, pointer_bits: int = 32) -> UnstructuredCompressed:
         """Values + ``encoding`` index of ``a_pruned * mask`` (``mask`` None: the nonzeros). A mask may keep at
         most ``nonzeros`` positions (fewer: the missing ones are fill, value 0, at the lowest free positions)."""
-        a = as_2d(a_pruned, "A")
-        keep = (a != 0) if mask is None else as_2d(mask, "mask") != 0
-        if keep.shape != a.shape:
-            raise FunctionalError(f"mask shape {keep.shape} differs from A's shape {a.shape}")
+        a, keep = operand_and_mask(a_pruned, mask)
         if encoding not in INDEX_ENCODINGS:
             raise FunctionalError(f"index encoding {encoding!r} is not one of {', '.join(INDEX_ENCODINGS)}")
         rows, k = a.shape
@@ -145,7 +137,7 @@ class Unstructured(PercentLevelFormat):
         flat = keep.ravel().copy()
         flat[np.flatnonzero(~flat)[:limit - count]] = True  # fill: value 0 at the lowest free positions
         keep = flat.reshape(rows, k)
-        values = np.ascontiguousarray(np.where(keep, a, np.zeros((), dtype=a.dtype)).astype(a.dtype)[keep])
+        values = np.ascontiguousarray(masked(a, keep)[keep])
         row_ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64)
         cols = np.ascontiguousarray(np.nonzero(keep)[1].astype(np.int32))
         bitmap = np.packbits(keep, axis=1, bitorder="little")
@@ -155,7 +147,7 @@ class Unstructured(PercentLevelFormat):
 
 
 @dataclass(frozen=True, eq=False)
-class UnstructuredCompressed:
+class UnstructuredCompressed(UnpaddedRows):
     """An unstructured A: nonzeros row-major, row offsets, and a CSR column index or a bitmap (module doc)."""
 
     values: np.ndarray  # nnz, dtype of A
@@ -168,23 +160,6 @@ class UnstructuredCompressed:
     index_bits: int
     pointer_bits: int
     metadata_bits: int = 0  # no fixed bits per value: see metadata_bytes
-
-    def __post_init__(self) -> None:
-        for arr in (self.values, self.row_ptr, self.col_idx, self.bitmap):
-            if arr is not None:
-                arr.setflags(write=False)
-
-    @property
-    def rows(self) -> int:
-        return self.m
-
-    @property
-    def k_padded(self) -> int:
-        return self.k
-
-    @property
-    def kept(self) -> int:
-        return int(self.values.size)
 
     @property
     def layout(self) -> str:

@@ -34,8 +34,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim.errors import FunctionalError
-from accelsim.formats.base import SparsityFormat, bits_to_index
-from accelsim.formats.nm import _pack, as_2d
+from accelsim.formats.arrays import (
+    GroupedValues,
+    Pruned,
+    as_2d,
+    fill_select,
+    grid_padding,
+    masked,
+    operand_and_mask,
+    packed_bytes,
+    pruned_to,
+)
+from accelsim.formats.base import GroupedFormat, SparsityFormat, bits_to_index
+from accelsim.formats.nm import _pack
 from accelsim.textsafe import short_repr
 
 _VNM_RE = re.compile(r"^[ \t]*([0-9]{1,9})[ \t]*:[ \t]*([0-9]{1,9})[ \t]*:[ \t]*([0-9]{1,9})[ \t]*\Z")
@@ -46,7 +57,7 @@ MAX_M = 256  # column indices fit a byte
 
 
 @dataclass(frozen=True, order=True)
-class VnmPattern(SparsityFormat):
+class VnmPattern(GroupedFormat):
     """V:N:M: per V-row block and group of M columns, 4 shared columns; N of them kept per row."""
 
     v: int
@@ -56,17 +67,12 @@ class VnmPattern(SparsityFormat):
     key = "vnm"
     title = "V:N:M"
     example = "64:2:8"
-
-    @classmethod
-    def claims(cls, text: str) -> bool:
-        return _VNM_RE.match(text) is not None
+    spelling = _VNM_RE
+    spelling_hint = 'a V:N:M pattern like "64:2:8"'
 
     @classmethod
     def parse(cls, text: str) -> VnmPattern:
-        match = _VNM_RE.match(text.strip())
-        if not match:
-            raise ValueError(f"expected a V:N:M pattern like \"64:2:8\", got {short_repr(text)}")
-        v, n, m = (int(g) for g in match.groups())
+        v, n, m = (int(g) for g in cls.match_spelling(text).groups())
         if not 1 <= v <= MAX_V:
             raise ValueError(f"V (rows sharing a column selection) must be between 1 and {MAX_V} in {short_repr(text)}")
         if m <= SELECT:
@@ -106,14 +112,6 @@ class VnmPattern(SparsityFormat):
         return f"{self.v}:{self.n}:{self.m}"
 
     @property
-    def keep(self) -> int:
-        return self.n
-
-    @property
-    def group(self) -> int:
-        return self.m
-
-    @property
     def default_metadata_bits(self) -> int:
         """Bits per kept value: its slot among the 4 selected columns (2, the 2:4 metadata)."""
         return SLOT_BITS
@@ -148,7 +146,7 @@ class VnmPattern(SparsityFormat):
     def preference(self) -> tuple[float, int, int]:
         return (self.density, self.m, -self.v)
 
-    def prune(self, a: np.ndarray) -> VnmPruned:
+    def prune(self, a: np.ndarray) -> Pruned:
         return prune_vnm(a, self.v, self.n, self.m)
 
     def compress(self, a_pruned: np.ndarray, mask: np.ndarray | None,
@@ -164,16 +162,6 @@ def _shape(rows: int, k: int, v: int, m: int) -> tuple[int, int, int, int]:
     return blocks, groups, blocks * v, groups * m
 
 
-def _padding(rows: int, k: int, v: int, m: int) -> dict[str, list[int]]:
-    _, _, rp, kp = _shape(rows, k, v, m)
-    out = {}
-    if rp != rows:
-        out["m"] = [rows, rp]
-    if kp != k:
-        out["k"] = [k, kp]
-    return out
-
-
 def _grid(x: np.ndarray, v: int, m: int) -> np.ndarray:
     """``x`` (rows x k) zero-padded to whole blocks and groups, as blocks x V x groups x M."""
     rows, k = x.shape
@@ -181,20 +169,7 @@ def _grid(x: np.ndarray, v: int, m: int) -> np.ndarray:
     return np.pad(x, ((0, rp - rows), (0, kp - k))).reshape(blocks, v, groups, m)
 
 
-class VnmPruned(tuple):
-    """``(pruned, mask)`` from :func:`prune_vnm`; reports the padding of rows to V and k to M."""
-
-    pruned: np.ndarray
-    mask: np.ndarray
-    padding: dict[str, list[int]]
-
-    def __new__(cls, pruned: np.ndarray, mask: np.ndarray, padding: dict[str, list[int]]) -> VnmPruned:
-        obj = super().__new__(cls, (pruned, mask))
-        obj.pruned, obj.mask, obj.padding = pruned, mask, padding
-        return obj
-
-
-def prune_vnm(a: np.ndarray, v: int, n: int, m: int) -> VnmPruned:
+def prune_vnm(a: np.ndarray, v: int, n: int, m: int) -> Pruned:
     """Magnitude pruning to V:N:M: in each (V-row block, group) keep the 4 columns of largest L2 norm over
     the block's rows, then each row's N largest |values| among them (ties to the lower position)."""
     a = as_2d(a, "A")
@@ -208,9 +183,7 @@ def prune_vnm(a: np.ndarray, v: int, n: int, m: int) -> VnmPruned:
     chosen = np.take_along_axis(np.broadcast_to(cols[:, None, :, :], in_cols.shape), slots, axis=3)
     np.put_along_axis(keep, chosen, True, axis=3)
     blocks, groups = mag.shape[0], mag.shape[2]
-    mask = np.ascontiguousarray(keep.reshape(blocks * v, groups * m)[:rows, :k])
-    pruned = np.where(mask, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False)
-    return VnmPruned(pruned, mask, _padding(rows, k, v, m))
+    return pruned_to(a, keep.reshape(blocks * v, groups * m)[:rows, :k], grid_padding(rows, k, v, m))
 
 
 def compress_vnm(a_pruned: np.ndarray, mask: np.ndarray | None, v: int, n: int, m: int,
@@ -220,10 +193,7 @@ def compress_vnm(a_pruned: np.ndarray, mask: np.ndarray | None, v: int, n: int, 
     FunctionalError naming the first (block, group) whose nonzeros use more than 4 columns, or the first
     row with more than N of them.
     """
-    a = as_2d(a_pruned, "A")
-    keep = (a != 0) if mask is None else as_2d(mask, "mask") != 0
-    if keep.shape != a.shape:
-        raise FunctionalError(f"mask shape {keep.shape} differs from A's shape {a.shape}")
+    a, keep = operand_and_mask(a_pruned, mask)
     bits = SLOT_BITS if metadata_bits is None else int(metadata_bits)
     if bits < SLOT_BITS:
         raise FunctionalError(f"{bits} metadata bits per value cannot index the {SELECT} selected columns "
@@ -243,14 +213,11 @@ def compress_vnm(a_pruned: np.ndarray, mask: np.ndarray | None, v: int, n: int, 
         b, r, g = (int(x) for x in bad[0])
         raise FunctionalError(f"row {b * v + r}, group {g} (k {g * m}..{min(k, g * m + m) - 1}) has "
                               f"{int(per_row[b, r, g])} nonzeros; {v}:{n}:{m} allows at most {n}")
-    # selected columns: the used ones first, then the lowest unused, sorted
-    key = np.where(used, 0, m) + np.arange(m)
-    columns = np.sort(np.argsort(key, axis=2, kind="stable")[:, :, :SELECT], axis=2)  # blocks x groups x 4
-    vals = _grid(np.where(keep, a, np.zeros((), dtype=a.dtype)).astype(a.dtype, copy=False), v, m)
+    columns = fill_select(used, SELECT)  # blocks x groups x 4: the used columns, then the lowest unused
+    vals = _grid(masked(a, keep), v, m)
     sel_keep = np.take_along_axis(grid, columns[:, None, :, :], axis=3)  # blocks x V x groups x 4
     sel_vals = np.take_along_axis(vals, columns[:, None, :, :], axis=3)
-    slot_key = np.where(sel_keep, 0, SELECT) + np.arange(SELECT)
-    slots = np.sort(np.argsort(slot_key, axis=3, kind="stable")[:, :, :, :n], axis=3)  # blocks x V x groups x N
+    slots = fill_select(sel_keep, n)  # blocks x V x groups x N: each row's kept slots, then the lowest free
     values = np.take_along_axis(sel_vals, slots, axis=3)
     blocks, _, groups, _ = grid.shape
     values = np.ascontiguousarray(values.reshape(blocks * v, groups * n)[:rows])
@@ -260,7 +227,7 @@ def compress_vnm(a_pruned: np.ndarray, mask: np.ndarray | None, v: int, n: int, 
 
 
 @dataclass(frozen=True, eq=False)
-class VnmCompressed:
+class VnmCompressed(GroupedValues):
     """A V:N:M-compressed A: kept values, their slots among the selected columns, the selections."""
 
     values: np.ndarray  # rows x groups*N, dtype of A
@@ -273,21 +240,9 @@ class VnmCompressed:
     m: int
     metadata_bits: int  # per kept value (the slot index); the column indices come on top
 
-    def __post_init__(self) -> None:
-        for arr in (self.values, self.indices, self.columns):
-            arr.setflags(write=False)
-
-    @property
-    def rows(self) -> int:
-        return int(self.values.shape[0])
-
-    @property
-    def kept(self) -> int:
-        return int(self.values.size)
-
     @property
     def padding(self) -> dict[str, list[int]]:
-        return _padding(self.rows, self.k, self.v, self.m)
+        return grid_padding(self.rows, self.k, self.v, self.m)
 
     @property
     def column_index_bits(self) -> int:
@@ -296,7 +251,7 @@ class VnmCompressed:
     @property
     def metadata_bytes(self) -> int:
         """Packed slot indices plus packed column indices, each stream rounded up to a byte."""
-        return -(-self.kept * self.metadata_bits // 8) + -(-self.columns.size * self.column_index_bits // 8)
+        return packed_bytes(self.kept, self.metadata_bits) + packed_bytes(self.columns.size, self.column_index_bits)
 
     def pack_metadata(self, word_bits: int = 8) -> tuple[np.ndarray, np.ndarray]:
         """(column indices at ceil(log2 M) bits, slot indices at ``metadata_bits``), little-endian words."""
@@ -311,18 +266,6 @@ class VnmCompressed:
         slots = self.indices.reshape(self.rows, groups, self.n).astype(np.intp)
         return np.ascontiguousarray(np.take_along_axis(cols, slots, axis=2).reshape(self.rows, groups * self.n))
 
-    def gather(self) -> tuple[np.ndarray, np.ndarray, int, int]:
-        """Values, in-group positions, N and M (the generic N:M view of the same numbers)."""
-        return self.values, self.positions(), self.n, self.m
-
     def tiled_form(self) -> tuple[str, tuple[np.ndarray, ...], tuple[int, ...]]:
         """What the engine's V:N:M functional kernel runs: (``"vnm"``, (values, slots, columns), (V, N, M))."""
         return "vnm", (self.values, self.indices, self.columns), (self.v, self.n, self.m)
-
-    def dense(self) -> np.ndarray:
-        """The ``rows x k`` A rebuilt from the compressed form."""
-        groups = self.columns.shape[1]
-        out = np.zeros((self.rows, groups, self.m), dtype=self.values.dtype)
-        np.put_along_axis(out, self.positions().reshape(self.rows, groups, self.n).astype(np.intp),
-                          self.values.reshape(self.rows, groups, self.n), axis=2)
-        return out.reshape(self.rows, groups * self.m)[:, :self.k].copy()
