@@ -21,6 +21,21 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, inline="always")
+def _axpy(out: np.ndarray, r: int, v: float, b: np.ndarray, krow: int | np.int64, n0: int, n1: int) -> None:
+    """out[r, n0:n1] += v * b[krow, n0:n1]: one kept value of A times its row of B (every kernel's inner step)."""
+    for j in range(n0, n1):
+        out[r, j] += v * b[krow, j]
+
+
+@njit(cache=True, inline="always")
+def _csr_range_end(row_ptr: np.ndarray, col_idx: np.ndarray, r: int, p: int, k1: int) -> int:
+    """The first of row ``r``'s values from ``p`` on whose column is at or past ``k1``."""
+    while p < row_ptr[r + 1] and col_idx[p] < k1:
+        p += 1
+    return p
+
+
 @njit(cache=True)
 def nm_gemm_tiles(values: np.ndarray, indices: np.ndarray, b: np.ndarray, out: np.ndarray,
                   keep: int, group: int, tile_m: int, tile_kc: int, tile_n: int) -> int:
@@ -44,9 +59,7 @@ def nm_gemm_tiles(values: np.ndarray, indices: np.ndarray, b: np.ndarray, out: n
                         krow = (p // keep) * group + np.int64(indices[r, p])
                         if krow >= kb:
                             continue
-                        v = values[r, p]
-                        for j in range(n0, n1):
-                            out[r, j] += v * b[krow, j]
+                        _axpy(out, r, values[r, p], b, krow, n0, n1)
                 tiles += 1
     return tiles
 
@@ -63,27 +76,22 @@ def csr_gemm_tiles(row_ptr: np.ndarray, col_idx: np.ndarray, values: np.ndarray,
     rows = row_ptr.shape[0] - 1
     ncols = b.shape[1]
     cursor = row_ptr[:rows].copy()
+    end = cursor.copy()
     tiles = 0
     for m0 in range(0, rows, tile_m):
         m1 = min(rows, m0 + tile_m)
         for k0 in range(0, k, tile_k):
             k1 = min(k, k0 + tile_k)
+            for r in range(m0, m1):  # each row's nonzeros in this k range: cursor[r] .. end[r]
+                end[r] = _csr_range_end(row_ptr, col_idx, r, cursor[r], k1)
             for n0 in range(0, ncols, tile_n):
                 n1 = min(ncols, n0 + tile_n)
                 for r in range(m0, m1):
-                    p = cursor[r]
-                    while p < row_ptr[r + 1] and col_idx[p] < k1:
-                        v = values[p]
-                        c = col_idx[p]
-                        for j in range(n0, n1):
-                            out[r, j] += v * b[c, j]
-                        p += 1
+                    for p in range(cursor[r], end[r]):
+                        _axpy(out, r, values[p], b, np.int64(col_idx[p]), n0, n1)
                 tiles += 1
             for r in range(m0, m1):  # past this k range
-                p = cursor[r]
-                while p < row_ptr[r + 1] and col_idx[p] < k1:
-                    p += 1
-                cursor[r] = p
+                cursor[r] = end[r]
     return tiles
 
 
@@ -119,9 +127,7 @@ def bitmap_gemm_tiles(bitmap: np.ndarray, row_ptr: np.ndarray, values: np.ndarra
                 n1 = min(ncols, n0 + tile_n)
                 for r in range(m0, m1):
                     for c in range(k0, k1):  # dense: the tile's zeros are multiplied too
-                        v = dense[r - m0, c - k0]
-                        for j in range(n0, n1):
-                            out[r, j] += v * b[c, j]
+                        _axpy(out, r, dense[r - m0, c - k0], b, c, n0, n1)
                 tiles += 1
     return tiles
 
@@ -192,9 +198,7 @@ def bsr_gemm_tiles(blocks: np.ndarray, block_cols: np.ndarray, row_ptr: np.ndarr
                         krow = k0 + kk
                         if krow >= kb:
                             break
-                        val = blocks[idx, i, kk]
-                        for j in range(n0, n1):
-                            out[r, j] += val * b[krow, j]
+                        _axpy(out, r, blocks[idx, i, kk], b, krow, n0, n1)
                 tiles += 1
     return tiles
 
