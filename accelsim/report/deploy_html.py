@@ -13,18 +13,16 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from accelsim.report import deploy_prose as prose
+from accelsim.report.deploy_prose import HTML
 from accelsim.report.deploy_tables import serving_cells, tables
 from accelsim.report.deploy_text import (
     HEADER_BEGIN,
     HEADER_END,
+    NUMERIC_CELL,
     SCHEDULE_ROWS,
-    SYNTHETIC_LABEL,
     TOP_LAYERS,
     findings,
-    fmt_int,
-    fmt_pct,
-    fmt_x,
-    group_name,
     grouped_schedule,
     guardrail_line,
     header_rows,
@@ -51,7 +49,6 @@ _CSS = ("body{font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-s
         "font-variant-numeric:tabular-nums}img{max-width:100%;border:1px solid #eee}.small{color:#666;font-size:12px}"
         "details{margin:8px 0}summary{cursor:pointer;color:#1f4e79}.hdr td:first-child{color:#555;width:220px}"
         "code{background:#f3f5f7;padding:0 3px}.bad{color:#b3261e;font-weight:600}")
-_NUMERIC = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")
 
 
 def _esc(text: Any) -> str:
@@ -66,7 +63,7 @@ def _html_table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     for r in rows:
         cells = []
         for c in r:
-            klass = " class='n'" if _NUMERIC.match(c or "") else ""
+            klass = " class='n'" if NUMERIC_CELL.match(c or "") else ""
             text = _esc(c)
             if c == "NO":
                 text = "<span class='bad'>NO</span>"
@@ -96,14 +93,11 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
            f"<div class='banner {status}'>{_esc(guardrail_line(report))}</div>",
            f"<p class='headline'><b>{_esc(headline(report))}</b></p>",
            f"<p class='headline'><b>{_esc(report.quality_labels.line)}</b></p>",
-           f"<p class='cons'><b>{len(cons)} contradiction(s)</b>: "
-           + (_esc("; ".join(c.kind for c in cons)) if cons else "none")
-           + " (see <a href='#contradictions'>Contradictions</a>)</p>",
+           f"<p class='cons'>{prose.contradictions_line(report, HTML)}</p>",
            HEADER_BEGIN, "<h2>Build and inputs</h2>", _html_table([], header_rows(report.header), "hdr"),
            HEADER_END]
     out += ["<h2>Summary</h2>",
-            f"<p>Policy <code>{_esc(sub.policy)}</code>, dtype {_esc(sub.dtype)}, {sub.layers} ops, "
-            f"{_esc(sub.clock_ghz)} GHz.</p>", _html_table(*t["summary"])]
+            f"<p>{prose.subject_line(sub, HTML)}</p>", _html_table(*t["summary"])]
     out += ["<ul>"] + [f"<li>{_esc(f)}</li>" for f in findings(report)]
     out += [f"<li>warning: {_esc(w)}</li>" for w in report.summary.warnings] + ["</ul>"]
     out += ["<h3>Reality check</h3>", _img(charts["reality_check"], "reality check: nominal vs real speedup and "
@@ -122,67 +116,46 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
                 "</details>"]
     sched = report.pruning_schedule
     out += ["<h2>Pruning schedule</h2>",
-            f"<p>Which ops to make sparse first: ranked by simulated time saved (<code>{_esc(sched.definition)}"
-            f"</code>). The curve ends at the run's speedup {fmt_x(sched.run_speedup)}.</p>",
+            f"<p>{prose.schedule_intro(sched, HTML)}</p>",
             _img(charts["pruning_schedule"], "pruning schedule: cumulative speedup vs ops made sparse"),
             "<ul>"] + [f"<li>{_esc(f)}</li>" for f in schedule_findings(report)]
     out += ["</ul>", _html_table(*t["schedule"])]
     if len(grouped_schedule(sched.rows)) > SCHEDULE_ROWS:
-        out.append(f"<p class='small'>first {SCHEDULE_ROWS} rows of the {sched.layers}-op schedule; all are in "
-                   "report.json</p>")
+        out.append(f"<p class='small'>{prose.schedule_cut(sched)}</p>")
     fi = report.fallback_impact
     out += ["<h2>Dense-fallback impact</h2>",
-            f"<p>{fi.layers} fallback ops take {fmt_int(fi.cycles)} cycles, {fmt_pct(fi.share_of_time)} of the "
-            f"sparse run. Per reason, the model speedup if the reason were removed ({_esc(fi.method)}; policy "
-            f"<code>{_esc(fi.policy)}</code>; best case: each op keeps the faster kernel):</p>",
-            _html_table(*t["fallback"]), "<ul>"]
-    for r in fi.reasons:
-        out.append(f"<li><code>{_esc(r.reason)}</code> ({_esc(r.description)}): {_esc(r.mode)}; "
-                   f"{r.sparse_faster_layers} of {r.count} ops are faster sparse on their own; hardware "
-                   f"changes: {_esc(', '.join(r.hardware_changes) or 'none')}; ops: "
-                   + _esc(group_name(r.layers)) + "</li>")
-    if fi.all_real_reasons_removed:
-        a = fi.all_real_reasons_removed
-        out.append(f"<li>all of {_esc(', '.join(a.reasons))} removed: {fmt_x(a.speedup_if_removed)} "
-                   f"(best case {fmt_x(a.speedup_if_removed_best)})</li>")
+            f"<p>{prose.fallback_intro(fi, HTML)}</p>", _html_table(*t["fallback"]), "<ul>"]
+    out += [f"<li>{prose.reason_line(r, HTML)}</li>" for r in fi.reasons]
+    removed = prose.all_removed(fi, HTML)
+    if removed:
+        out.append(f"<li>{removed}</li>")
     out.append("</ul>")
     q = report.quality
     proxy = q.proxy
     out += ["<h2>Quality guardrail</h2>", f"<div class='banner {status}'>{_esc(g.status.upper())}: "
             f"{_esc(g.message)}</div>", _html_table(*t["quality"])]
     if q.source:
-        out.append(f"<p class='small'>Source of the figures: {_esc(q.source)}</p>")
-    out += [f"<p>Every quality figure in this report, labelled ({_esc(report.quality_labels.line)}):</p>",
-            _html_table(*t["quality_labels"])]
+        out.append(f"<p class='small'>{prose.source_line(q.source, HTML)}</p>")
+    out += [f"<p>{prose.labels_intro(report, HTML)}</p>", _html_table(*t["quality_labels"])]
     ev = q.evidence
-    out.append(f"<p>Published evidence (quality registry; model {_esc(ev.model or 'not matched')}"
-               + (f", by {_esc(ev.matched_by)}" if ev.matched_by else "") + f"; policy: {_esc(ev.policy)}): "
-               f"{_esc(ev.message)}</p>")
+    out.append(f"<p>{prose.evidence_line(ev, HTML)}</p>")
     if ev.entries:
         out.append(_html_table(*t["evidence"]))
     if ev.conflicts:
-        out.append("<p><b>Contradictory evidence</b> (sources whose drops differ by more than the threshold):</p><ul>"
+        out.append(f"<p>{prose.conflicts_intro(HTML)}</p><ul>"
                    + "".join(f"<li>{_esc(c.message)}</li>" for c in ev.conflicts) + "</ul>")
     plabel = proxy.label or "no op runs sparse"
     out.append(f"<h3>Numeric proxy ({_esc(plabel)})</h3>")
     if proxy.layers:
         if proxy.synthetic_layers:
-            out.append(f"<p><b>On {SYNTHETIC_LABEL}</b> (seeded Gaussian, not the model's weights) for "
-                       f"{proxy.synthetic_layers} of {len(proxy.layers)} ops: the figures show what magnitude "
-                       "pruning does to a generic matrix, not to this model.</p>")
-        out += [f"<p>MAC-weighted relative output error {proxy.mac_weighted_error:.4f}, worst "
-                f"{proxy.max_error:.4f} ({_esc(proxy.max_error_layer)}), {_esc(plabel)}. "
-                f"{_esc(proxy.method)}. Caveat: {_esc(proxy.caveat)}.</p>", "<p>By weight shape:</p>",
-                _html_table(*t["proxy"])]
+            out.append(f"<p>{prose.synthetic_line(proxy, HTML)}</p>")
+        out += [f"<p>{prose.proxy_line(proxy, plabel, HTML)}</p>", "<p>By weight shape:</p>", _html_table(*t["proxy"])]
         if proxy.unused_arrays:
-            out.append("<p class='small'>Arrays in the weights file that match no weight layer: "
-                       + _esc(", ".join(proxy.unused_arrays)) + "</p>")
+            out.append(f"<p class='small'>{prose.unused_arrays_line(proxy, HTML)}</p>")
     sens = report.sensitivity
     out.append("<h2>Sensitivity to calibrated fields</h2>")
     if sens.runs:
-        out += [f"<p>Each CALIBRATED field perturbed by &plusmn;{sens.perturbation:.0%}: the speedup ranges over "
-                f"{fmt_x(sens.range[0])} - {fmt_x(sens.range[1])} (nominal {fmt_x(sens.speedup)}).</p>",
-                _html_table(*t["sensitivity"])]
+        out += [f"<p>{prose.sensitivity_line(sens, HTML)}</p>", _html_table(*t["sensitivity"])]
     else:
         out.append(f"<p>{_esc(sens.note or 'none')}</p>")
     out.append("<h2>Serving latency (p50 / p95 / p99)</h2>")
@@ -192,10 +165,8 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
     else:
         out.append(f"<p>{_esc(sv.note)}</p>")
     out += ["<h2 id='contradictions'>Contradictions</h2>", "<p>Evidence that points the other way:</p>", "<ul>"]
-    out += [f"<li><b>{_esc(c.kind)}</b>: {_esc(c.message)}</li>" for c in cons] or ["<li>none found</li>"]
-    out += ["</ul>", "<hr><p class='small'>Generated by <code>accelsim report</code>; the full data is in "
-            "report.json (everything outside <code>header</code> is byte-identical for identical inputs).</p>",
-            "</body></html>", ""]
+    out += [f"<li>{prose.contradiction(c.kind, c.message, HTML)}</li>" for c in cons] or ["<li>none found</li>"]
+    out += ["</ul>", f"<hr><p class='small'>{prose.footer(HTML)}</p>", "</body></html>", ""]
     text = "\n".join(out)
     # no URL scheme may appear anywhere (a user-supplied source text could hold one): defuse it
     return re.sub(r"(?i)\b(https?):(?=//)", r"\1&#58;", text)

@@ -9,18 +9,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from accelsim.report import deploy_prose as prose
+from accelsim.report.deploy_prose import MARKDOWN as MD
 from accelsim.report.deploy_tables import serving_cells, tables
 from accelsim.report.deploy_text import (
     HEADER_BEGIN,
     HEADER_END,
+    NUMERIC_CELL,
     SCHEDULE_ROWS,
-    SYNTHETIC_LABEL,
     TOP_LAYERS,
     findings,
-    fmt_int,
-    fmt_pct,
-    fmt_x,
-    group_name,
     grouped_schedule,
     guardrail_line,
     header_rows,
@@ -36,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["md_table", "render_markdown"]
 
 _FENCE = "\x00fence\x00"  # placeholder of our code fences until the document's fence length is known
-_NUMERIC = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")
 
 
 def _md_escape(text: str) -> str:
@@ -80,8 +77,8 @@ def md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     if not rows:
         return ["(none)"]
     right = {i for i in range(len(head))
-             if any(_NUMERIC.match(r[i]) for r in rows)
-             and all(_NUMERIC.match(r[i]) for r in rows if r[i] not in ("", "-"))}
+             if any(NUMERIC_CELL.match(r[i]) for r in rows)
+             and all(NUMERIC_CELL.match(r[i]) for r in rows if r[i] not in ("", "-"))}
     lines = ["| " + " | ".join(_md_escape(h) for h in head) + " |",
              "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
     lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in rows]
@@ -105,13 +102,11 @@ def render_markdown(report: DeploymentReport) -> str:
            f"> {mark} **{guardrail_line(report)}**", ">",
            f"> **{headline(report)}**", ">",
            f"> **{report.quality_labels.line}**", ">",
-           f"> **{len(cons)} contradiction(s)**: " + ("; ".join(c.kind for c in cons) if cons else "none")
-           + " (see [Contradictions](#contradictions))", "",
+           f"> {prose.contradictions_line(report, MD)}", "",
            HEADER_BEGIN, "## Build and inputs", ""]
     out += md_table(["field", "value"], header_rows(report.header))
     out += [HEADER_END, ""]
-    out += ["## Summary", "", f"Policy `{sub.policy}`, dtype {sub.dtype}, {sub.layers} ops, "
-            f"{sub.clock_ghz} GHz.", ""]
+    out += ["## Summary", "", prose.subject_line(sub, MD), ""]
     out += md_table(*t["summary"])
     out += [""] + [f"- {f}" for f in findings(report)] + [""]
     for w in report.summary.warnings:
@@ -132,68 +127,53 @@ def render_markdown(report: DeploymentReport) -> str:
             + (" (all ops are in report.json and in the HTML report)." if n_layers > TOP_LAYERS else "."), ""]
     out += md_table(*t["layers_top"]) + [""]
     sched = report.pruning_schedule
-    out += ["## Pruning schedule", "", "Which ops to make sparse first: ranked by simulated time saved "
-            f"(`{sched.definition}`). The curve ends at the run's speedup {fmt_x(sched.run_speedup)}.", "",
-            "![pruning schedule](pruning_schedule.png)", ""]
+    out += ["## Pruning schedule", "", prose.schedule_intro(sched, MD), "", "![pruning schedule](pruning_schedule.png)",
+            ""]
     out += [f"- {f}" for f in schedule_findings(report)] + [""]
     out += md_table(*t["schedule"])
     if len(grouped_schedule(sched.rows)) > SCHEDULE_ROWS:
-        out.append(f"\n(first {SCHEDULE_ROWS} rows of the {sched.layers}-op schedule; all are in report.json)")
+        out.append(f"\n({prose.schedule_cut(sched)})")
     fi = report.fallback_impact
-    out += ["", "## Dense-fallback impact", "",
-            f"{fi.layers} fallback ops take {fmt_int(fi.cycles)} cycles, {fmt_pct(fi.share_of_time)} of the "
-            f"sparse run. Per reason, the model speedup if the reason were removed ({fi.method}; "
-            f"policy `{fi.policy}`; best case: each op keeps the faster kernel):", ""]
+    out += ["", "## Dense-fallback impact", "", prose.fallback_intro(fi, MD), ""]
     out += md_table(*t["fallback"]) + [""]
-    for r in fi.reasons:
-        out.append(f"- `{r.reason}` ({r.description}): {r.mode}; "
-                   f"{r.sparse_faster_layers} of {r.count} ops are faster sparse on their own; hardware changes: "
-                   f"{', '.join(r.hardware_changes) or 'none'}; ops: {group_name(r.layers)}")
-    if fi.all_real_reasons_removed:
-        a = fi.all_real_reasons_removed
-        out.append(f"- all of {', '.join(a.reasons)} removed: {fmt_x(a.speedup_if_removed)} "
-                   f"(best case {fmt_x(a.speedup_if_removed_best)})")
+    out += [f"- {prose.reason_line(r, MD)}" for r in fi.reasons]
+    removed = prose.all_removed(fi, MD)
+    if removed:
+        out.append(f"- {removed}")
     q = report.quality
     proxy = q.proxy
     out += ["", "## Quality guardrail", "", f"**{g.status.upper()}**: {g.message}", ""]
     out += md_table(*t["quality"])
     if q.source:
-        out += ["", f"Source of the figures: {q.source}"]
-    out += ["", f"Every quality figure in this report, labelled ({report.quality_labels.line}):", ""]
+        out += ["", prose.source_line(q.source, MD)]
+    out += ["", prose.labels_intro(report, MD), ""]
     out += md_table(*t["quality_labels"])
     ev = q.evidence
-    out += ["", f"Published evidence (quality registry; model {ev.model or 'not matched'}"
-                + (f", by {ev.matched_by}" if ev.matched_by else "") + f"; policy: {ev.policy}): {ev.message}"]
+    out += ["", prose.evidence_line(ev, MD)]
     if ev.entries:
         out += [""] + md_table(*t["evidence"])
     if ev.conflicts:
-        out += ["", "**Contradictory evidence** (sources whose drops differ by more than the threshold):", ""]
+        out += ["", prose.conflicts_intro(MD), ""]
         out += [f"- {c.message}" for c in ev.conflicts]
     plabel = proxy.label or "no op runs sparse"
     out += ["", f"### Numeric proxy ({plabel})", ""]
     if proxy.layers:
         if proxy.synthetic_layers:
-            out.append(f"**On {SYNTHETIC_LABEL}** (seeded Gaussian, not the model's weights) for "
-                       f"{proxy.synthetic_layers} of {len(proxy.layers)} ops: the figures show what magnitude "
-                       "pruning does to a generic matrix, not to this model.")
-        out += ["", f"MAC-weighted relative output error {proxy.mac_weighted_error:.4f}, worst "
-                f"{proxy.max_error:.4f} ({proxy.max_error_layer}), {plabel}. {proxy.method}. "
-                f"Caveat: {proxy.caveat}.", "", "By weight shape:", ""]
+            out.append(prose.synthetic_line(proxy, MD))
+        out += ["", prose.proxy_line(proxy, plabel, MD), "", "By weight shape:", ""]
         out += md_table(*t["proxy"])
         if proxy.unused_arrays:
-            out += ["", "Arrays in the weights file that match no weight layer: " + ", ".join(proxy.unused_arrays)]
+            out += ["", prose.unused_arrays_line(proxy, MD)]
     sens = report.sensitivity
     out += ["", "## Sensitivity to calibrated fields", ""]
     if sens.runs:
-        out += [f"Each CALIBRATED field perturbed by +/-{sens.perturbation:.0%}: the speedup ranges over "
-                f"{fmt_x(sens.range[0])} - {fmt_x(sens.range[1])} (nominal {fmt_x(sens.speedup)}).", ""]
+        out += [prose.sensitivity_line(sens, MD), ""]
         out += md_table(*t["sensitivity"])
     else:
         out.append(sens.note or "none")
     out += ["", "## Serving latency (p50 / p95 / p99)", ""]
     out += _serving_md(report.serving)
     out += ["", "## Contradictions", "", "Evidence that points the other way:", ""]
-    out += [f"- **{c.kind}**: {c.message}" for c in cons] or ["- none found"]
-    out += ["", "---", "Generated by `accelsim report`; the full data is in report.json (everything outside "
-            "`header` is byte-identical for identical inputs).", ""]
+    out += [f"- {prose.contradiction(c.kind, c.message, MD)}" for c in cons] or ["- none found"]
+    out += ["", "---", prose.footer(MD), ""]
     return _md_safe("\n".join(out))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from accelsim.analysis.deployment import DeploymentReport, ReportHeader
     from accelsim.analysis.deployment_summary import LayerRow, ScheduleRow
 
-__all__ = ["HEADER_BEGIN", "HEADER_END", "SCHEDULE_ROWS", "SYNTHETIC_LABEL", "TOP_LAYERS", "LayerGroup",
+__all__ = ["HEADER_BEGIN", "HEADER_END", "NUMERIC_CELL", "SCHEDULE_ROWS", "SYNTHETIC_LABEL", "TOP_LAYERS", "LayerGroup",
            "ScheduleGroup", "findings", "fmt_bytes", "fmt_int", "fmt_num", "fmt_pct", "fmt_us", "fmt_x",
            "group_name", "grouped_layers", "grouped_schedule", "guardrail_line", "header_rows", "headline",
            "reason_text", "schedule_findings", "shape_text"]
@@ -28,6 +29,7 @@ HEADER_END = "<!-- report-header:end -->"
 SYNTHETIC_LABEL = "synthetic weights"  # as the analysis labels them (accelsim.analysis.deployment_quality)
 TOP_LAYERS = 40        # per-layer rows shown in the Markdown / HTML body (all are in the JSON)
 SCHEDULE_ROWS = 20     # pruning-schedule rows shown in the Markdown / HTML
+NUMERIC_CELL = re.compile(r"^[-+]?[\d,.]+\s*(x|%|us|ms|B|kB|MB|GB)?( \*)?$")  # table cells set right-aligned
 
 
 # ============================================================================================ numbers
