@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +20,16 @@ Unlimited = Literal["unlimited"]
 PosFloatOrUnlimited = Annotated[PosFloat | Unlimited, configio.one_message("a number greater than 0 or 'unlimited'")]
 Triple = Annotated[list[PosInt], Field(min_length=3, max_length=3)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
+
+
+def drop_defaults(data: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """A section's serialized ``data`` without the keys that hold their default (``defaults``: key -> default):
+    optional fields added after configs were written stay out of the resolved config, which reads (and hashes)
+    as before. For a section's ``model_serializer(mode="wrap")``."""
+    for key, default in defaults.items():
+        if key in data and data[key] == default:
+            data.pop(key)
+    return data
 
 
 class Strict(BaseModel):

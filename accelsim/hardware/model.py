@@ -30,6 +30,7 @@ from accelsim.hardware.base import (  # noqa: F401 (re-exported: config sections
     Strict,
     Triple,
     Unlimited,
+    drop_defaults,
 )
 from accelsim.hardware.families import (
     EXTENDS_KEY,
@@ -182,11 +183,7 @@ class SparseSpec(Strict):
     def _formats_if_listed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Leave ``formats`` and the V:N:M / block sections out of the resolved config when absent (configs
         written before them read the same). One serializer: pydantic applies only a model's last one."""
-        data = handler(self)
-        for key in ("formats", *_OPTIONAL_FORMAT_SECTIONS):
-            if data.get(key, 0) is None:
-                data.pop(key)
-        return data
+        return drop_defaults(handler(self), dict.fromkeys(("formats", *_OPTIONAL_FORMAT_SECTIONS)))
 
     @model_validator(mode="after")
     def _vnm_runs_on_a_native_pattern(self) -> SparseSpec:
@@ -367,10 +364,7 @@ class Hardware(Strict):
 
     @model_serializer(mode="wrap")
     def _system_if_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out = handler(self)
-        if out.get("system") is None:
-            out.pop("system", None)  # single-device configs serialise (and hash) as before systems existed
-        return out
+        return drop_defaults(handler(self), {"system": None})  # single-device configs hash as before systems
 
     @property
     def devices(self) -> int:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from accelsim.hardware.base import DtypeName, PosFloat, PosFloatOrUnlimited, PosInt, Strict, Triple
+from accelsim.hardware.base import DtypeName, PosFloat, PosFloatOrUnlimited, PosInt, Strict, Triple, drop_defaults
 
 
 class VnmSupport(Strict):
@@ -44,10 +44,7 @@ class VnmSupport(Strict):
     @model_serializer(mode="wrap")
     def _resident_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Leave ``resident_ctas`` out of the resolved config when absent (configs read back as before)."""
-        data = handler(self)
-        if data.get("resident_ctas", 0) is None:
-            data.pop("resident_ctas")
-        return data
+        return drop_defaults(handler(self), {"resident_ctas": None})
 
 
 class BlockMultiple(Strict):
@@ -102,12 +99,8 @@ class BlockSupport(Strict):
     @model_serializer(mode="wrap")
     def _kernel_fields_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Leave the kernel fields out of the resolved config at their defaults (configs read back as before)."""
-        data = handler(self)
-        for key, default in (("cta_n", "library"), ("stages", None), ("resident_ctas", None),
-                             ("index_load", "prefetched")):
-            if key in data and data[key] == default:
-                data.pop(key)
-        return data
+        return drop_defaults(handler(self), {"cta_n": "library", "stages": None, "resident_ctas": None,
+                                             "index_load": "prefetched"})
 
 
 def vnm_tile_rows(compute: Any, support: VnmSupport) -> tuple[int, ...]:
