@@ -66,6 +66,32 @@ def test_a_kernel_loop_row_has_no_fixed_launch_cost_and_a_framework_row_keeps_it
     assert kernel_loop_hardware(hw).core == hw.core  # nothing else changes
 
 
+def test_kernels_come_from_the_column_a_tag_or_a_searching_harness() -> None:
+    head = HEADER.replace("format\n", "format,kernels\n")
+    rows = parse_measurements(head + "A100,fp16,64,64,64,,,1.0,src,kernel-gemm; kernels=searched,,\n"
+                                     "A100,fp16,64,64,64,,,1.0,src,kernel-gemm,,searched\n"
+                                     "A100,fp16,64,64,64,,,1.0,github:bcacdwk/vllmbench@46da5ca8 x,kernel-gemm,,\n"
+                                     "A100,fp16,64,64,64,,,1.0,src,kernel-gemm,,\n", "x.csv")
+    assert [r.kernels for r in rows] == ["searched", "searched", "searched", "default"]
+    assert rows[0].to_dict()["kernels"] == "searched" and "kernels" not in rows[3].to_dict()
+    with pytest.raises(MeasurementError, match=r"x.csv: line 2, column kernels: unknown kernels 'best'"):
+        parse_measurements(head + "A100,fp16,64,64,64,,,1.0,src,kernel-gemm,,best\n", "x.csv")
+
+
+def test_a_searched_row_runs_the_searched_tiles_and_says_so() -> None:
+    hw = load_hardware(HW / "rtx4090-like.yaml")
+    rows = parse_measurements(HEADER + "RTX 4090,fp16,512,512,512,,,1.0,s,kernel-gemm; kernels=searched,\n"
+                                       "RTX 4090,fp16,512,512,512,,,1.0,s,kernel-gemm,\n", "x.csv")
+    res = validate_hw(rows, {"RTX 4090": hw})
+    searched, default = (r.predicted for r in res.rows)
+    assert searched is not None and default is not None
+    assert searched.sparse_tile[:2] == [64, 64] and default.sparse_tile == [128, 128, 64]
+    assert searched.dense_cycles == default.dense_cycles and searched.sparse_cycles < default.sparse_cycles
+    assert [r.kernels for r in res.rows] == ["searched", "default"]
+    assert any("1 row(s) from a harness that searched" in n for n in res.notes)
+    assert rows_csv(res).splitlines()[1].endswith(",searched")
+
+
 def test_vnm_waves_run_back_to_back_when_a_core_holds_two_or_more_ctas() -> None:
     """128:2:100 on 1024 x 8192 x 4096 (6 k-steps per CTA, memory-bound): with the default residency (as many
     CTAs as shared memory holds) the next CTA's loads overlap the current one's write-back; resident_ctas = 1
@@ -248,5 +274,5 @@ def test_flashllm_rows_can_be_scored_per_shape() -> None:
 
 def test_validation_csv_echoes_format_and_timing(venom: ValidationResult) -> None:
     lines = rows_csv(venom).splitlines()
-    assert lines[0].endswith(",format,timing")
-    assert lines[1].endswith(",2:4,kernel-loop")
+    assert lines[0].endswith(",format,timing,kernels")
+    assert lines[1].endswith(",2:4,kernel-loop,default")

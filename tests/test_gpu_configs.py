@@ -258,8 +258,10 @@ def test_a_sweep_over_a_part_config_reads_its_family() -> None:
     assert len(spec.points) == 2
 
 
+
 # CUTLASS's sm80 f16 / bf16 2:4 threadblock shapes (python/cutlass_library/generator.py,
-# GenerateSM80_SparseTensorOp_16832; min_cc 80): the mma.sp families choose among those up to 128 x 128
+# GenerateSM80_SparseTensorOp_16832; min_cc 80): a harness that searches the library's algorithms chooses among
+# those up to 128 x 128 on the mma.sp families; the default algorithm runs one 128 x 128 x 64 tile
 CUTLASS_SM80_SPARSE = {(64, 128, 64), (256, 128, 64), (128, 256, 64), (128, 128, 64), (256, 64, 64), (64, 256, 64),
                        (128, 64, 64), (64, 64, 64), (128, 128, 128), (256, 64, 128), (128, 64, 128), (64, 128, 128),
                        (64, 64, 128)}
@@ -268,19 +270,25 @@ MMA_SP_FAMILIES = ("ampere-datacenter", "ampere-consumer", "ada", "blackwell-con
 
 @pytest.mark.parametrize("family", MMA_SP_FAMILIES)
 def test_mma_sp_families_search_cutlass_sparse_tiles_up_to_128(family: str) -> None:
-    tiles = {tuple(t) for t in read_hardware_data(HW / "families" / f"{family}.yaml", family=True)
-             .data["core"]["compute"]["cta_tiles"]["sparse"]}
-    assert tiles == {t for t in CUTLASS_SM80_SPARSE if max(t[:2]) <= 128}
+    tiles = read_hardware_data(HW / "families" / f"{family}.yaml", family=True).data["core"]["compute"]["cta_tiles"]
+    assert {tuple(t) for t in tiles["sparse_searched"]} == {t for t in CUTLASS_SM80_SPARSE if max(t[:2]) <= 128}
+    assert tiles["sparse"] == [[128, 128, 64]]
 
 
 @pytest.mark.parametrize("name", ["a100-pcie-like", "rtx4090-like"])
-def test_small_2_4_gemms_take_narrow_tiles_large_ones_the_wide_tile(name: str) -> None:
-    """A 512^3 2:4 GEMM runs 64 x 64 CTAs (64 of them, where 128 x 128 would leave all but 16 SMs idle), so
-    its kernel is faster than the one wide tile the families had; at 4096^3 the 128 x 128 tile still wins."""
+def test_searched_2_4_kernels_take_narrow_tiles_for_small_gemms(name: str) -> None:
+    """A 512^3 2:4 GEMM searched runs 64 x 64 CTAs (64 of them, where 128 x 128 would leave all but 16 SMs idle),
+    so it is faster than the default algorithm's one wide tile; at 4096^3 the 128 x 128 tile still wins."""
+    from accelsim.analysis.gpu_validation import searched_kernels_hardware
+
     hw = load_hardware(HW / f"{name}.yaml")
-    one_tile = load_hardware(HW / f"{name}.yaml", ["core.compute.cta_tiles.sparse=[[128, 128, 64]]"])
+    searched = searched_kernels_hardware(hw)
     small, large = _gemm("fp16", 512, 512, 512), _gemm("fp16", 4096, 4096, 4096)
-    s = run(small, hw, "2:4").layers[0]
-    assert s.tiling["cta_tile"] == [64, 64, 64]
-    assert s.cycles["total"] < run(small, one_tile, "2:4").layers[0].cycles["total"]
-    assert run(large, hw, "2:4").layers[0].tiling["cta_tile"] == [128, 128, 64]
+    s, d = run(small, searched, "2:4").layers[0], run(small, hw, "2:4").layers[0]
+    assert s.tiling["cta_tile"][:2] == [64, 64] and d.tiling["cta_tile"] == [128, 128, 64]
+    assert s.cycles["total"] < d.cycles["total"]
+    assert run(large, searched, "2:4").layers[0].tiling["cta_tile"][:2] == [128, 128]
+    # dense kernels and a part without a searched list are unchanged
+    assert run(small, searched, "dense").layers[0].cycles == run(small, hw, "dense").layers[0].cycles
+    h100 = load_hardware(HW / "h100-like.yaml")
+    assert searched_kernels_hardware(h100) is h100
