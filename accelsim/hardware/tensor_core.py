@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from accelsim.config import schema as configio
 from accelsim.hardware.base import DtypeName, Fraction, PosFloat, PosInt, Strict, Triple
@@ -50,6 +50,14 @@ class CtaTiles(Strict):
         "a benchmark harness does); `sparse` is what the library's default algorithm runs. Used for measurements "
         "whose harness searched (`validate-hw`, column `kernels`), and for runs that ask for it "
         "(`searched_kernels`); unset: the same as `sparse`.")
+
+    @model_serializer(mode="wrap")
+    def _searched_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``sparse_searched`` out of the resolved config when absent (configs read back as before)."""
+        data = handler(self)
+        if data.get("sparse_searched", 0) is None:
+            data.pop("sparse_searched")
+        return data
 
     def for_path(self, path: str, dtype: str) -> list[list[int]]:
         """The candidate tiles of the ``path`` ('dense' | 'sparse') kernel for ``dtype``."""
