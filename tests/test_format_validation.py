@@ -135,15 +135,17 @@ def test_venom_every_row_is_timed_as_a_kernel_loop(venom: ValidationResult) -> N
 
 
 def test_venom_tensor_core_rows_meet_the_target(venom: ValidationResult) -> None:
-    """V:N:M and 2:4 rows (178 scored, none fitted; 2 rows above the 2x bound reported): median 7.8 %, 100 %
-    right side, MAE 0.470 (the large-speedup V:N:M rows weigh in the MAE)."""
+    """V:N:M and 2:4 rows (178 scored, none fitted; 2 rows above the 2x bound reported): median 9.0 %, 100 %
+    right side, MAE 0.497 (the large-speedup V:N:M rows weigh in the MAE). rtx3090-like carries the Ada family
+    fit; since the RTX 4090 rows run their searched 2:4 kernels (issue 17) it is 0.77 / 0.75, not 0.74 / 0.73
+    (before: median 7.8 %, MAE 0.470)."""
     n, med, right, mae = _scored(venom, _tensor_core)
     assert n == 178 and right == 1.0
-    assert med == pytest.approx(7.8, abs=1.0) and mae == pytest.approx(0.470, abs=0.05)
+    assert med == pytest.approx(9.0, abs=1.0) and mae == pytest.approx(0.497, abs=0.05)
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
 
 
-@pytest.mark.parametrize(("m_group", "median_pct"), [(7, 8.5), (8, 7.1), (10, 6.4), (20, 3.9), (40, 7.6)])
+@pytest.mark.parametrize(("m_group", "median_pct"), [(7, 7.1), (8, 8.9), (10, 7.7), (20, 5.4), (40, 10.3)])
 def test_venom_vnm_by_m_meets_the_target(venom: ValidationResult, m_group: int, median_pct: float) -> None:
     n, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(f":{m_group}"))  # type: ignore[union-attr]
     assert n == 24 and right == 1.0 and med == pytest.approx(median_pct, abs=1.0)
@@ -152,20 +154,20 @@ def test_venom_vnm_by_m_meets_the_target(venom: ValidationResult, m_group: int, 
 
 def test_venom_24_rows(venom: ValidationResult) -> None:
     n, med, right, mae = _scored(venom, lambda r: r.format == "2:4")
-    assert n == 34 and right == 1.0 and med == pytest.approx(12.4, abs=1.0) and mae == pytest.approx(0.229, abs=0.02)
+    assert n == 34 and right == 1.0 and med == pytest.approx(11.0, abs=1.0) and mae == pytest.approx(0.217, abs=0.02)
 
 
 def test_venom_vnm_m100_meets_the_target(venom: ValidationResult) -> None:
     """Met since C's bytes are charged once in time (engine.tensorcore.write_back_drain): 22.4 % before."""
     n, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(":100"))  # type: ignore[union-attr]
     assert n == 24 and right == 1.0
-    assert med == pytest.approx(8.8, abs=1.0)
+    assert med == pytest.approx(11.9, abs=1.0)
     assert med <= TARGET_MEDIAN_PCT
 
 
 def test_venom_m100_guard(venom: ValidationResult) -> None:
     _, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(":100"))  # type: ignore[union-attr]
-    assert right == 1.0 and med == pytest.approx(8.8, abs=1.0)
+    assert right == 1.0 and med == pytest.approx(11.9, abs=1.0)
 
 
 @pytest.mark.xfail(strict=True, reason="CLASP column-vector kernels (block2x1..block8x1, tensor cores) are not "
