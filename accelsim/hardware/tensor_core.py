@@ -47,9 +47,9 @@ class CtaTiles(Strict):
     sparse_searched: list[Triple] | None = Field(
         None, min_length=1, description="Tiles of the 2:4 kernels a caller chooses among when it searches the "
         "library's algorithms for each shape (timing every cuSPARSELt algorithm id and keeping the fastest, as "
-        "a benchmark harness does); `sparse` is what the library's default algorithm runs. Used for measurements "
-        "whose harness searched (`validate-hw`, column `kernels`), and for runs that ask for it "
-        "(`searched_kernels`); unset: the same as `sparse`.")
+        "a benchmark harness does); `sparse` is what the library's default algorithm runs, and what `run`, `sweep` "
+        "and `serve` use. Used by `validate-hw` and `calibrate` for measurement rows whose harness searched "
+        "(`kernels` column or tag, or a known searching harness); unset: the same as `sparse`.")
 
     @model_serializer(mode="wrap")
     def _searched_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
