@@ -66,6 +66,32 @@ def test_a_kernel_loop_row_has_no_fixed_launch_cost_and_a_framework_row_keeps_it
     assert kernel_loop_hardware(hw).core == hw.core  # nothing else changes
 
 
+def test_kernels_come_from_the_column_a_tag_or_a_searching_harness() -> None:
+    head = HEADER.replace("format\n", "format,kernels\n")
+    rows = parse_measurements(head + "A100,fp16,64,64,64,,,1.0,src,kernel-gemm; kernels=searched,,\n"
+                                     "A100,fp16,64,64,64,,,1.0,src,kernel-gemm,,searched\n"
+                                     "A100,fp16,64,64,64,,,1.0,github:bcacdwk/vllmbench@46da5ca8 x,kernel-gemm,,\n"
+                                     "A100,fp16,64,64,64,,,1.0,src,kernel-gemm,,\n", "x.csv")
+    assert [r.kernels for r in rows] == ["searched", "searched", "searched", "default"]
+    assert rows[0].to_dict()["kernels"] == "searched" and "kernels" not in rows[3].to_dict()
+    with pytest.raises(MeasurementError, match=r"x.csv: line 2, column kernels: unknown kernels 'best'"):
+        parse_measurements(head + "A100,fp16,64,64,64,,,1.0,src,kernel-gemm,,best\n", "x.csv")
+
+
+def test_a_searched_row_runs_the_searched_tiles_and_says_so() -> None:
+    hw = load_hardware(HW / "rtx4090-like.yaml")
+    rows = parse_measurements(HEADER + "RTX 4090,fp16,512,512,512,,,1.0,s,kernel-gemm; kernels=searched,\n"
+                                       "RTX 4090,fp16,512,512,512,,,1.0,s,kernel-gemm,\n", "x.csv")
+    res = validate_hw(rows, {"RTX 4090": hw})
+    searched, default = (r.predicted for r in res.rows)
+    assert searched is not None and default is not None
+    assert searched.sparse_tile[:2] == [64, 64] and default.sparse_tile == [128, 128, 64]
+    assert searched.dense_cycles == default.dense_cycles and searched.sparse_cycles < default.sparse_cycles
+    assert [r.kernels for r in res.rows] == ["searched", "default"]
+    assert any("1 row(s) from a harness that searched" in n for n in res.notes)
+    assert rows_csv(res).splitlines()[1].endswith(",searched")
+
+
 def test_vnm_waves_run_back_to_back_when_a_core_holds_two_or_more_ctas() -> None:
     """128:2:100 on 1024 x 8192 x 4096 (6 k-steps per CTA, memory-bound): with the default residency (as many
     CTAs as shared memory holds) the next CTA's loads overlap the current one's write-back; resident_ctas = 1
@@ -114,15 +140,17 @@ def test_venom_every_row_is_timed_as_a_kernel_loop(venom: ValidationResult) -> N
 
 
 def test_venom_tensor_core_rows_meet_the_target(venom: ValidationResult) -> None:
-    """V:N:M and 2:4 rows (178 scored, none fitted; 2 rows above the 2x bound reported): median 7.8 %, 100 %
-    right side, MAE 0.470 (the large-speedup V:N:M rows weigh in the MAE)."""
+    """V:N:M and 2:4 rows (178 scored, none fitted; 2 rows above the 2x bound reported): median 9.0 %, 100 %
+    right side, MAE 0.497 (the large-speedup V:N:M rows weigh in the MAE). rtx3090-like carries the Ada family
+    fit; since the RTX 4090 rows run their searched 2:4 kernels (issue 17) it is 0.77 / 0.75, not 0.74 / 0.73
+    (before: median 7.8 %, MAE 0.470)."""
     n, med, right, mae = _scored(venom, _tensor_core)
     assert n == 178 and right == 1.0
-    assert med == pytest.approx(7.8, abs=1.0) and mae == pytest.approx(0.470, abs=0.05)
+    assert med == pytest.approx(9.0, abs=1.0) and mae == pytest.approx(0.497, abs=0.05)
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
 
 
-@pytest.mark.parametrize(("m_group", "median_pct"), [(7, 8.5), (8, 7.1), (10, 6.4), (20, 3.9), (40, 7.6)])
+@pytest.mark.parametrize(("m_group", "median_pct"), [(7, 7.1), (8, 8.9), (10, 7.7), (20, 5.4), (40, 10.3)])
 def test_venom_vnm_by_m_meets_the_target(venom: ValidationResult, m_group: int, median_pct: float) -> None:
     n, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(f":{m_group}"))  # type: ignore[union-attr]
     assert n == 24 and right == 1.0 and med == pytest.approx(median_pct, abs=1.0)
@@ -131,20 +159,20 @@ def test_venom_vnm_by_m_meets_the_target(venom: ValidationResult, m_group: int, 
 
 def test_venom_24_rows(venom: ValidationResult) -> None:
     n, med, right, mae = _scored(venom, lambda r: r.format == "2:4")
-    assert n == 34 and right == 1.0 and med == pytest.approx(12.4, abs=1.0) and mae == pytest.approx(0.229, abs=0.02)
+    assert n == 34 and right == 1.0 and med == pytest.approx(11.0, abs=1.0) and mae == pytest.approx(0.217, abs=0.02)
 
 
 def test_venom_vnm_m100_meets_the_target(venom: ValidationResult) -> None:
     """Met since C's bytes are charged once in time (engine.tensorcore.write_back_drain): 22.4 % before."""
     n, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(":100"))  # type: ignore[union-attr]
     assert n == 24 and right == 1.0
-    assert med == pytest.approx(8.8, abs=1.0)
+    assert med == pytest.approx(11.9, abs=1.0)
     assert med <= TARGET_MEDIAN_PCT
 
 
 def test_venom_m100_guard(venom: ValidationResult) -> None:
     _, med, right, _ = _scored(venom, lambda r: _vnm(r) and r.format.endswith(":100"))  # type: ignore[union-attr]
-    assert right == 1.0 and med == pytest.approx(8.8, abs=1.0)
+    assert right == 1.0 and med == pytest.approx(11.9, abs=1.0)
 
 
 @pytest.mark.xfail(strict=True, reason="CLASP column-vector kernels (block2x1..block8x1, tensor cores) are not "
@@ -341,5 +369,5 @@ def test_flashllm_blog_rows_are_aggregates_without_shapes() -> None:
 
 def test_validation_csv_echoes_format_and_timing(venom: ValidationResult) -> None:
     lines = rows_csv(venom).splitlines()
-    assert lines[0].endswith(",format,timing")
-    assert lines[1].endswith(",2:4,kernel-loop")
+    assert lines[0].endswith(",format,timing,kernels")
+    assert lines[1].endswith(",2:4,kernel-loop,default")

@@ -150,7 +150,8 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
         "dtype": row.dtype, "m": row.m, "n": row.n, "k": row.k, "regime": row.regime,
         "main": row.regime in main_regimes, "backend": row.backend, "source": row.source,
         "source_label": source_label(row.source),
-        "measured": Measured(row.speedup, row.dense_us, row.sparse_us), "format": row.format, "timing": row.timing}
+        "measured": Measured(row.speedup, row.dense_us, row.sparse_us), "format": row.format, "timing": row.timing,
+        "kernels": row.kernels}
     if key is None:
         return RowResult(**base, status="unmapped", message=f"no --hw-map entry matches GPU {row.gpu!r}")
     if row.format is not None:  # the row's own format: its ideal speedup is the bound
@@ -161,9 +162,8 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
                              message=f"format {row.format!r} cannot run here: {exc}")
         sparsity = "dense" if fmt is None else str(fmt)
         bound = bound if fmt is None or fmt.dense_speedup <= 2.0 else fmt.dense_speedup
-    hw, sim = hw_map[key], sims[key]
-    if row.timing == "kernel-loop":  # the host / framework share of the fixed cost hides behind the loop
-        hw, sim = sims[_loop_key(key)].hw, sims[_loop_key(key)]
+    sim = sims[_variant_key(key, row)]  # kernel-loop: no host launch cost; searched: the searched 2:4 tiles
+    hw = sim.hw
     try:
         pred = predict_row(row, hw, sim, sparsity)
     except AccelsimError as exc:  # e.g. a dtype the config has no rate for
@@ -180,8 +180,30 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
     return RowResult(**base, scored=True)
 
 
-def _loop_key(key: str) -> str:
-    return key + "\x00kernel-loop"
+def _variant_key(key: str, row: Measurement) -> str:
+    """The simulator a row runs on: its hw-map key, and how its harness timed and chose kernels."""
+    return f"{key}\x00{row.timing}\x00{row.kernels}"
+
+
+def row_hardware(hw: Hardware, row: Measurement) -> Hardware:
+    """``hw`` as the row's harness ran it: without the host launch cost for kernel-loop timings, with the
+    searched 2:4 tiles for a harness that searched the library's algorithms."""
+    if row.timing == "kernel-loop":  # the host / framework share of the fixed cost hides behind the loop
+        hw = kernel_loop_hardware(hw)
+    if row.kernels == "searched":
+        hw = searched_kernels_hardware(hw)
+    return hw
+
+
+def searched_kernels_hardware(hw: Hardware) -> Hardware:
+    """``hw`` as a harness that searches the library's algorithms runs it: the 2:4 kernels choose among
+    ``core.compute.cta_tiles.sparse_searched`` (where set) instead of the default algorithm's ``sparse`` tiles."""
+    comp = hw.core.compute
+    tiles = getattr(comp, "cta_tiles", None)
+    if tiles is None or tiles.sparse_searched is None:
+        return hw
+    comp = comp.model_copy(update={"cta_tiles": tiles.model_copy(update={"sparse": list(tiles.sparse_searched)})})
+    return hw.model_copy(update={"core": hw.core.model_copy(update={"compute": comp})})
 
 
 def kernel_loop_hardware(hw: Hardware) -> Hardware:
@@ -203,10 +225,12 @@ def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
     """
     if not hw_map:
         raise AccelsimError("validate_hw: the hardware map is empty; give at least one gpu=config")
-    sims = {key: Simulator(hw, (hw_sources or {}).get(key, "<hardware>")) for key, hw in hw_map.items()}
-    if any(row.timing == "kernel-loop" for row in rows):
-        sims.update({_loop_key(key): Simulator(kernel_loop_hardware(hw), (hw_sources or {}).get(key, "<hardware>"))
-                     for key, hw in hw_map.items()})
+    sims: dict[str, Simulator] = {}
+    for row in rows:
+        key = match_row(row, hw_map)
+        if key is not None and _variant_key(key, row) not in sims:
+            sims[_variant_key(key, row)] = Simulator(row_hardware(hw_map[key], row),
+                                                     (hw_sources or {}).get(key, "<hardware>"))
     out_rows = [_score(row, match_row(row, hw_map), hw_map, sims, sparsity, bound, main_regimes)
                 for row in rows]
     return _summarise(out_rows, tuple(main_regimes), bound, sparsity, hw_map, hw_sources)
@@ -262,6 +286,11 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
         notes.append(f"{len(loop)} row(s) timed as a back-to-back kernel loop (timing=kernel-loop): their fixed "
                      "launch cost per kernel (launch_overhead_cycles, fitted on framework-level timings) is not "
                      "counted; the kernels' own prologue and write-back are simulated")
+    searched = [r for r in rows if r.kernels == "searched" and r.hw_key is not None]
+    if searched:
+        notes.append(f"{len(searched)} row(s) from a harness that searched the library's 2:4 algorithms "
+                     "(kernels=searched): their sparse kernels choose among core.compute.cta_tiles.sparse_searched "
+                     "where the config lists it, the others run the default algorithm's cta_tiles.sparse")
     other = sorted({r.regime for r in rows if not r.main})
     if other:
         notes.append("main table = regimes " + ", ".join(main_regimes) + " (pure GEMM kernels); scored separately: "

@@ -10,7 +10,8 @@ operand B (tokens x batch), k = the reduction, and ``speedup = dense_time / spar
 ``decode-regime linear``, ``training fwd+bwd``); an optional ``regime`` column overrides it. An
 optional ``format`` column names the row's sparsity format (``64:2:8``, ``block32x32:75%``, ...), an optional
 ``timing`` column (or a ``timing=X`` tag in the notes) how it was timed: ``framework`` (default) or
-``kernel-loop`` (see ``TIMINGS``).
+``kernel-loop`` (see ``TIMINGS``), an optional ``kernels`` column (or ``kernels=X`` tag) which 2:4 kernels it ran:
+``default`` or ``searched`` (see ``KERNEL_CHOICES``; rows of a harness known to search are ``searched``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,16 @@ _PRESUMED = re.compile(r"^(?P<dtype>[a-z0-9_]+)\s*\(presumed\)$")
 TIMINGS = ("framework", "kernel-loop")
 DEFAULT_TIMING = "framework"
 _TIMING_TAG = re.compile(r"(?:^|[;,\s])timing\s*=\s*([A-Za-z-]+)")
+# Which 2:4 kernels a row's harness ran (an optional ``kernels`` column, else a ``kernels=X`` notes tag, else the
+# harness its source names): ``default``, the kernel the library's default algorithm picks (PyTorch's calls), or
+# ``searched``, the fastest of the library's algorithms, each timed (the config's cta_tiles.sparse_searched).
+KERNEL_CHOICES = ("default", "searched")
+DEFAULT_KERNELS = "default"
+_KERNELS_TAG = re.compile(r"(?:^|[;,\s])kernels\s*=\s*([A-Za-z-]+)")
+# Harnesses whose code documents a search: SlideSparse's cusparselt_gemm.cu (github:bcacdwk/vllmbench,
+# slidesparse/benchmark_kernel/cuSPARSELt) times every cuSPARSELt algorithm id (up to
+# CUSPARSELT_MATMUL_ALG_CONFIG_MAX_ID) with split-k 1, 2, 4, ... and cusparseLtMatmulSearch's pick, keeps the fastest
+SEARCHING_SOURCES = ("github:bcacdwk/vllmbench",)
 
 
 class MeasurementError(ConfigError):
@@ -74,6 +85,7 @@ class Measurement:
     dtype_written: str | None = None  # the CSV's spelling when it differs (a variant, or "(presumed)")
     format: str | None = None  # the optional `format` column (e.g. "64:2:8"); None: the validation's sparsity
     timing: str = DEFAULT_TIMING  # how it was timed (TIMINGS): the `timing` column, else a `timing=X` notes tag
+    kernels: str = DEFAULT_KERNELS  # which 2:4 kernels its harness ran (KERNEL_CHOICES): see kernels_of
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -83,6 +95,8 @@ class Measurement:
             del d["format"]
         if self.timing == DEFAULT_TIMING:
             del d["timing"]
+        if self.kernels == DEFAULT_KERNELS:
+            del d["kernels"]
         return d
 
 
@@ -95,6 +109,22 @@ def timing_of(column: str, notes: str, path: str, line: int) -> str:
         raw, where = (tag.group(1), "column notes (timing=)") if tag else (DEFAULT_TIMING, "")
     if raw.lower() not in TIMINGS:
         raise MeasurementError(path, f"line {line}, {where}", f"unknown timing {raw!r}; known: {', '.join(TIMINGS)}")
+    return raw.lower()
+
+
+def kernels_of(column: str, notes: str, source_column: str, path: str, line: int) -> str:
+    """The 2:4 kernels a row's harness ran: the ``kernels`` column, else a ``kernels=X`` notes tag, else
+    ``searched`` for a source in SEARCHING_SOURCES, else ``default``."""
+    raw = (column or "").strip()
+    where = "column kernels"
+    if not raw:
+        tag = _KERNELS_TAG.search(notes or "")
+        searching = any(source_column.startswith(s) for s in SEARCHING_SOURCES)
+        raw, where = ((tag.group(1), "column notes (kernels=)") if tag else
+                      ("searched" if searching else DEFAULT_KERNELS, ""))
+    if raw.lower() not in KERNEL_CHOICES:
+        raise MeasurementError(path, f"line {line}, {where}",
+                               f"unknown kernels {raw!r}; known: {', '.join(KERNEL_CHOICES)}")
     return raw.lower()
 
 
@@ -214,7 +244,9 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
                                 regime=regime, backend=backend_of(notes),
                                 dtype_written=written if written.lower() != dtype else None,
                                 format=(rec.get("format") or "").strip() or None,
-                                timing=timing_of(rec.get("timing") or "", notes, source, line)))
+                                timing=timing_of(rec.get("timing") or "", notes, source, line),
+                                kernels=kernels_of(rec.get("kernels") or "", notes, (rec.get("source") or "").strip(),
+                                                   source, line)))
     if not rows:
         raise MeasurementError(source, None, "no measurement rows after the header")
     return rows

@@ -108,6 +108,7 @@ class RowResult:
     message: str | None = None
     format: str | None = None  # the row's own format (the CSV's `format` column); None: the validation's sparsity
     timing: str = "framework"  # how the row was timed (measurements.TIMINGS); kernel-loop: no fixed launch cost
+    kernels: str = "default"  # which 2:4 kernels its harness ran (measurements.KERNEL_CHOICES)
 
 
 @dataclass(frozen=True)

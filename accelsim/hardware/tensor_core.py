@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from accelsim.config import schema as configio
 from accelsim.hardware.base import DtypeName, Fraction, PosFloat, PosInt, Strict, Triple
@@ -44,6 +44,20 @@ class CtaTiles(Strict):
         default_factory=dict, description="Tiles of the library's kernels for one element type where they differ "
         "from dense / sparse (e.g. fp4 kernels take BK = 256: the same 128-byte k-tile as fp16's 64); element types "
         "not listed use dense / sparse.")
+    sparse_searched: list[Triple] | None = Field(
+        None, min_length=1, description="Tiles of the 2:4 kernels a caller chooses among when it searches the "
+        "library's algorithms for each shape (timing every cuSPARSELt algorithm id and keeping the fastest, as "
+        "a benchmark harness does); `sparse` is what the library's default algorithm runs, and what `run`, `sweep` "
+        "and `serve` use. Used by `validate-hw` and `calibrate` for measurement rows whose harness searched "
+        "(`kernels` column or tag, or a known searching harness); unset: the same as `sparse`.")
+
+    @model_serializer(mode="wrap")
+    def _searched_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``sparse_searched`` out of the resolved config when absent (configs read back as before)."""
+        data = handler(self)
+        if data.get("sparse_searched", 0) is None:
+            data.pop("sparse_searched")
+        return data
 
     def for_path(self, path: str, dtype: str) -> list[list[int]]:
         """The candidate tiles of the ``path`` ('dense' | 'sparse') kernel for ``dtype``."""
@@ -188,8 +202,10 @@ class TensorCoreCompute(Strict):
             ((path,), getattr(self.cta_tiles, path)) for path in ("dense", "sparse")]
         lists += [(("by_dtype", dtype, path), getattr(tiles, path)) for dtype, tiles in self.cta_tiles.by_dtype.items()
                   for path in ("dense", "sparse")]
+        if self.cta_tiles.sparse_searched is not None:
+            lists.append((("sparse_searched",), self.cta_tiles.sparse_searched))
         for where, tiles in lists:
-            path = where[-1]
+            path = "sparse" if where[-1] == "sparse_searched" else where[-1]
             mma = getattr(self.mma, path)
             for i, tile in enumerate(tiles):
                 if any(t % m for t, m in zip(tile, mma, strict=True)):

@@ -27,6 +27,7 @@ from accelsim.analysis.calibration.fields import (
     Calibration,
     with_calibration,
 )
+from accelsim.analysis.gpu_validation import searched_kernels_hardware
 from accelsim.analysis.measurements import Measurement
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
@@ -97,10 +98,13 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
     path = np.zeros(len(rows), dtype=bool)
     for gi, eff in enumerate(g):
         hw_e = with_calibration(hw, Calibration(float(eff), float(eff), 0, 0, float(hw.dram.sustained_fraction)))
-        sim = Simulator(hw_e)
+        searched = searched_kernels_hardware(hw_e)  # rows whose harness searched the library's 2:4 kernels
+        sims = {False: Simulator(hw_e), True: Simulator(searched)}
         for ri, model in enumerate(models):
-            kd = lower(model, hw_e, "dense")[0]
-            ks = lower(model, hw_e, sparsity)[0]
+            on = rows[ri].kernels == "searched"
+            sim = sims[on]
+            kd = lower(model, sim.hw, "dense")[0]
+            ks = lower(model, sim.hw, sparsity)[0]
             dense[gi, ri] = sim(kd).cycles["total"]
             sparse[gi, ri] = sim(ks).cycles["total"]
             path[ri] = ks.sparse
