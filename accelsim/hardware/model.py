@@ -489,7 +489,6 @@ def load_hardware_with_provenance(path: str | Path,
         data = system_data(spec, hd)
     if "layers" in data and "core" not in data:
         raise ConfigError(src, None, "this is a workload file (it has 'layers'), expected a hardware config")
-    prov = provenance(hd)
     set_by: dict[str, str] = {}
     for item in overrides or []:
         data = apply_override(data, item, src)
@@ -501,6 +500,7 @@ def load_hardware_with_provenance(path: str | Path,
             raise
         raise ConfigError.many(src, [(key, _from_family(key, _from_override(key, problem, set_by), hd))
                                      for key, problem in exc.problems], exc.unlisted) from None
+    prov = provenance(hd)  # after the schema: a mistyped number ("1.83") is named as such, not as unaccounted for
     if not overrides:
         problems = peak_problems(hw, prov)
         if problems:

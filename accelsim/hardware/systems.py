@@ -42,8 +42,8 @@ def read_system(path: str | Path, hd: HardwareData) -> tuple[SystemSpec, Hardwar
     if hd.layers[0].provenance is None:
         raise ConfigError(src, PROVENANCE_KEY, "missing: a system file says where each interconnect number comes "
                                                "from (provenance: sources and fields, as a hardware config)")
+    spec = configio.validate(SystemSpec, hd.data, src)  # before provenance: a mistyped number is named as such
     prov = provenance(hd)
-    spec = configio.validate(SystemSpec, hd.data, src)
     device = Path(spec.device)
     device_path = device if device.is_absolute() else Path(src).parent / device
     if not device_path.is_file():

@@ -107,6 +107,8 @@ class ServingModel:
                                   f"decode workload has ({', '.join(sorted({*svc.defaults, *dec.defaults}))})")
             svc.set_params = {k: v for k, v in sets.items() if k in svc.defaults}
             dec.set_params = {k: v for k, v in sets.items() if k in dec.defaults}
+            dec.check_set_params()
+        svc.check_set_params()
         label = sp or canonical_pattern(svc.data.get("sparsity")) or "dense"
         info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
                                 "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}

@@ -62,6 +62,19 @@ class SimulatedService:
         self._footprints: dict[tuple[int, Any], dict[str, Any]] = {}
         self.simulations = 0
 
+    def check_set_params(self, how: str = "--set") -> None:
+        """Refuse set parameters serving would override or truncate without a word: the batch (the scheduler
+        picks each batch's size) and a size parameter that is not a whole number."""
+        if self.batch_param is not None and self.batch_param in self.set_params:
+            raise ConfigError(self.source, self.batch_param, f"{how} gives {self.set_params[self.batch_param]!r}, "
+                              "but serving sets the batch per batch (the scheduler's, up to max_batch): drop it "
+                              "and use --max-batch")
+        value = self.set_params.get(self.size_param) if self.size_param is not None else None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not float(value).is_integer() or value < 1):
+            raise ConfigError(self.source, str(self.size_param), f"{how} gives {value!r}: expected a whole "
+                              "number of tokens >= 1")
+
     @property
     def default_size(self) -> int | None:
         """The per-request size when none is given: the set or declared value of the size parameter."""

@@ -21,6 +21,7 @@ from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, Strict
+from accelsim.serving.arrivals import parse_size_spec
 from accelsim.serving.config import (
     DEFAULT_REQUESTS_PER_EVAL,
     DoesNotFitError,
@@ -108,9 +109,23 @@ def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
             normalize_format(v.sparsity)
         except ValueError as exc:
             raise ConfigError(str(path), f"variants.{i}.sparsity", str(exc)) from None
+        if "batch" in v.set:
+            raise ConfigError(str(path), f"variants.{i}.set.batch", "serving sets the batch per batch (the "
+                              "scheduler's, up to runtime.max_batch): drop it")
+        for key in ("seq", "kv_len"):
+            if key in v.set and not float(v.set[key]).is_integer():
+                raise ConfigError(str(path), f"variants.{i}.set.{key}", f"expected a whole number of tokens, got "
+                                  f"{v.set[key]!r}")
         if v.quality_kind is not None and not isinstance(v.quality, int | float):
             raise ConfigError(str(path), f"variants.{i}.quality_kind", "labels a typed quality number; this "
                               "variant has none (registry figures carry their own label)")
+    for key in ("sizes", "prompt_tokens", "output_tokens"):  # checked before anything is simulated
+        spec = getattr(vf, key)
+        if spec is not None:
+            try:
+                parse_size_spec(spec)
+            except ServingError as exc:
+                raise ConfigError(str(path), key, str(exc)) from None
     try:
         RuntimeConfig.from_dict(vf.runtime, f"{path}: runtime")
     except ConfigError as exc:
