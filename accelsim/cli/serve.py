@@ -21,9 +21,16 @@ def format_serve(result: ServeResult) -> str:
     labels = list(result.sparsities)
     res = result.results
     llm = result.mode == "llm"
-    lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}, "
-             f"{result.rate_rps} req/s for {result.duration_s} s (seed {result.seed}, variability "
-             f"{'on' if result.variability_enabled else 'off'})"]
+    first = res[labels[0]]
+    arrivals = first.arrivals
+    if arrivals.get("process") == "trace":  # replayed whole: neither --rate nor --duration sets it
+        rate = arrivals.get("rate_rps")
+        load = (f"trace {printable(str(arrivals.get('trace')))} ({first.requests:,} requests"
+                + (f", {rate:g} req/s" if rate is not None else "") + ")")
+    else:
+        load = f"{result.rate_rps} req/s for {result.duration_s} s"
+    lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}, {load} (seed {result.seed}, "
+             f"variability {'on' if result.variability_enabled else 'off'})"]
     metric_rows: list[tuple[str, Callable[[ServingRun], float | None]]] = []
     if llm:
         for m in ("ttft", "tpot"):
