@@ -180,7 +180,7 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
     try:
         return _parse_rows(reader, source)
     except csv.Error as exc:  # e.g. a stray quote or carriage return inside a field
-        raise MeasurementError(source, f"line {reader.line_num}", f"not valid CSV ({exc})") from None
+        raise MeasurementError(source, f"line {reader.line_num + 1}", f"not valid CSV ({exc})") from None
 
 
 def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
