@@ -158,7 +158,8 @@ def test_serve_title_names_the_replayed_trace(capsys: pytest.CaptureFixture[str]
     trace.write_text("arrival_s,seq\n0.0,128\n0.5,128\n1.0,128\n")
     assert main(["serve", "--hw", str(A100), "--workload", str(WL / "bert-base.yaml"), "--trace", str(trace)]) == 0
     title = capsys.readouterr().out.splitlines()[0]
-    assert title == "SERVING  bert-base on a100-like, trace arrivals.csv (3 requests, 2 req/s) (seed 0, variability off)"
+    assert title == ("SERVING  bert-base on a100-like, trace arrivals.csv (3 requests, 2 req/s) (seed 0, "
+                     "variability off)")
 
 
 # -- validate-hw measurement CSVs ----------------------------------------------------------------------------

@@ -72,8 +72,9 @@ def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_
 
         files: dict[str | os.PathLike[str], bytes | str] = {
             out / "validation.json": dumps_finite(result.to_dict(), "validate-hw", indent=2, sort_keys=True) + "\n",
-            out / "validation.csv": rows_csv(result),
-            **figure_files(scatter_figure(result), out / BASENAME, ("png", "svg"), DPI)}
+            out / "validation.csv": rows_csv(result)}
+        for path, data in figure_files(scatter_figure(result), out / BASENAME, ("png", "svg"), DPI).items():
+            files[path] = data
         paths = write_all(files)  # all four or none
         text += "\n\nwrote " + ", ".join(str(p) for p in paths)
     scored = sum(1 for r in result.rows if r.scored)
