@@ -213,3 +213,21 @@ def test_run_output_must_not_replace_an_input(capsys: pytest.CaptureFixture[str]
     assert line.endswith("cannot write: it is this command's --workload input (the result would replace it); "
                          "write elsewhere")
     assert wl.read_text() == before
+
+
+@pytest.mark.parametrize("command", [["decide", "--variants", str(ROOT / "examples" / "variants-bert.yaml")],
+                                     ["serve", "--workload", str(WL / "bert-base.yaml"), "--rate", "10"]])
+def test_directory_outputs_refuse_a_file_before_simulating(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                           command: list[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    line = one_line(capsys, command[0], "--hw", A100, *command[1:], "-o", afile)
+    assert line == f"{PREFIX}{afile}: cannot write: exists and is not a folder (-o takes a directory)"
+    assert afile.read_text() == "keep"
+
+
+@pytest.mark.parametrize(("path", "kind"), [(A100, "a hardware config (it has 'core')"),
+                                            (WL / "bert-base.yaml", "a workload file (it has 'layers')")])
+def test_decide_names_the_wrong_kind_of_file(capsys: pytest.CaptureFixture[str], path: Path, kind: str) -> None:
+    line = one_line(capsys, "decide", "--hw", A100, "--variants", path)  # was ten 'unknown key' lines
+    assert line == f"{PREFIX}{path}: this is {kind}, expected a variants file (with 'variants')"

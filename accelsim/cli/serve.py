@@ -10,6 +10,7 @@ from pathlib import Path
 
 from accelsim.cli import options
 from accelsim.cli.common import progress_bar, warn, wrote
+from accelsim.errors import OutputError
 from accelsim.fileio import figure_bytes, write_all
 from accelsim.results import dumps_finite
 from accelsim.serving import ServeRequest, ServeResult, ServingRun, serve
@@ -124,6 +125,8 @@ def request_from_args(args: argparse.Namespace) -> ServeRequest:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Simulate serving (dense beside sparse), write serve.json and the plots with -o, print the figures."""
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():  # before simulating
+        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
     bar, update = progress_bar(0, "run") if args.find_max_rate else (None, None)
     try:
         result = serve(request_from_args(args), progress=update)

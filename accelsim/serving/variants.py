@@ -99,6 +99,11 @@ def _rel(path: str | Path, base: str | Path) -> Path:
 def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
     """Read a variants YAML; return it and each variant's workload path resolved against the file."""
     data, _ = configio.read_yaml(path)
+    if isinstance(data, Mapping) and "variants" not in data:  # another kind of config: say which, in one line
+        kind = ("a hardware config (it has 'core')" if "core" in data or "extends" in data else
+                "a workload file (it has 'layers')" if "layers" in data else None)
+        if kind is not None:
+            raise ConfigError(str(path), None, f"this is {kind}, expected a variants file (with 'variants')")
     vf = configio.validate(VariantsFile, data, str(path))
     seen: set[str] = set()
     for i, v in enumerate(vf.variants):
