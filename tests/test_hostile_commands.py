@@ -231,3 +231,12 @@ def test_directory_outputs_refuse_a_file_before_simulating(capsys: pytest.Captur
 def test_decide_names_the_wrong_kind_of_file(capsys: pytest.CaptureFixture[str], path: Path, kind: str) -> None:
     line = one_line(capsys, "decide", "--hw", A100, "--variants", path)  # was ten 'unknown key' lines
     assert line == f"{PREFIX}{path}: this is {kind}, expected a variants file (with 'variants')"
+
+
+def test_patterns_says_which_element_types_it_held() -> None:
+    from accelsim.analysis.patterns import held_fixed
+
+    model = workload_from_dict({"name": "q", "dtype": "bf16", "quantization": {"weights": "int8", "layers": ["fc1"]},
+                                "layers": [{"name": "fc1", "op": "gemm", "m": 64, "n": 64, "k": 64},
+                                           {"name": "fc2", "op": "gemm", "m": 64, "n": 64, "k": 64}]})
+    assert held_fixed(model).endswith("; element type bf16 (int8 weights on 1 quantized linears)")

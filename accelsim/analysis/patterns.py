@@ -119,6 +119,15 @@ class PatternsComparison(Record):
         return [r for r in self.results if r.level == level]
 
 
+def held_fixed(model: Workload) -> str:
+    """HELD_FIXED, and the element types the comparison ran in (a quantized workload's weights too)."""
+    text = f"{HELD_FIXED}; element type {model.dtype}"
+    q = model.quantization
+    if q is not None:
+        text += f" ({q.weights} weights on {q.quantized_layers} quantized linears)"
+    return text
+
+
 def level_label(level: float) -> str:
     """``0.75`` -> ``"75%"``, ``0.875`` -> ``"87.5%"``."""
     return f"{level * 100:.6g}%"
@@ -187,6 +196,6 @@ def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, 
                 layers[name] = gain[1] if gain[0] > 1.0 else "dense"  # type: ignore[assignment]
         best_layer[label] = layers
     return PatternsComparison(
-        hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels), held_fixed=HELD_FIXED,
+        hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels), held_fixed=held_fixed(model),
         dense_total_cycles=dense.total_cycles, clock_ghz=hw.clock_ghz, results=tuple(results),
         best_per_level=best_level, best_per_layer=best_layer)
