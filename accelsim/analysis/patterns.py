@@ -196,6 +196,7 @@ def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, 
                 layers[name] = gain[1] if gain[0] > 1.0 else "dense"  # type: ignore[assignment]
         best_layer[label] = layers
     return PatternsComparison(
-        hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels), held_fixed=held_fixed(model),
+        hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels),
+        held_fixed=held_fixed(model),
         dense_total_cycles=dense.total_cycles, clock_ghz=hw.clock_ghz, results=tuple(results),
         best_per_level=best_level, best_per_layer=best_layer)
