@@ -240,3 +240,14 @@ def test_patterns_says_which_element_types_it_held() -> None:
                                 "layers": [{"name": "fc1", "op": "gemm", "m": 64, "n": 64, "k": 64},
                                            {"name": "fc2", "op": "gemm", "m": 64, "n": 64, "k": 64}]})
     assert held_fixed(model).endswith("; element type bf16 (int8 weights on 1 quantized linears)")
+
+
+def test_validate_hw_says_why_a_format_does_not_parse(tmp_path: Path) -> None:
+    from accelsim.cli.validate_hw import validate_hw_command
+
+    csv = tmp_path / "m.csv"
+    csv.write_text(HEADER + ",format\nA100,fp16,256,256,256,5.2,6.9,0.754,s,kernel-gemm,unstructured:150%\n")
+    code, text = validate_hw_command(csv, [f"A100={A100}"])
+    assert code == 1  # nothing scored
+    assert ("1 row(s) not scored, their format does not parse here (unstructured:150%: sparsity 150% in "
+            "'unstructured:150%' must be below 100%") in text  # was 'not registered in this accelsim'

@@ -239,10 +239,11 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
                                                            if above else "."))
     for status, text in (("unmapped", "no hardware matched their GPU name"),
                          ("infeasible", "the mapped hardware cannot run them"),
-                         ("unknown_format", "their format is not registered in this accelsim")):
+                         ("unknown_format", "their format does not parse here")):
         bad = [r for r in rows if r.status == status]
         if bad:
-            fmts = sorted({r.format for r in bad if r.format}) if status == "unknown_format" else []
+            fmts = sorted({f"{r.format}: {r.message.partition('cannot run here: ')[2]}" for r in bad if r.format}
+                          ) if status == "unknown_format" else []  # each with why (unregistered or malformed)
             notes.append(f"{len(bad)} row(s) not scored, {text}"
                          + (f" ({', '.join(fmts[:6])}{' ...' if len(fmts) > 6 else ''})" if fmts else "")
                          + ": lines " + _lines([r.line for r in bad]))
