@@ -251,3 +251,14 @@ def test_validate_hw_says_why_a_format_does_not_parse(tmp_path: Path) -> None:
     assert code == 1  # nothing scored
     assert ("1 row(s) not scored, their format does not parse here (unstructured:150%: sparsity 150% in "
             "'unstructured:150%' must be below 100%") in text  # was 'not registered in this accelsim'
+
+
+@pytest.mark.parametrize(("sets", "expect"), [
+    (["kv_len=2048"], "llama3-8b-decode.yaml: kv_len: --set gives 2048, but each decode step's kv_len is its "
+                      "request's"),
+    (["seq=2048"], "--set seq and --prompt-tokens both give the prompt lengths"),
+])
+def test_llm_serve_refuses_sets_it_would_ignore(sets: list[str], expect: str) -> None:
+    with pytest.raises(AccelsimError, match=re.escape(expect)):
+        serve(ServeRequest(hw=A100, workload=WL / "llama3-8b-prefill.yaml", rate=2.0, duration_s=1.0,
+                           set_params=sets, prompt_tokens="fixed:512"))

@@ -107,6 +107,11 @@ class ServingModel:
                                   f"decode workload has ({', '.join(sorted({*svc.defaults, *dec.defaults}))})")
             svc.set_params = {k: v for k, v in sets.items() if k in svc.defaults}
             dec.set_params = {k: v for k, v in sets.items() if k in dec.defaults}
+            if dec.size_param in dec.set_params:  # each decode step's kv_len is the request's own
+                raise ConfigError(str(decode_workload), str(dec.size_param), f"--set gives "
+                                  f"{dec.set_params[dec.size_param]!r}, but each decode step's kv_len is its "
+                                  "request's prompt plus the tokens generated so far: drop it (--prompt-tokens "
+                                  "sets the prompts)")
             dec.check_set_params()
         svc.check_set_params()
         label = sp or canonical_pattern(svc.data.get("sparsity")) or "dense"

@@ -173,6 +173,9 @@ def _check_size_flags(rq: ServeRequest, workload: Path, decode: str | Path | Non
     elif rq.sizes is not None:
         raise ServingError(f"--sizes: {workload} is an LLM workload (decode: {decode}): its request sizes are "
                            "--prompt-tokens and --output-tokens")
+    elif rq.prompt_tokens is not None and "seq" in _as_params(rq.set_params):
+        raise ServingError("--set seq and --prompt-tokens both give the prompt lengths (--prompt-tokens would win); "
+                           "give one")
 
 
 def _group_note(hw: Hardware) -> str | None:
