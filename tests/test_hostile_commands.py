@@ -107,6 +107,8 @@ def _variants(tmp_path: Path, **edits: str) -> Path:
     ({'prompt_tokens: "fixed:512"': 'prompt_tokens: "fixed:0"'}, "v.yaml: prompt_tokens: size spec"),
     ({'output_tokens: "fixed:128"': 'output_tokens: "uniform:9:1"'}, "v.yaml: output_tokens: size spec"),
     ({"sparsity: dense": "sparsity: dense\n    set: {batch: 4}"}, "v.yaml: variants.0.set.batch: serving sets"),
+    ({"latency: tpot": "latency: tpot\nsizes: fixed:64"}, "v.yaml: sizes: LLM variant 'llama2-7b-dense' (with a "
+                                                          "decode_workload) takes its sizes from prompt_tokens"),
     ({"sparsity: dense": "sparsity: dense\n    set: {kv_len: 10.5}"}, "v.yaml: variants.0.set.kv_len: expected a "
                                                                     "whole number of tokens, got 10.5"),
 ])
@@ -262,3 +264,14 @@ def test_llm_serve_refuses_sets_it_would_ignore(sets: list[str], expect: str) ->
     with pytest.raises(AccelsimError, match=re.escape(expect)):
         serve(ServeRequest(hw=A100, workload=WL / "llama3-8b-prefill.yaml", rate=2.0, duration_s=1.0,
                            set_params=sets, prompt_tokens="fixed:512"))
+
+
+def test_one_shot_variants_refuse_prompt_tokens(tmp_path: Path) -> None:
+    from accelsim.serving.variants import load_variants
+
+    text = (ROOT / "examples" / "variants-bert.yaml").read_text().replace("rate_rps: 1200", "rate_rps: 1200\n"
+                                                                          "prompt_tokens: fixed:64")
+    path = tmp_path / "v.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="v.yaml: prompt_tokens: one-shot variant 'bert-base-dense' "):
+        load_variants(path)  # decide ignored it: one-shot variants draw their sizes from 'sizes'

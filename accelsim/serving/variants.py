@@ -124,6 +124,15 @@ def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
         if v.quality_kind is not None and not isinstance(v.quality, int | float):
             raise ConfigError(str(path), f"variants.{i}.quality_kind", "labels a typed quality number; this "
                               "variant has none (registry figures carry their own label)")
+    llm = [v.name for v in vf.variants if v.decode_workload]
+    one_shot = [v.name for v in vf.variants if not v.decode_workload]
+    if vf.sizes is not None and llm:  # each would be ignored without a word by the other kind of variant
+        raise ConfigError(str(path), "sizes", f"LLM variant {llm[0]!r} (with a decode_workload) takes its sizes from "
+                          "prompt_tokens / output_tokens")
+    for key in ("prompt_tokens", "output_tokens"):
+        if getattr(vf, key) is not None and one_shot:
+            raise ConfigError(str(path), key, f"one-shot variant {one_shot[0]!r} (no decode_workload) takes its sizes "
+                              "from sizes")
     for key in ("sizes", "prompt_tokens", "output_tokens"):  # checked before anything is simulated
         spec = getattr(vf, key)
         if spec is not None:
