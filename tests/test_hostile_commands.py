@@ -275,3 +275,19 @@ def test_one_shot_variants_refuse_prompt_tokens(tmp_path: Path) -> None:
     path.write_text(text)
     with pytest.raises(ConfigError, match="v.yaml: prompt_tokens: one-shot variant 'bert-base-dense' "):
         load_variants(path)  # decide ignored it: one-shot variants draw their sizes from 'sizes'
+
+
+@pytest.mark.parametrize("item", ["system.device=a100-like.yaml", "system={name: x, devices: 2, device: a.yaml}"])
+def test_hw_set_cannot_swap_a_systems_device(item: str) -> None:
+    # the run kept h100-like while the result said "system: 8 x a100-like.yaml"
+    with pytest.raises(ConfigError, match="cannot swap a system's device"):
+        load_hardware(HW / "8xh100-like.yaml", [item])
+    assert load_hardware(HW / "8xh100-like.yaml", ["system.devices=2"]).devices == 2
+
+
+def test_sweep_key_cannot_swap_a_systems_device() -> None:
+    from accelsim.sweep import spec_from_dict
+
+    with pytest.raises(ConfigError, match=r"grid\.system\.device: grid point 0 .*cannot swap a system's device"):
+        spec_from_dict({"name": "s", "hardware": str(HW / "8xh100-like.yaml"),
+                        "workloads": [str(WL / "gemm-microbench.yaml")], "grid": {"system.device": ["a100-like.yaml"]}})

@@ -41,7 +41,7 @@ from accelsim.hardware.families import (
 )
 from accelsim.hardware.provenance import Provenance, peak_problems, provenance
 from accelsim.hardware.provenance import Section as ProvenanceSection
-from accelsim.hardware.systems import is_system_data, read_system, system_data
+from accelsim.hardware.systems import is_system_data, read_system, refuse_device_override, system_data
 from accelsim.hardware.systolic import SystolicCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.tensor_core import TensorCoreCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.vnm_block import BlockSupport, VnmSupport
@@ -542,6 +542,7 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
     except yaml.YAMLError:
         raise ConfigError(source, path, f"--hw-set value {short_repr(raw)} is not plain YAML data") from None
     yamlload.check_extent(value, f"{source}: {path}")
+    refuse_device_override(path.strip(), data, source, f"--hw-set {short_repr(item)}")
     out = copy.deepcopy(data)
     node = out
     for i, key in enumerate(keys[:-1]):

@@ -55,6 +55,16 @@ def read_system(path: str | Path, hd: HardwareData) -> tuple[SystemSpec, Hardwar
     return spec, dev, prov
 
 
+def refuse_device_override(path: str, data: dict[str, Any], source: str, how: str) -> None:
+    """ConfigError for an override (``--hw-set``, a sweep key) of a loaded system's ``system.device`` or whole
+    ``system`` section: the device's config was read when the system file loaded, so the run would keep it and
+    only the echoed name would change."""
+    keys = [k for k in path.split(".") if k]
+    if "system" in data and keys[:1] == ["system"] and (len(keys) == 1 or keys[1] == "device"):
+        raise ConfigError(source, path, f"{how} cannot swap a system's device (its config was read with the system "
+                                        "file): point the system file's device: at another config")
+
+
 def system_data(spec: SystemSpec, device: HardwareData) -> dict[str, Any]:
     """The config data a system validates as: the device's, named after the system, with a ``system`` section."""
     return {**device.data, "name": spec.name, "system": spec.model_dump(mode="json")}
