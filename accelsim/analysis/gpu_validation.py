@@ -242,8 +242,8 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
                          ("unknown_format", "their format does not parse here")):
         bad = [r for r in rows if r.status == status]
         if bad:
-            fmts = sorted({f"{r.format}: {r.message.partition('cannot run here: ')[2]}" for r in bad if r.format}
-                          ) if status == "unknown_format" else []  # each with why (unregistered or malformed)
+            why = {r.format: (r.message or "").partition("cannot run here: ")[2] for r in bad if r.format}
+            fmts = sorted(f"{f}: {w}" for f, w in why.items()) if status == "unknown_format" else []  # and why
             notes.append(f"{len(bad)} row(s) not scored, {text}"
                          + (f" ({', '.join(fmts[:6])}{' ...' if len(fmts) > 6 else ''})" if fmts else "")
                          + ": lines " + _lines([r.line for r in bad]))
