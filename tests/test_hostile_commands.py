@@ -291,3 +291,11 @@ def test_sweep_key_cannot_swap_a_systems_device() -> None:
     with pytest.raises(ConfigError, match=r"grid\.system\.device: grid point 0 .*cannot swap a system's device"):
         spec_from_dict({"name": "s", "hardware": str(HW / "8xh100-like.yaml"),
                         "workloads": [str(WL / "gemm-microbench.yaml")], "grid": {"system.device": ["a100-like.yaml"]}})
+
+
+def test_llm_run_output_tokens_bounded() -> None:
+    # 1e5 requests x 32,768 tokens decode step by step: hours (it ran past every timeout)
+    with pytest.raises(ServingError, match=r"requests would generate 3,\d{3},\d{3},\d{3} output tokens, more than the "
+                                           r"100,000,000 one LLM run simulates"):
+        serve(ServeRequest(hw=A100, workload=WL / "llama3-8b-prefill.yaml", rate=1000.0, duration_s=100.0,
+                           prompt_tokens="fixed:128", output_tokens="fixed:32768"))

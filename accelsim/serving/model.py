@@ -28,7 +28,7 @@ from accelsim.serving.config import (
     ServingError,
     pad_to,
 )
-from accelsim.serving.limits import load_assessment
+from accelsim.serving.limits import check_decode_tokens, load_assessment
 from accelsim.serving.llm import simulate_llm
 from accelsim.serving.run_record import (
     BatchStats,
@@ -256,6 +256,7 @@ class ServingModel:
             odesc = parse_size_spec(output_tokens if output_tokens is not None else self.default_output_tokens)
             output = sample_sizes(odesc, n, out_rng)
         assert self.decode_service is not None  # is_llm
+        check_decode_tokens(n, int(np.asarray(output[:n], dtype=np.int64).sum()))
         tr = simulate_llm(arr, prompt[:n], output[:n], self.service, self.decode_service, self.config,
                           kv_bytes_per_token=self.kv_bytes_per_token, kv_budget_bytes=self.kv_budget_bytes, seed=seed)
         done = np.isfinite(tr.finish)
