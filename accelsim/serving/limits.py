@@ -106,5 +106,5 @@ def check_decode_tokens(requests: int, tokens: int) -> None:
     """Refuse an LLM run whose requests generate more than :data:`MAX_DECODE_TOKENS` output tokens in all."""
     if tokens > MAX_DECODE_TOKENS:
         raise ServingError(f"{requests:,} requests would generate {tokens:,} output tokens, more than the "
-                           f"{MAX_DECODE_TOKENS:,} one LLM run simulates (decode runs step by step): lower the rate, "
-                           "the duration or --output-tokens")
+                           f"{MAX_DECODE_TOKENS:,} one LLM run simulates (decode runs step by step): fewer requests "
+                           "(rate x duration, --requests) or fewer output tokens")
