@@ -130,7 +130,8 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         seed=rq.seed, sparsities=tuple(labels), runtime_config=first.config.to_dict(),
         variability_enabled=cfg.variability.any_enabled,
         notes=tuple(n for n in (first.info.get("note"), _group_note(hw_obj)) if n), comparison=side_by_side,
-        warnings=tuple(overload_warnings(side_by_side.results)), capacity=capacity, quality=quality,
+        warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results)), capacity=capacity,
+        quality=quality,
         latency_vs_load=curves)
 
 
@@ -159,6 +160,22 @@ def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeReq
         ratio = round(b / a, 6) if a else None
     return CapacitySummary(budget_ms=budget_ms, metric=next(iter(caps.values())).metric, results=caps,
                            sparse_over_dense=ratio)
+
+
+_ENERGY_ONLY = ("interconnect energy is not modelled", "no energy figures")  # run warnings serving has no use for
+
+
+def _service_warnings(models: Mapping[str, ServingModel]) -> list[str]:
+    """What the simulated runs behind the service times warned about (a tensor-parallel split rounded up, a
+    replicated layer, ...), once each: from each service's first run, so per-batch figures do not repeat. Energy
+    caveats are left out: serving reports no energy."""
+    out: dict[str, None] = {}
+    for m in models.values():
+        for svc in (m.service, m.decode_service):
+            for w in getattr(svc, "warnings", None) or ():
+                if not w.startswith(_ENERGY_ONLY):
+                    out.setdefault(f"{getattr(svc, 'name', m.name)}: {w}", None)
+    return list(out)
 
 
 def _check_size_flags(rq: ServeRequest, workload: Path, decode: str | Path | None) -> None:

@@ -61,6 +61,7 @@ class SimulatedService:
         self._cache: dict[tuple[int, Any], float] = {}
         self._footprints: dict[tuple[int, Any], dict[str, Any]] = {}
         self.simulations = 0
+        self.warnings: tuple[str, ...] | None = None  # the first simulated run's (the workload's structure: TP split)
 
     def check_set_params(self, how: str = "--set") -> None:
         """Refuse set parameters serving would override or truncate without a word: the batch (the scheduler
@@ -105,6 +106,8 @@ class SimulatedService:
         if hit is None:
             res = run(self.workload(batch, size), self.hw, self.sparsity, policy=self.policy, simulator=self.sim)
             self.simulations += 1
+            if self.warnings is None:
+                self.warnings = tuple(res.warnings)
             hit = res.total_cycles / (self.hw.clock_ghz * 1e9)
             self._cache[key] = hit
             self._footprints[key] = res.footprint
