@@ -158,7 +158,7 @@ class Kernel:
             return self if reason is None else Kernel(**{**asdict(self), "reason": reason})
         return Kernel(self.name, self.op, self.m, self.n, self.k, self.dtype, self.dtype_bytes, "dense",
                       self.pattern_requested if reason else None, None, reason, b_unique=self.b_unique,
-                      batch=self.batch, weight=self.weight)
+                      batch=self.batch, weight=self.weight, causal_q=self.causal_q, c_bytes=self.c_bytes)
 
     def cache_key(self) -> tuple[Any, ...]:
         """The kernel's value without its labels (``LABELS``): a simulation cache key.

@@ -263,10 +263,11 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
                                                            if above else "."))
     for status, text in (("unmapped", "no hardware matched their GPU name"),
                          ("infeasible", "the mapped hardware cannot run them"),
-                         ("unknown_format", "their format is not registered in this accelsim")):
+                         ("unknown_format", "their format does not parse here")):
         bad = [r for r in rows if r.status == status]
         if bad:
-            fmts = sorted({r.format for r in bad if r.format}) if status == "unknown_format" else []
+            why = {r.format: (r.message or "").partition("cannot run here: ")[2] for r in bad if r.format}
+            fmts = sorted(f"{f}: {w}" for f, w in why.items()) if status == "unknown_format" else []  # and why
             notes.append(f"{len(bad)} row(s) not scored, {text}"
                          + (f" ({', '.join(fmts[:6])}{' ...' if len(fmts) > 6 else ''})" if fmts else "")
                          + ": lines " + _lines([r.line for r in bad]))

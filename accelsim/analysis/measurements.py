@@ -34,6 +34,7 @@ KNOWN_REGIMES = ("kernel-gemm", "inference-linear", "decode-regime linear", "tra
 # Pure-GEMM regimes: what a one-kernel GEMM model should predict. The others are scored in their own
 # table: a decode linear is a GEMV-like kernel with padding, training adds runtime pruning and backward GEMMs.
 MAIN_REGIMES = ("kernel-gemm", "inference-linear")
+SPEEDUP_RTOL = 0.05  # a speedup column rounded from the times (2 decimals) stays well inside this
 SPARSE_BOUND = 2.0  # 2:4 halves the multiplies; a measured speedup above 2x means a weak dense baseline
 # Spellings of a dtype that name a variant of one accelsim dtype: fp8's two encodings run at one rate,
 # as do fp6's (e2m3, e3m2); fp4 is e2m1.
@@ -205,11 +206,22 @@ def _number(text: str, path: str, line: int, column: str, kind: type, required: 
 
 def parse_measurements(text: str, source: str = "<measurements>") -> list[Measurement]:
     """Parse measurement rows from CSV text; raise :class:`MeasurementError` naming the line and column."""
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # the csv module's own line endings: \r\n, \n, \r
+    try:
+        return _parse_rows(reader, source)
+    except csv.Error as exc:  # e.g. a stray quote or carriage return inside a field
+        raise MeasurementError(source, f"line {reader.line_num + 1}", f"not valid CSV ({exc})") from None
+
+
+def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
+    """The rows of ``reader`` (a DictReader over the CSV text) as measurements."""
     header = [h.strip() for h in (reader.fieldnames or [])]
     if not header:
         raise MeasurementError(source, None, "empty file: expected a CSV header " + ",".join(COLUMNS))
     reader.fieldnames = header
+    twice = sorted({h for h in header if h and header.count(h) > 1})
+    if twice:  # csv.DictReader would keep the last one without a word
+        raise MeasurementError(source, "header", f"column(s) {', '.join(twice)} appear more than once")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise MeasurementError(source, "header", f"missing column(s) {', '.join(missing)}; expected "
@@ -237,6 +249,10 @@ def parse_measurements(text: str, source: str = "<measurements>") -> list[Measur
         speedup = _number(rec.get("speedup", ""), source, line, "speedup", float, dense is None or sparse is None)
         if speedup is None:
             speedup = dense / sparse
+        elif dense is not None and sparse is not None and abs(speedup * sparse / dense - 1.0) > SPEEDUP_RTOL:
+            raise MeasurementError(source, f"line {line}, column speedup", f"{speedup:g} disagrees with "
+                                   f"dense_time_us / sparse_time_us = {dense / sparse:.4g} (by more than "
+                                   f"{SPEEDUP_RTOL:.0%}; leave speedup empty to compute it)")
         notes = (rec.get("notes") or "").strip()
         regime = (rec.get("regime") or "").strip() or regime_of(notes)
         rows.append(Measurement(line=line, gpu=gpu, dtype=dtype, m=m, n=n, k=k, dense_us=dense, sparse_us=sparse,

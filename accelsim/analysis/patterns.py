@@ -34,13 +34,21 @@ HELD_FIXED = ("every weight op is pruned to the level in the format compared (th
               "ignored); policy sparse-if-supported; activation x activation matmuls and vector ops stay dense")
 
 
+MAX_LEVELS = 32  # each level runs every format family on the whole workload
+
+
 def parse_levels(text: str) -> tuple[float, ...]:
-    """``"50%,75%,90%"`` (or ``"0.5,0.75"``) as shares of zeros in (0, 1), in the order given, duplicates removed."""
+    """``"50%,75%,90%"`` (or ``"0.5,0.75"``) as shares of zeros in (0, 1), in the order given, duplicates removed.
+
+    A level is rounded to what its label shows (six significant digits of the percentage), so two levels never
+    share a label (results are keyed by it) and none shows as 0 % or 100 %; at most MAX_LEVELS levels."""
     out: list[float] = []
     for raw in text.split(","):
         item = raw.strip()
         if not item:
             continue
+        if not item.isascii():
+            raise AccelsimError(f"--levels: write levels with ASCII digits, e.g. 50%,75%,90%, got {item!r}")
         try:
             value = float(item[:-1]) / 100.0 if item.endswith("%") else float(item)
         except ValueError:
@@ -48,10 +56,18 @@ def parse_levels(text: str) -> tuple[float, ...]:
         if not math.isfinite(value) or not 0.0 < value < 1.0:
             raise AccelsimError(f"--levels: a sparsity level is a share of zeros between 0% and 100% (exclusive), "
                                 f"got {item!r}")
+        shown = float(level_label(value)[:-1])
+        if not 0.0 < shown < 100.0:
+            raise AccelsimError(f"--levels: {item!r} shows as {level_label(value)} at six significant digits; give "
+                                "a level further from 0% and 100%")
+        value = shown / 100.0
         if value not in out:
             out.append(value)
     if not out:
         raise AccelsimError("--levels: give at least one sparsity level, e.g. 50%,75%,90%")
+    if len(out) > MAX_LEVELS:
+        raise AccelsimError(f"--levels: {len(out)} levels; at most {MAX_LEVELS} (each runs every format family on "
+                            "the whole workload)")
     return tuple(out)
 
 
@@ -101,6 +117,15 @@ class PatternsComparison(Record):
 
     def at(self, level: float) -> list[FormatAtLevel]:
         return [r for r in self.results if r.level == level]
+
+
+def held_fixed(model: Workload) -> str:
+    """HELD_FIXED, and the element types the comparison ran in (a quantized workload's weights too)."""
+    text = f"{HELD_FIXED}; element type {model.dtype}"
+    q = model.quantization
+    if q is not None:
+        text += f" ({q.weights} weights on {q.quantized_layers} quantized linears)"
+    return text
 
 
 def level_label(level: float) -> str:
@@ -171,6 +196,7 @@ def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, 
                 layers[name] = gain[1] if gain[0] > 1.0 else "dense"  # type: ignore[assignment]
         best_layer[label] = layers
     return PatternsComparison(
-        hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels), held_fixed=HELD_FIXED,
+        hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels),
+        held_fixed=held_fixed(model),
         dense_total_cycles=dense.total_cycles, clock_ghz=hw.clock_ghz, results=tuple(results),
         best_per_level=best_level, best_per_layer=best_layer)

@@ -10,7 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from accelsim.config.templating import parse_sets
-from accelsim.errors import AccelsimError
+from accelsim.errors import AccelsimError, OutputError
 from accelsim.fileio import write_atomic
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
@@ -38,6 +38,24 @@ def output_format(command: str, given: str | None, out: str | None, choices: tup
         raise AccelsimError(f"-o {out}: {command} writes {' or '.join(choices)}, not {fmt}; use "
                             + ", ".join(f"--format {c}" for c in choices))
     return fmt
+
+
+def refuse_input_as_output(out: str | None, inputs: dict[str, str | None]) -> None:
+    """OutputError when ``-o`` names one of the command's input files (``{flag: path}``): writing the result
+    would replace the input."""
+    if not out:
+        return
+    target = Path(out)
+    for flag, path in inputs.items():
+        if path is None:
+            continue
+        try:
+            same = target.exists() and Path(path).exists() and target.samefile(path)
+        except OSError:
+            same = False
+        if same:
+            raise OutputError(out, f"it is this command's {flag} input (the result would replace it); write "
+                                   "elsewhere")
 
 
 def emit(text: str, out: str | None) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from accelsim.cli import options
 from accelsim.cli.common import wrote
+from accelsim.errors import OutputError
 from accelsim.fileio import dumps_finite, figure_files, write_all
 from accelsim.serving import Decision, decide
 from accelsim.serving.limits import check_serve_args
@@ -63,6 +64,8 @@ def decision_files(out: Path, d: Decision) -> dict[str | os.PathLike[str], bytes
 
 def cmd_decide(args: argparse.Namespace) -> int:
     """Serve every variant, judge each budget, print the table (or JSON), write the files with -o."""
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():  # before simulating
+        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
     check_serve_args(rate=args.rate, duration_s=None, seed=args.seed, max_batch=args.max_batch,
                      max_wait_ms=args.max_wait_ms, instances=args.instances, sla_p99_ms=None, budget_ms=None,
                      trace=None)

@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 
 from accelsim.cli import options
+from accelsim.cli.common import refuse_input_as_output
 from accelsim.config.templating import parse_sets
 from accelsim.fileio import write_atomic
 from accelsim.workloads.onnx import import_onnx, workload_yaml
@@ -14,6 +15,7 @@ from accelsim.workloads.onnx import import_onnx, workload_yaml
 
 def cmd_import_onnx(args: argparse.Namespace) -> int:
     """Convert; the YAML goes to stdout without -o, the summary and notes to stderr with it."""
+    refuse_input_as_output(args.out, {"MODEL": args.model})
     imported = import_onnx(args.model, parse_sets(list(args.set or [])), args.dtype, name=args.name)
     data = imported.workload
     text = workload_yaml(data, imported.notes, str(args.model))

@@ -8,7 +8,15 @@ import io
 
 from accelsim.analysis.explain import traffic_notes
 from accelsim.cli import options
-from accelsim.cli.common import command_line, emit, load_pair, output_format, progress_bar, warn
+from accelsim.cli.common import (
+    command_line,
+    emit,
+    load_pair,
+    output_format,
+    progress_bar,
+    refuse_input_as_output,
+    warn,
+)
 from accelsim.fileio import resolve_target
 from accelsim.results import RunResult
 from accelsim.simulation import run
@@ -176,6 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     fmt = output_format("run", args.format, args.out, ("table", "json", "csv"))
     if args.out:
         resolve_target(args.out)  # a folder or device in the way fails before the run
+        refuse_input_as_output(args.out, {"--hw": args.hw, "--workload": args.workload})
     hw, model, sparsity = load_pair(args)
     if args.quantize is not None:
         model = with_quantization(model, args.quantize)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from accelsim.cli import options
 from accelsim.cli.common import progress_bar, warn, wrote
+from accelsim.errors import OutputError
 from accelsim.fileio import figure_bytes, write_all
 from accelsim.results import dumps_finite
 from accelsim.serving import ServeRequest, ServeResult, ServingRun, serve
@@ -21,9 +22,16 @@ def format_serve(result: ServeResult) -> str:
     labels = list(result.sparsities)
     res = result.results
     llm = result.mode == "llm"
-    lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}, "
-             f"{result.rate_rps} req/s for {result.duration_s} s (seed {result.seed}, variability "
-             f"{'on' if result.variability_enabled else 'off'})"]
+    first = res[labels[0]]
+    arrivals = first.arrivals
+    if arrivals.get("process") == "trace":  # replayed whole: neither --rate nor --duration sets it
+        rate = arrivals.get("rate_rps")
+        load = (f"trace {printable(str(arrivals.get('trace')))} ({first.requests:,} requests"
+                + (f", {rate:g} req/s" if rate is not None else "") + ")")
+    else:
+        load = f"{result.rate_rps} req/s for {result.duration_s} s"
+    lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}, {load} (seed {result.seed}, "
+             f"variability {'on' if result.variability_enabled else 'off'})"]
     metric_rows: list[tuple[str, Callable[[ServingRun], float | None]]] = []
     if llm:
         for m in ("ttft", "tpot"):
@@ -117,6 +125,8 @@ def request_from_args(args: argparse.Namespace) -> ServeRequest:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Simulate serving (dense beside sparse), write serve.json and the plots with -o, print the figures."""
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():  # before simulating
+        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
     bar, update = progress_bar(0, "run") if args.find_max_rate else (None, None)
     try:
         result = serve(request_from_args(args), progress=update)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -10,7 +11,7 @@ from accelsim.analysis.calibration.across_gpus import leave_one_gpu_out
 from accelsim.analysis.gpu_validation import validate_hw
 from accelsim.analysis.measurements import Measurement, read_measurements
 from accelsim.errors import AccelsimError
-from accelsim.fileio import write_atomic
+from accelsim.fileio import figure_files, write_all
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.report.validation_text import format_logo, format_report, rows_csv
 from accelsim.results import dumps_finite
@@ -69,16 +70,16 @@ def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_
         text += "\n\n" + format_logo(leave_one_gpu_out(rows, hws, progress=progress))
     if out_dir is not None:
         out = Path(out_dir)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise AccelsimError(f"--out {out}: cannot create the directory ({exc.strerror or exc})") from None
-        write_atomic(out / "validation.json",
-                     dumps_finite(result.to_dict(), "validate-hw", indent=2, sort_keys=True) + "\n")
-        write_atomic(out / "validation.csv", rows_csv(result))
-        from accelsim.report.validation_plots import save_scatter, scatter_figure  # matplotlib: only when drawing
+        if out.exists() and not out.is_dir():
+            raise AccelsimError(f"--out {out}: exists and is not a folder (--out takes a directory)")
+        from accelsim.report.validation_plots import BASENAME, DPI, scatter_figure  # matplotlib: only when drawing
 
-        paths = save_scatter(scatter_figure(result), out)
-        text += "\n\nwrote " + ", ".join(str(p) for p in [out / "validation.json", out / "validation.csv", *paths])
+        files: dict[str | os.PathLike[str], bytes | str] = {
+            out / "validation.json": dumps_finite(result.to_dict(), "validate-hw", indent=2, sort_keys=True) + "\n",
+            out / "validation.csv": rows_csv(result)}
+        for path, data in figure_files(scatter_figure(result), out / BASENAME, ("png", "svg"), DPI).items():
+            files[path] = data
+        paths = write_all(files)  # all four or none
+        text += "\n\nwrote " + ", ".join(str(p) for p in paths)
     scored = sum(1 for r in result.rows if r.scored)
     return (0 if scored else 1), text

@@ -36,6 +36,7 @@ Tensors in results: ``a_values`` is Q, ``b`` is K and V, ``c`` is O (plus split 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,10 @@ from accelsim.hardware.tensor_core import TensorCoreCompute
 from accelsim.lowering import Kernel
 
 PARTIAL_BYTES = 4.0  # a split's partial O and row sums are fp32
+# The fused path schedules one pipeline row per K / V block of each CTA class and lists causal CTAs one by one
+# (no extrapolation, unlike the GEMM path's k-loops): beyond these counts its arrays would take gigabytes.
+STEP_CAP = 1 << 21  # pipeline rows (K / V block steps) of one tile candidate's schedule
+CTA_CAP = 1 << 24  # CTAs (or query blocks) listed one by one
 
 
 def _splits(base: int, slots: int, kv_blocks: int) -> int:
@@ -88,8 +93,17 @@ def _run(work: np.ndarray, active: int, count: int, wave_class: int, hw: Any, st
 Block = tuple[np.ndarray, np.ndarray, np.ndarray, int, int]  # work, times, load rates, active CTAs, count
 
 
-def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, Any]:
-    """The kernel with query blocks of ``br`` rows and K / V blocks of ``bc`` rows: its wave classes."""
+def _too_large(kernel: Kernel, source: str, what: str, count: int, cap: int) -> InfeasibleError:
+    """The refusal of a fused attention schedule past STEP_CAP / CTA_CAP (bounded memory), naming the way out."""
+    return InfeasibleError(source, "attention.form", f"layer '{kernel.name}' (m={kernel.m}, n={kernel.n}, "
+                           f"batch={kernel.batch}): fused attention would list {count:,} {what}, more than the "
+                           f"{cap:,} the fused path simulates one by one; use a shorter sequence or smaller batch, "
+                           "or attention.form: unfused (its GEMMs extrapolate long loops)", kernel.name)
+
+
+def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int, source: str = "<hardware>") -> dict[str, Any]:
+    """The kernel with query blocks of ``br`` rows and K / V blocks of ``bc`` rows: its wave classes.
+    InfeasibleError past STEP_CAP pipeline rows or CTA_CAP CTAs."""
     comp = hw.core.compute
     att = hw.attention
     m, n, d, planes = kernel.m, kernel.n, kernel.k, kernel.batch
@@ -97,6 +111,8 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
     mma_m = comp.mma.dense[0]
     rows = min(br, -(-m // mma_m) * mma_m)  # rows a CTA computes (padded to the MMA's m)
     q_blocks = -(-m // rows)
+    if q_blocks > CTA_CAP:
+        raise _too_large(kernel, source, "query blocks per plane", q_blocks, CTA_CAP)
     slots = hw.cores * comp.ctas_per_core
     base = planes * q_blocks
     kv_blocks = -(-n // bc)
@@ -132,13 +148,17 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int) -> dict[str, A
                   "kv_tiles_skipped": planes * int(q_blocks * kv_blocks - need.sum())}
         causal["macs_computed"] = causal["kv_tiles_run"] * 2 * rows * bc * d
     if int(need.min()) < kv_blocks:  # causal: Q blocks stream unequal numbers of K / V blocks
+        if ctas > CTA_CAP:
+            raise _too_large(kernel, source, "CTAs (causal CTAs are scheduled one by one)", ctas, CTA_CAP)
         cta_steps = np.tile(_slices(need, split), planes)
         blocks = _causal_blocks(cta_steps, compute, q_bytes, o_bytes, kv_step, planes * plane_kv * reads, slots,
-                                hw, stages)
+                                hw, stages, lambda rows: _too_large(kernel, source, "pipeline steps", rows, STEP_CAP))
         steps = int(cta_steps.max())
         causal["schedule"] = "longest_first"
         waves = -(-ctas // slots)
     else:
+        if steps > STEP_CAP:
+            raise _too_large(kernel, source, "K / V blocks per CTA", steps, STEP_CAP)
         kv_share = min(1.0, planes * plane_kv * reads / (float(ctas) * steps * kv_step))
         work = np.zeros((steps, tl.N_TILE_COLS))
         work[:, tl.T_CHUNK] = np.arange(steps)
@@ -194,7 +214,8 @@ def _slices(need: np.ndarray, split: int) -> np.ndarray:
 
 
 def _causal_blocks(cta_steps: np.ndarray, compute: float, q_bytes: float, o_bytes: float, kv_step: float,
-                   kv_dram: float, slots: int, hw: Any, stages: int) -> list[Block]:
+                   kv_dram: float, slots: int, hw: Any, stages: int,
+                   too_large: Callable[[int], Exception]) -> list[Block]:
     """The schedule of CTAs streaming unequal numbers of K / V blocks (``cta_steps``). Assumption (named
     ``longest_first`` in results): CTAs are dispatched longest first and a slot that frees takes the next, so
     the slots stay evenly loaded, as FlashAttention's causal tile scheduler orders them (``SingleTileLPTScheduler``,
@@ -202,7 +223,8 @@ def _causal_blocks(cta_steps: np.ndarray, compute: float, q_bytes: float, o_byte
     Q tiles first within a group -- hence K / V reuse in L2 as the uniform grid's, ``kv_dram``). Modelled as
     waves of ``slots`` consecutive CTAs in that order, each as long as one CTA of its CTAs' mean step count (a
     fractional last step), with the CTA's Q load first and O write last, as the uniform grid's waves;
-    ``kv_dram``: the K / V bytes that come from DRAM (the rest hit L2)."""
+    ``kv_dram``: the K / V bytes that come from DRAM (the rest hit L2). ``too_large(rows)`` is raised before
+    anything is scheduled when the classes hold more than STEP_CAP steps in all."""
     order = np.sort(cta_steps)[::-1].astype(np.float64)
     kv_share = min(1.0, kv_dram / (float(order.sum()) * kv_step))
     firsts = np.arange(0, len(order), slots)
@@ -210,6 +232,9 @@ def _causal_blocks(cta_steps: np.ndarray, compute: float, q_bytes: float, o_byte
     classes: dict[tuple[float, int], int] = {}
     for wave in waves:  # waves of equal totals are one class, run back to back
         classes[wave] = classes.get(wave, 0) + 1
+    rows_total = sum(math.ceil(steps / active - 1e-9) for steps, active in classes)
+    if rows_total > STEP_CAP:
+        raise too_large(rows_total)
     blocks: list[Block] = []
     for (steps, active), count in classes.items():
         mean = steps / active
@@ -256,7 +281,7 @@ def fused_attention(kernel: Kernel, hw: Any, source: str) -> tuple[list[Block], 
             if need > smem:
                 smallest = min(smallest, need)
                 continue
-            plan = _plan(kernel, hw, br, bc, stages)
+            plan = _plan(kernel, hw, br, bc, stages, source)
             if best is None or plan["total"] < best["total"] - 1e-9:
                 best = plan
     if best is None:

@@ -43,7 +43,7 @@ from accelsim.hardware.families import (
 from accelsim.hardware.formats_support import FormatsSpec, UnstructuredSupport  # noqa: F401 (re-exported)
 from accelsim.hardware.provenance import Provenance, peak_problems, provenance
 from accelsim.hardware.provenance import Section as ProvenanceSection
-from accelsim.hardware.systems import is_system_data, read_system, system_data
+from accelsim.hardware.systems import is_system_data, read_system, refuse_device_override, system_data
 from accelsim.hardware.systolic import SystolicCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.tensor_core import TensorCoreCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.vnm_block import BlockSupport, VnmSupport
@@ -442,7 +442,6 @@ def load_hardware_with_provenance(path: str | Path,
         data = system_data(spec, hd)
     if "layers" in data and "core" not in data:
         raise ConfigError(src, None, "this is a workload file (it has 'layers'), expected a hardware config")
-    prov = provenance(hd)
     set_by: dict[str, str] = {}
     for item in overrides or []:
         data = apply_override(data, item, src)
@@ -454,6 +453,7 @@ def load_hardware_with_provenance(path: str | Path,
             raise
         raise ConfigError.many(src, [(key, _from_family(key, _from_override(key, problem, set_by), hd))
                                      for key, problem in exc.problems], exc.unlisted) from None
+    prov = provenance(hd)  # after the schema: a mistyped number ("1.83") is named as such, not as unaccounted for
     if not overrides:
         problems = peak_problems(hw, prov)
         if problems:
@@ -495,6 +495,7 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
     except yaml.YAMLError:
         raise ConfigError(source, path, f"--hw-set value {short_repr(raw)} is not plain YAML data") from None
     yamlload.check_extent(value, f"{source}: {path}")
+    refuse_device_override(path.strip(), data, source, f"--hw-set {short_repr(item)}")
     out = copy.deepcopy(data)
     node = out
     for i, key in enumerate(keys[:-1]):

@@ -42,8 +42,8 @@ def read_system(path: str | Path, hd: HardwareData) -> tuple[SystemSpec, Hardwar
     if hd.layers[0].provenance is None:
         raise ConfigError(src, PROVENANCE_KEY, "missing: a system file says where each interconnect number comes "
                                                "from (provenance: sources and fields, as a hardware config)")
+    spec = configio.validate(SystemSpec, hd.data, src)  # before provenance: a mistyped number is named as such
     prov = provenance(hd)
-    spec = configio.validate(SystemSpec, hd.data, src)
     device = Path(spec.device)
     device_path = device if device.is_absolute() else Path(src).parent / device
     if not device_path.is_file():
@@ -53,6 +53,16 @@ def read_system(path: str | Path, hd: HardwareData) -> tuple[SystemSpec, Hardwar
         raise ConfigError(src, "device", f"{short_repr(spec.device)} is a system file; a system's device is one "
                                          "hardware config")
     return spec, dev, prov
+
+
+def refuse_device_override(path: str, data: dict[str, Any], source: str, how: str) -> None:
+    """ConfigError for an override (``--hw-set``, a sweep key) of a loaded system's ``system.device`` or whole
+    ``system`` section: the device's config was read when the system file loaded, so the run would keep it and
+    only the echoed name would change."""
+    keys = [k for k in path.split(".") if k]
+    if "system" in data and keys[:1] == ["system"] and (len(keys) == 1 or keys[1] == "device"):
+        raise ConfigError(source, path, f"{how} cannot swap a system's device (its config was read with the system "
+                                        "file): point the system file's device: at another config")
 
 
 def system_data(spec: SystemSpec, device: HardwareData) -> dict[str, Any]:

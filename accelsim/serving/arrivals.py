@@ -17,7 +17,7 @@ import numpy as np
 
 from accelsim.errors import ConfigError
 from accelsim.serving.config import ServingError
-from accelsim.serving.limits import check_sizes
+from accelsim.serving.limits import MAX_REQUEST_SIZE, check_sizes
 
 __all__ = ["parse_size_spec", "sample_sizes", "poisson_arrivals", "read_trace", "trace_column"]
 
@@ -53,7 +53,14 @@ def parse_size_spec(spec: Any) -> dict[str, Any]:
                                 "choice:A,B,C[@wA,wB,wC]") from None
     if not isinstance(spec, Mapping) or spec.get("kind") not in ("fixed", "uniform", "choice"):
         raise ServingError(f"size spec {spec!r}: expected kind fixed, uniform or choice")
-    out = dict(spec)
+    try:
+        return _checked_spec(dict(spec), spec, given)
+    except (TypeError, ValueError, OverflowError):
+        raise ServingError(f"size spec {spec!r}: expected whole numbers of tokens (and finite weights)") from None
+
+
+def _checked_spec(out: dict[str, Any], spec: Any, given: Any) -> dict[str, Any]:
+    """A size spec dict's fields checked and normalised (TypeError / ValueError on a non-number)."""
     if out["kind"] == "fixed":
         if int(out.get("value", 0)) < 1:
             raise ServingError(f"size spec {spec!r}: value must be >= 1")
@@ -73,8 +80,8 @@ def parse_size_spec(spec: Any) -> dict[str, Any]:
     res = {"kind": "choice", "values": values}
     if out.get("weights") is not None:
         w = [float(x) for x in out["weights"]]
-        if len(w) != len(values) or min(w) < 0 or sum(w) <= 0:
-            raise ServingError(f"size spec {spec!r}: weights must match values, be >= 0 and not all 0")
+        if len(w) != len(values) or not all(math.isfinite(x) and x >= 0 for x in w) or sum(w) <= 0:
+            raise ServingError(f"size spec {spec!r}: weights must match values, be finite, >= 0 and not all 0")
         res["weights"] = [x / sum(w) for x in w]
     check_sizes(res, given)
     return res
@@ -119,10 +126,14 @@ def read_trace(path: str | Path) -> dict[str, np.ndarray]:
     """Read a CSV trace: a header row with ``arrival_s`` (non-decreasing seconds) and numeric size columns."""
     src = str(path)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # a spreadsheet's byte-order mark is dropped
             rows = list(csv.reader(fh))
     except FileNotFoundError:
         raise ConfigError(src, None, "file not found") from None
+    except UnicodeDecodeError:
+        raise ConfigError(src, None, "not UTF-8 text, expected a CSV trace") from None
+    except csv.Error as exc:
+        raise ConfigError(src, None, f"not a readable CSV trace ({exc})") from None
     except OSError as exc:
         raise ConfigError(src, None, f"cannot read: {exc.strerror}") from None
     if not rows or "arrival_s" not in [h.strip() for h in rows[0]]:
@@ -138,10 +149,20 @@ def read_trace(path: str | Path) -> dict[str, np.ndarray]:
         except (ValueError, IndexError):
             if name == "arrival_s":
                 raise ConfigError(src, "arrival_s", "every row needs a number here") from None
+            # kept as text, so that reading it as sizes names the row (trace_column) instead of ignoring it
+            cols[name] = np.asarray([r[j] if j < len(r) else "" for r in body], dtype=object)
     arr = cols["arrival_s"]
     if arr[0] < 0 or np.any(np.diff(arr) < 0) or not np.all(np.isfinite(arr)):
         raise ConfigError(src, "arrival_s", "arrival times must be finite, >= 0 and non-decreasing")
     return cols
+
+
+def _is_number(text: Any) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def trace_column(cols: Mapping[str, np.ndarray], names: Sequence[str], src: str) -> np.ndarray | None:
@@ -149,8 +170,15 @@ def trace_column(cols: Mapping[str, np.ndarray], names: Sequence[str], src: str)
     for name in names:
         if name in cols:
             col = cols[name]
+            if col.dtype == object:
+                bad = next(i for i, v in enumerate(col) if not _is_number(v))
+                raise ConfigError(src, name, f"row {bad + 1} after the header: expected a number of tokens, got "
+                                  f"{str(col[bad])!r}")
             if np.any(col < 1) or np.any(col != np.round(col)):
                 raise ConfigError(src, name, "sizes must be integers >= 1")
+            if np.any(col > MAX_REQUEST_SIZE):
+                raise ConfigError(src, name, f"a request of {int(col.max()):,} tokens is above the limit of "
+                                  f"{MAX_REQUEST_SIZE:,} tokens per request")
             return col.astype(np.int64)
     return None
 

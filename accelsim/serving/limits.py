@@ -16,10 +16,14 @@ from accelsim.serving.config import MAX_BATCH, MAX_INSTANCES, MAX_WAIT_MS, Servi
 from accelsim.serving.run_record import LoadAssessment, ServingRun
 
 __all__ = ["MAX_INSTANCES", "MAX_BATCH", "MAX_WAIT_MS", "MAX_REQUESTS", "MAX_REQUEST_SIZE", "MAX_SEED", "OVERLOAD_NOTE",
+           "MAX_DECODE_TOKENS", "check_decode_tokens",
            "check_serve_args", "check_sizes", "load_assessment", "overload_warnings"]
 
 MAX_REQUESTS = 10_000_000  # expected arrivals, rate x duration
 MAX_REQUEST_SIZE = 32_768  # tokens (seq / prompt / output) of one request
+# output tokens of one LLM run: decode runs step by step (a few 100k steps/s), so 1e7 requests x 32,768 tokens
+# would run for hours; 1e8 is a few minutes at worst (max_batch 1)
+MAX_DECODE_TOKENS = 100_000_000
 MAX_SEED = 2**32 - 1
 
 OVERLOAD_NOTE = ("offered load above capacity: the queue grows for the whole run, so latency percentiles are "
@@ -96,3 +100,11 @@ def overload_warnings(results: Mapping[str, ServingRun]) -> list[str]:
                          "the queue grows for the whole run, so latency percentiles are not steady-state (they "
                          "grow with the duration)")
     return lines
+
+
+def check_decode_tokens(requests: int, tokens: int) -> None:
+    """Refuse an LLM run whose requests generate more than :data:`MAX_DECODE_TOKENS` output tokens in all."""
+    if tokens > MAX_DECODE_TOKENS:
+        raise ServingError(f"{requests:,} requests would generate {tokens:,} output tokens, more than the "
+                           f"{MAX_DECODE_TOKENS:,} one LLM run simulates (decode runs step by step): fewer requests "
+                           "(rate x duration, --requests) or fewer output tokens")

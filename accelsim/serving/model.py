@@ -28,7 +28,7 @@ from accelsim.serving.config import (
     ServingError,
     pad_to,
 )
-from accelsim.serving.limits import load_assessment
+from accelsim.serving.limits import check_decode_tokens, load_assessment
 from accelsim.serving.llm import simulate_llm
 from accelsim.serving.run_record import (
     BatchStats,
@@ -107,6 +107,13 @@ class ServingModel:
                                   f"decode workload has ({', '.join(sorted({*svc.defaults, *dec.defaults}))})")
             svc.set_params = {k: v for k, v in sets.items() if k in svc.defaults}
             dec.set_params = {k: v for k, v in sets.items() if k in dec.defaults}
+            if dec.size_param in dec.set_params:  # each decode step's kv_len is the request's own
+                raise ConfigError(str(decode_workload), str(dec.size_param), f"--set gives "
+                                  f"{dec.set_params[dec.size_param]!r}, but each decode step's kv_len is its "
+                                  "request's prompt plus the tokens generated so far: drop it (--prompt-tokens "
+                                  "sets the prompts)")
+            dec.check_set_params()
+        svc.check_set_params()
         label = sp or canonical_pattern(svc.data.get("sparsity")) or "dense"
         info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
                                 "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}
@@ -249,6 +256,7 @@ class ServingModel:
             odesc = parse_size_spec(output_tokens if output_tokens is not None else self.default_output_tokens)
             output = sample_sizes(odesc, n, out_rng)
         assert self.decode_service is not None  # is_llm
+        check_decode_tokens(n, int(np.asarray(output[:n], dtype=np.int64).sum()))
         tr = simulate_llm(arr, prompt[:n], output[:n], self.service, self.decode_service, self.config,
                           kv_bytes_per_token=self.kv_bytes_per_token, kv_budget_bytes=self.kv_budget_bytes, seed=seed)
         done = np.isfinite(tr.finish)

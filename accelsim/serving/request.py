@@ -81,17 +81,20 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
     check_serve_args(rate=rq.rate, duration_s=rq.duration_s, seed=rq.seed, max_batch=rq.max_batch,
                      max_wait_ms=rq.max_wait_ms, instances=rq.instances, sla_p99_ms=rq.sla_p99_ms,
                      budget_ms=rq.budget_ms, trace=rq.trace)
-    if rq.sizes is not None:
-        try:
-            parse_size_spec(rq.sizes)  # a bad or oversized spec fails before any simulation
-        except ServingError as exc:
-            raise ServingError(f"--sizes: {exc}") from None
+    for flag, spec in (("--sizes", rq.sizes), ("--prompt-tokens", rq.prompt_tokens),
+                       ("--output-tokens", rq.output_tokens)):
+        if spec is not None:
+            try:
+                parse_size_spec(spec)  # a bad or oversized spec fails before any simulation
+            except ServingError as exc:
+                raise ServingError(f"{flag}: {exc}") from None
     params = _as_params(rq.set_params)
     cfg = _runtime_config(rq)
     hw_obj, hw_src = resolve_hardware(rq.hw, rq.hw_set)
     sim = Simulator(hw_obj, hw_src)
     wl = Path(rq.workload)
     dec = _paired_decode(wl) if rq.decode_workload == "auto" else rq.decode_workload
+    _check_size_flags(rq, wl, dec)
     sp = canonical_pattern(rq.sparsity)
     if sp is None:
         sp = canonical_pattern(configio.read_yaml(wl)[0].get("sparsity"))
@@ -127,7 +130,8 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         seed=rq.seed, sparsities=tuple(labels), runtime_config=first.config.to_dict(),
         variability_enabled=cfg.variability.any_enabled,
         notes=tuple(n for n in (first.info.get("note"), _group_note(hw_obj)) if n), comparison=side_by_side,
-        warnings=tuple(overload_warnings(side_by_side.results)), capacity=capacity, quality=quality,
+        warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results)), capacity=capacity,
+        quality=quality,
         latency_vs_load=curves)
 
 
@@ -156,6 +160,39 @@ def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeReq
         ratio = round(b / a, 6) if a else None
     return CapacitySummary(budget_ms=budget_ms, metric=next(iter(caps.values())).metric, results=caps,
                            sparse_over_dense=ratio)
+
+
+_ENERGY_ONLY = ("interconnect energy is not modelled", "no energy figures")  # run warnings serving has no use for
+
+
+def _service_warnings(models: Mapping[str, ServingModel]) -> list[str]:
+    """What the simulated runs behind the service times warned about (a tensor-parallel split rounded up, a
+    replicated layer, ...), once each: from each service's first run, so per-batch figures do not repeat. Energy
+    caveats are left out: serving reports no energy."""
+    out: dict[str, None] = {}
+    for m in models.values():
+        for svc in (m.service, m.decode_service):
+            for w in getattr(svc, "warnings", None) or ():
+                if not w.startswith(_ENERGY_ONLY):
+                    out.setdefault(f"{getattr(svc, 'name', m.name)}: {w}", None)
+    return list(out)
+
+
+def _check_size_flags(rq: ServeRequest, workload: Path, decode: str | Path | None) -> None:
+    """Refuse size flags the serving mode would ignore: an LLM (prefill + decode) takes its sizes from
+    --prompt-tokens / --output-tokens, a one-shot workload from --sizes."""
+    if decode is None:
+        given = [f for f, v in (("--prompt-tokens", rq.prompt_tokens), ("--output-tokens", rq.output_tokens))
+                 if v is not None]
+        if given:
+            raise ServingError(f"{' and '.join(given)}: {workload} is served one-shot (no *-decode workload beside "
+                               "it): its request sizes are --sizes")
+    elif rq.sizes is not None:
+        raise ServingError(f"--sizes: {workload} is an LLM workload (decode: {decode}): its request sizes are "
+                           "--prompt-tokens and --output-tokens")
+    elif rq.prompt_tokens is not None and "seq" in _as_params(rq.set_params):
+        raise ServingError("--set seq and --prompt-tokens both give the prompt lengths (--prompt-tokens would win); "
+                           "give one")
 
 
 def _group_note(hw: Hardware) -> str | None:

@@ -61,6 +61,20 @@ class SimulatedService:
         self._cache: dict[tuple[int, Any], float] = {}
         self._footprints: dict[tuple[int, Any], dict[str, Any]] = {}
         self.simulations = 0
+        self.warnings: tuple[str, ...] | None = None  # the first simulated run's (the workload's structure: TP split)
+
+    def check_set_params(self, how: str = "--set") -> None:
+        """Refuse set parameters serving would override or truncate without a word: the batch (the scheduler
+        picks each batch's size) and a size parameter that is not a whole number."""
+        if self.batch_param is not None and self.batch_param in self.set_params:
+            raise ConfigError(self.source, self.batch_param, f"{how} gives {self.set_params[self.batch_param]!r}, "
+                              "but serving sets the batch per batch (the scheduler's, up to max_batch): drop it "
+                              "and use --max-batch")
+        value = self.set_params.get(self.size_param) if self.size_param is not None else None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not float(value).is_integer() or value < 1):
+            raise ConfigError(self.source, str(self.size_param), f"{how} gives {value!r}: expected a whole "
+                              "number of tokens >= 1")
 
     @property
     def default_size(self) -> int | None:
@@ -92,6 +106,8 @@ class SimulatedService:
         if hit is None:
             res = run(self.workload(batch, size), self.hw, self.sparsity, policy=self.policy, simulator=self.sim)
             self.simulations += 1
+            if self.warnings is None:
+                self.warnings = tuple(res.warnings)
             hit = res.total_cycles / (self.hw.clock_ghz * 1e9)
             self._cache[key] = hit
             self._footprints[key] = res.footprint

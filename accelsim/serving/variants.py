@@ -21,6 +21,7 @@ from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, Strict
+from accelsim.serving.arrivals import parse_size_spec
 from accelsim.serving.config import (
     DEFAULT_REQUESTS_PER_EVAL,
     DoesNotFitError,
@@ -98,6 +99,11 @@ def _rel(path: str | Path, base: str | Path) -> Path:
 def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
     """Read a variants YAML; return it and each variant's workload path resolved against the file."""
     data, _ = configio.read_yaml(path)
+    if isinstance(data, Mapping) and "variants" not in data:  # another kind of config: say which, in one line
+        kind = ("a hardware config (it has 'core')" if "core" in data or "extends" in data else
+                "a workload file (it has 'layers')" if "layers" in data else None)
+        if kind is not None:
+            raise ConfigError(str(path), None, f"this is {kind}, expected a variants file (with 'variants')")
     vf = configio.validate(VariantsFile, data, str(path))
     seen: set[str] = set()
     for i, v in enumerate(vf.variants):
@@ -108,9 +114,32 @@ def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
             normalize_format(v.sparsity)
         except ValueError as exc:
             raise ConfigError(str(path), f"variants.{i}.sparsity", str(exc)) from None
+        if "batch" in v.set:
+            raise ConfigError(str(path), f"variants.{i}.set.batch", "serving sets the batch per batch (the "
+                              "scheduler's, up to runtime.max_batch): drop it")
+        for key in ("seq", "kv_len"):
+            if key in v.set and not float(v.set[key]).is_integer():
+                raise ConfigError(str(path), f"variants.{i}.set.{key}", f"expected a whole number of tokens, got "
+                                  f"{v.set[key]!r}")
         if v.quality_kind is not None and not isinstance(v.quality, int | float):
             raise ConfigError(str(path), f"variants.{i}.quality_kind", "labels a typed quality number; this "
                               "variant has none (registry figures carry their own label)")
+    llm = [v.name for v in vf.variants if v.decode_workload]
+    one_shot = [v.name for v in vf.variants if not v.decode_workload]
+    if vf.sizes is not None and llm:  # each would be ignored without a word by the other kind of variant
+        raise ConfigError(str(path), "sizes", f"LLM variant {llm[0]!r} (with a decode_workload) takes its sizes from "
+                          "prompt_tokens / output_tokens")
+    for key in ("prompt_tokens", "output_tokens"):
+        if getattr(vf, key) is not None and one_shot:
+            raise ConfigError(str(path), key, f"one-shot variant {one_shot[0]!r} (no decode_workload) takes its sizes "
+                              "from sizes")
+    for key in ("sizes", "prompt_tokens", "output_tokens"):  # checked before anything is simulated
+        spec = getattr(vf, key)
+        if spec is not None:
+            try:
+                parse_size_spec(spec)
+            except ServingError as exc:
+                raise ConfigError(str(path), key, str(exc)) from None
     try:
         RuntimeConfig.from_dict(vf.runtime, f"{path}: runtime")
     except ConfigError as exc:

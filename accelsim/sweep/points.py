@@ -11,6 +11,7 @@ from typing import Any
 from accelsim.config.schema import canonical_hash
 from accelsim.errors import ConfigError
 from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.hardware.systems import refuse_device_override
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ def with_overrides(base: dict[str, Any], overrides: dict[str, Any], source: str 
     """A copy of ``base`` with ``{dotted.path: value}`` set (as ``hardware.apply_override``; base is untouched)."""
     out = dict(base)
     for path, value in overrides.items():
+        refuse_device_override(path, base, source, "a sweep key")
         keys = path.split(".")
         node = out
         for i, key in enumerate(keys[:-1]):
