@@ -269,10 +269,10 @@ def test_torchao_rows_are_whole_model_rows_without_shapes() -> None:
 
 
 def test_torchao_bf16_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
-    """bf16 (6 block64x64 rows at 80 / 84 / 90 %, 2 rows 2:4): median 13.0 %, 8/8 right side, MAE 0.142; the model
+    """bf16 (6 block64x64 rows at 80 / 84 / 90 %, 2 rows 2:4): median 13.6 %, 8/8 right side, MAE 0.149; the model
     over-predicts the 80 % and 2:4 rows by 13-18 % and lands the 90 % rows within 7 %."""
     n, med, right, mae = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "bf16"])
-    assert n == 8 and right == 1.0 and med == pytest.approx(13.0, abs=1.0) and mae == pytest.approx(0.142, abs=0.02)
+    assert n == 8 and right == 1.0 and med == pytest.approx(13.6, abs=1.0) and mae == pytest.approx(0.149, abs=0.02)
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
 
 
@@ -285,11 +285,11 @@ def test_torchao_block_rows_gain_with_sparsity(torchao: list[tuple[dict[str, str
 def test_torchao_int8_rows_meet_the_target(torchao: list[tuple[dict[str, str], float]]) -> None:
     """int8 (14 rows) with torchao's dynamic quantization modelled (accelsim.workloads.quantize: the MLP Linears
     int8, a per-call quantize layer before each, the dequantize fused, everything else bf16; the 2:4 row quantizes
-    fc1 only, as superblock's accelerate_with_sparsity does): median 10.3 %, 14/14 right side, MAE 0.123 (the
+    fc1 only, as superblock's accelerate_with_sparsity does): median 11.4 %, 14/14 right side, MAE 0.133 (the
     all-int8 workload it replaces: median 32.5 %, MAE 0.340; with dequantize unfused, not the default and not
     chosen here: median 4.4 %, MAE 0.059)."""
     n, med, right, mae = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "int8"])
-    assert n == 14 and right == 1.0 and med == pytest.approx(10.3, abs=1.0) and mae == pytest.approx(0.123, abs=0.02)
+    assert n == 14 and right == 1.0 and med == pytest.approx(11.4, abs=1.0) and mae == pytest.approx(0.133, abs=0.02)
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
 
 
