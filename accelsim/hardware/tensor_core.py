@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from accelsim.config import schema as configio
-from accelsim.hardware.base import DtypeName, Fraction, PosFloat, PosInt, Strict, Triple
+from accelsim.hardware.base import DtypeName, Fraction, PosFloat, PosInt, Strict, Triple, drop_defaults
 from accelsim.hardware.kinds import ComputeKind, TraceLabels
 
 
@@ -54,10 +54,7 @@ class CtaTiles(Strict):
     @model_serializer(mode="wrap")
     def _searched_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Leave ``sparse_searched`` out of the resolved config when absent (configs read back as before)."""
-        data = handler(self)
-        if data.get("sparse_searched", 0) is None:
-            data.pop("sparse_searched")
-        return data
+        return drop_defaults(handler(self), {"sparse_searched": None})
 
     def for_path(self, path: str, dtype: str) -> list[list[int]]:
         """The candidate tiles of the ``path`` ('dense' | 'sparse') kernel for ``dtype``."""
