@@ -195,9 +195,10 @@ class TensorCoreCompute(Strict):
         "(extra C traffic). The fastest is used.")
     stream_k: StreamK | None = Field(
         None, description="Stream-K for a partial last wave (unset: data-parallel waves only, left out of the "
-        "resolved config). With it, a split-1 candidate whose last wave is under half full runs the output tiles of its last "
-        "two waves (or all, under two waves) as one wave of up to `cores` units of equal k-steps, each writing "
-        "and reading back one fp32 partial tile (the fix-up); otherwise data-parallel (CUTLASS 3's heuristic).")
+        "resolved config). With it, a split-1 candidate with a partial last wave may run the output tiles of its "
+        "last two waves (all, under two waves) as one wave of up to `cores` units of equal k-steps (CUTLASS 3's "
+        "sm90 layout); the faster of that and data-parallel is kept. The units' fp32 partial tiles (the fix-up) "
+        "are taken to stay in L2 and are not timed (echoed as tiling.stream_k).")
     raster: Raster = Field(default_factory=lambda: Raster(),
                            description="CTA rasterization of the library's GEMM kernels (sets which A/B panels "
                                        "each wave shares and how far apart in time a panel is reused).")
