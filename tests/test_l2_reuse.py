@@ -302,7 +302,7 @@ TODAY = [["a100-like", 16384, 16384, 16384, 1, "2:4", 37430836, 8963187, 3435973
 
 # the calibrated fields those numbers were computed with (every family carried the A100 fp16 fit then), and the
 # estimates of then: C stores waiting for DRAM, no clusters, A100's fill port and per-SM L2 share, no shared-memory
-# operand feed
+# operand feed, no stream-K
 THEN = {"a100-like": (5450, 6300), "rtx4090-like": (9740, 11260), "h100-like": (7070, 8180)}
 THEN_PORTS = {"h100-like": ["core.sram.bandwidth_bytes_per_cycle=64", "l2.bandwidth_bytes_per_cycle=6256"]}
 
@@ -316,7 +316,8 @@ def test_m_fastest_all_or_nothing_reproduces_todays_numbers(case: list) -> None:
         "core.compute.efficiency.dense=0.85", "core.compute.efficiency.sparse=0.7", "dram.sustained_fraction=0.75",
         f"launch_overhead_cycles.dense={launch_dense}", f"launch_overhead_cycles.sparse={launch_sparse}",
         "l2.write_policy=write_through", "core.compute.cluster.m=1",
-        "core.compute.operand_feed.smem_bytes_per_cycle=null", *THEN_PORTS.get(hw_name, [])])
+        "core.compute.operand_feed.smem_bytes_per_cycle=null", "core.compute.stream_k=null",
+        *THEN_PORTS.get(hw_name, [])])
     res = simulate(lower(_gemm(m, n, k, batch=batch), hw, sparsity)[0], hw, keep_tiles=False)
     got = [res.cycles["total"], res.cycles["stall_memory"], res.bytes["dram"]["a_values"], res.bytes["dram"]["b"],
            res.tiling["split_k"]]
