@@ -342,12 +342,12 @@ SHIPPED_GPUS = ["a100-like", "a100-pcie-like", "h100-like", "h100-pcie-like", "h
 DRAM_SHARE = 0.8
 
 # Kept as the Hopper family fit has them (hwconfigs/families/hopper.yaml, l2.write_policy): no 2-CTA clusters
-# (TMA multicast), C stores waiting for DRAM, and for h100-like the A100-per-SM L2 port estimate. Their largest
-# kernels bind on the L2 -> SM port (widened, on compute): h100-like dense 16384 x 4096 x 65536 (128 x 64 tiles,
-# 48 B/clk per SM against 47.4), h200-like 2:4 of that shape (its measured L2, 54 B/clk per SM, against 54 plus
-# the C write-back). With clusters or a write-back L2 nothing binds, but the Hopper family fit's MAE moves above
-# the FLOPs rule of thumb on its rows (0.173-0.176 vs 0.172).
-PORT_BOUND_ALLOWED = {"h100-like", "h200-like"}
+# (TMA multicast), C stores waiting for DRAM, and for h100-like / h100-pcie-like the A100-per-SM L2 port estimate.
+# With stream-K and the refitted Hopper efficiencies (0.54 / 0.44, issue 17) one kernel binds on the L2 -> SM port
+# (widened, on compute): h100-pcie-like 2:4 at 4096^3 (128 x 128 x 128 tiles, 16 % of its cycles stalled); the
+# 16384 x 4096 x 65536 kernels of h100-like / h200-like that bound before no longer do. 2-CTA clusters would halve
+# the port's bytes, but the Hopper family fit is worse with them (in-sample MAE 0.160 vs 0.148).
+PORT_BOUND_ALLOWED = {"h100-pcie-like": {(4096, 4096, 4096)}}
 
 
 @pytest.mark.parametrize("hw_name", SHIPPED_GPUS)
@@ -371,7 +371,7 @@ def test_no_large_fp16_bf16_gemm_binds_on_memory(hw_name: str) -> None:
                     kernel = lower(_gemm(*shape, dtype=dtype), wide, sparsity)[0]
                     assert simulate(kernel, wide, keep_tiles=False).binding == "compute", (dtype, shape, sparsity)
     if hw_name in PORT_BOUND_ALLOWED:
-        assert bound and all(shape == (16384, 4096, 65536) for _, shape, _, _ in bound), bound
+        assert bound and all(shape in PORT_BOUND_ALLOWED[hw_name] for _, shape, _, _ in bound), bound
     else:
         assert bound == []
 
