@@ -313,16 +313,17 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             if sk_tiles > active:  # the last full wave joins the stream-K units: its DRAM bytes with the tail's
                 full = max(i for i, c in enumerate(classes) if c[0] == slots and i != tail)
                 dram_a, dram_b = dram_a + classes[full][1], dram_b + classes[full][2]
-            a_cta = base[:, tl.T_SRAM_A_VALUES].sum() + base[:, tl.T_SRAM_A_META].sum()
-            b_cta = base[:, tl.T_SRAM_B].sum()
-            fa = min(1.0, dram_a / (sk_tiles * a_cta)) if a_cta else 0.0
-            fb = min(1.0, dram_b / (sk_tiles * b_cta)) if b_cta else 0.0
             # the units write the stream-K tiles' C between them; the fix-up's fp32 partial tiles (units x BM x BN
             # x 4 B of workspace) stay in L2 and are not timed (echoed as tiling.stream_k.fixup)
             c_unit = c_traffic / ctas * sk_tiles / units
             sk_base = tc.cta_k_loop(bm, bn, bk, unit_steps * bk, kernel.keep_n, kernel.group_m, mma[2], e, mbits,
                                     c_unit, rate, kernel.sparse_datapath)
-            work, times, bw = run_class(sk_base, tail, units, 1, fa, fb, fc, drain_of(units, a_cta + b_cta))
+            a_unit = sk_base[:, tl.T_SRAM_A_VALUES].sum() + sk_base[:, tl.T_SRAM_A_META].sum()
+            b_unit = sk_base[:, tl.T_SRAM_B].sum()
+            # the units read from DRAM what the waves they replace read, no more (their k-steps round up)
+            fa = min(1.0, dram_a / (units * a_unit)) if a_unit else 0.0
+            fb = min(1.0, dram_b / (units * b_unit)) if b_unit else 0.0
+            work, times, bw = run_class(sk_base, tail, units, 1, fa, fb, fc, drain_of(units, a_unit + b_unit))
             sk_segs = list(segs)
             if full is not None:
                 sk_segs[full] = dataclasses.replace(sk_segs[full], count=sk_segs[full].count - 1)
