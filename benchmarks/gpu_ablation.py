@@ -1,7 +1,8 @@
 """Ablation of the GPU model's mechanisms against ../shared/reference/gpu/ (docs/validation.md, issue 17).
 
 For each variant (all mechanisms; without L2 reuse across waves; without the power-limited clock; without the
-shared-memory operand feed; without the searched 2:4 kernels, i.e. every row on the default algorithm's tile) it refits
+shared-memory operand feed; without the searched 2:4 kernels, i.e. every row on the default algorithm's tile;
+without stream-K, i.e. Hopper's dense kernels data-parallel only) it refits
 the calibrated fields per family (ampere-datacenter on A100 rows, hopper on H100, ada on RTX 4090) and
 reports the in-sample MAE per family and pooled, then one fit shared by every family, then leave one GPU out.
 Prints a table; takes a few minutes on 2 cores. Usage: python benchmarks/gpu_ablation.py [--no-logo]
@@ -32,6 +33,7 @@ VARIANTS: dict[str, tuple[list[str], Callable[[Hardware], Hardware]]] = {
     "without the power-limited clock": ([], uncapped),
     "without the shared-memory operand feed": (["core.compute.operand_feed.smem_bytes_per_cycle=null"], lambda hw: hw),
     "without the searched 2:4 kernels": (["core.compute.cta_tiles.sparse_searched=null"], lambda hw: hw),
+    "without stream-K (Hopper dense)": (["core.compute.stream_k=null"], lambda hw: hw),
 }
 
 

@@ -302,7 +302,7 @@ TODAY = [["a100-like", 16384, 16384, 16384, 1, "2:4", 37430836, 8963187, 3435973
 
 # the calibrated fields those numbers were computed with (every family carried the A100 fp16 fit then), and the
 # estimates of then: C stores waiting for DRAM, no clusters, A100's fill port and per-SM L2 share, no shared-memory
-# operand feed
+# operand feed, no stream-K
 THEN = {"a100-like": (5450, 6300), "rtx4090-like": (9740, 11260), "h100-like": (7070, 8180)}
 THEN_PORTS = {"h100-like": ["core.sram.bandwidth_bytes_per_cycle=64", "l2.bandwidth_bytes_per_cycle=6256"]}
 
@@ -316,7 +316,8 @@ def test_m_fastest_all_or_nothing_reproduces_todays_numbers(case: list) -> None:
         "core.compute.efficiency.dense=0.85", "core.compute.efficiency.sparse=0.7", "dram.sustained_fraction=0.75",
         f"launch_overhead_cycles.dense={launch_dense}", f"launch_overhead_cycles.sparse={launch_sparse}",
         "l2.write_policy=write_through", "core.compute.cluster.m=1",
-        "core.compute.operand_feed.smem_bytes_per_cycle=null", *THEN_PORTS.get(hw_name, [])])
+        "core.compute.operand_feed.smem_bytes_per_cycle=null", "core.compute.stream_k=null",
+        *THEN_PORTS.get(hw_name, [])])
     res = simulate(lower(_gemm(m, n, k, batch=batch), hw, sparsity)[0], hw, keep_tiles=False)
     got = [res.cycles["total"], res.cycles["stall_memory"], res.bytes["dram"]["a_values"], res.bytes["dram"]["b"],
            res.tiling["split_k"]]
@@ -341,12 +342,12 @@ SHIPPED_GPUS = ["a100-like", "a100-pcie-like", "h100-like", "h100-pcie-like", "h
 DRAM_SHARE = 0.8
 
 # Kept as the Hopper family fit has them (hwconfigs/families/hopper.yaml, l2.write_policy): no 2-CTA clusters
-# (TMA multicast), C stores waiting for DRAM, and for h100-like the A100-per-SM L2 port estimate. Their largest
-# kernels bind on the L2 -> SM port (widened, on compute): h100-like dense 16384 x 4096 x 65536 (128 x 64 tiles,
-# 48 B/clk per SM against 47.4), h200-like 2:4 of that shape (its measured L2, 54 B/clk per SM, against 54 plus
-# the C write-back). With clusters or a write-back L2 nothing binds, but the Hopper family fit's MAE moves above
-# the FLOPs rule of thumb on its rows (0.173-0.176 vs 0.172).
-PORT_BOUND_ALLOWED = {"h100-like", "h200-like"}
+# (TMA multicast), C stores waiting for DRAM, and for h100-like / h100-pcie-like the A100-per-SM L2 port estimate.
+# With stream-K and the refitted Hopper efficiencies (0.54 / 0.44, issue 17) one kernel binds on the L2 -> SM port
+# (widened, on compute): h100-pcie-like 2:4 at 4096^3 (128 x 128 x 128 tiles, 16 % of its cycles stalled); the
+# 16384 x 4096 x 65536 kernels of h100-like / h200-like that bound before no longer do. 2-CTA clusters would halve
+# the port's bytes, but the Hopper family fit is worse with them (in-sample MAE 0.160 vs 0.148).
+PORT_BOUND_ALLOWED = {"h100-pcie-like": {(4096, 4096, 4096)}}
 
 
 @pytest.mark.parametrize("hw_name", SHIPPED_GPUS)
@@ -370,7 +371,7 @@ def test_no_large_fp16_bf16_gemm_binds_on_memory(hw_name: str) -> None:
                     kernel = lower(_gemm(*shape, dtype=dtype), wide, sparsity)[0]
                     assert simulate(kernel, wide, keep_tiles=False).binding == "compute", (dtype, shape, sparsity)
     if hw_name in PORT_BOUND_ALLOWED:
-        assert bound and all(shape == (16384, 4096, 65536) for _, shape, _, _ in bound), bound
+        assert bound and all(shape in PORT_BOUND_ALLOWED[hw_name] for _, shape, _, _ in bound), bound
     else:
         assert bound == []
 

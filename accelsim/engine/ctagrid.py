@@ -7,6 +7,7 @@ fastest is kept; its raster is then chosen among the configured candidates (fewe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -20,7 +21,7 @@ from accelsim.engine import tiling as tl
 from accelsim.engine.segment import Segment, decode_params
 from accelsim.errors import InfeasibleError
 from accelsim.hardware.model import Hardware
-from accelsim.hardware.tensor_core import TensorCoreCompute
+from accelsim.hardware.tensor_core import StreamK, TensorCoreCompute
 from accelsim.limits import SizeLimitError
 from accelsim.lowering import Kernel
 
@@ -301,7 +302,39 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
                 continue
             work, times, bw = run_class(base, idx, active, count, fa, fb, fc, drain)
             segs.append(Segment(work, times, bw, count=count, active=active, wave_class=idx))
+        sk = _stream_k_plan(comp.stream_k, kernel, split, extras, ctas, slots, k_steps)
+        tail = next((i for i, c in enumerate(classes) if c[0] < slots and c[3] == 1), None)
+        if sk is not None and tail is None:  # no partial last wave among the raster's classes
+            sk = None
+        if sk is not None and tail is not None:  # the last two waves' tiles (or all) as one wave of stream-K units
+            sk_tiles, units, unit_steps = sk
+            active, dram_a, dram_b, _, _ = classes[tail]
+            full = None
+            if sk_tiles > active:  # the last full wave joins the stream-K units: its DRAM bytes with the tail's
+                full = max(i for i, c in enumerate(classes) if c[0] == slots and i != tail)
+                dram_a, dram_b = dram_a + classes[full][1], dram_b + classes[full][2]
+            # the units write the stream-K tiles' C between them; the fix-up's fp32 partial tiles (units x BM x BN
+            # x 4 B of workspace) stay in L2 and are not timed (echoed as tiling.stream_k.fixup)
+            c_unit = c_traffic / ctas * sk_tiles / units
+            sk_base = tc.cta_k_loop(bm, bn, bk, unit_steps * bk, kernel.keep_n, kernel.group_m, mma[2], e, mbits,
+                                    c_unit, rate, kernel.sparse_datapath)
+            a_unit = sk_base[:, tl.T_SRAM_A_VALUES].sum() + sk_base[:, tl.T_SRAM_A_META].sum()
+            b_unit = sk_base[:, tl.T_SRAM_B].sum()
+            # the units read from DRAM what the waves they replace read, no more (their k-steps round up)
+            fa = min(1.0, dram_a / (units * a_unit)) if a_unit else 0.0
+            fb = min(1.0, dram_b / (units * b_unit)) if b_unit else 0.0
+            work, times, bw = run_class(sk_base, tail, units, 1, fa, fb, fc, drain_of(units, a_unit + b_unit))
+            sk_segs = list(segs)
+            if full is not None:
+                sk_segs[full] = dataclasses.replace(sk_segs[full], count=sk_segs[full].count - 1)
+            sk_segs = [s for i, s in enumerate(sk_segs) if i != tail and s.count > 0]
+            sk_segs.append(Segment(work, times, bw, count=1, active=units, wave_class=tail))
+            if sum(s.count * s.end for s in sk_segs) < sum(s.count * s.end for s in segs):
+                segs = sk_segs
+            else:  # data-parallel is faster for this tile
+                sk = None
     else:  # a k-loop too long to hold: reduced loops, extended linearly in the number of k-steps
+        sk = None
         loop = cl.Loop(k_steps, bk, "k")
         bases: dict[int, np.ndarray] = {}
 
@@ -338,6 +371,9 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
               "dram_reread": {"a": round(sum(c * da for _, da, _, c, _ in classes) / a_total, 6) if a_total else 0.0,
                               "b": round(sum(c * db for _, _, db, c, _ in classes) / b_total, 6) if b_total else 0.0},
               "b_from_l2": b_in_l2, "c_to_l2": c_in_l2, "c_write_back": write_back}
+    if comp.stream_k is not None and comp.stream_k.on("sparse" if kernel.sparse_datapath else "dense"):
+        tiling["stream_k"] = "data_parallel" if sk is None else {"tiles": sk[0], "units": sk[1], "k_steps": sk[2],
+                                                                  "fixup": "partials_in_l2_not_timed"}
     if k_steps > cl.KSTEP_CAP:
         tiling["extrapolated"] = True
     if extras is not None:
@@ -348,3 +384,24 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             tiling["resident_ctas"] = extras.resident
             tiling["waves_back_to_back"] = overlap and k_steps <= cl.KSTEP_CAP
     return segs, tiling, None if settled else classes
+
+
+def _stream_k_plan(stream_k: StreamK | None, kernel: Kernel, split: int, extras: st.GridExtras | None, tiles: int,
+                   slots: int, k_steps: int) -> tuple[int, int, int] | None:
+    """The stream-K decomposition of one candidate, as CUTLASS 3's sm90 stream-K scheduler lays it out
+    (tile_scheduler_params.h, v3.4): (stream-K tiles, units, k-steps per unit), or None where it runs
+    data-parallel: stream-K off for the path, split-k, a V:N:M / block / load-sparse grid, no partial last wave, or
+    too few k-steps. CUTLASS's own heuristic also stays data-parallel when the tail is at least half a wave; here the
+    faster of the two is kept (``_cta_grid``), as a library that times its algorithms (or a harness that searches
+    them) would."""
+    path = "sparse" if kernel.sparse_datapath else "dense"
+    if stream_k is None or not stream_k.on(path) or split != 1 or extras is not None or kernel.load_sparse:
+        return None
+    full, tail = divmod(tiles, slots)
+    if tail == 0 or k_steps <= stream_k.min_k_steps_per_unit:
+        return None
+    sk_tiles = tiles - max(full - 1, 0) * slots  # the last full wave and the tail, or every tile
+    units = min(slots, sk_tiles * k_steps // stream_k.min_k_steps_per_unit)
+    if units <= 0:
+        return None
+    return sk_tiles, units, -(-sk_tiles * k_steps // units)

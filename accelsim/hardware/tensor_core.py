@@ -69,6 +69,20 @@ class SplitK(Strict):
     sparse: Annotated[list[PosInt], Field(min_length=1)] = [1]
 
 
+class StreamK(Strict):
+    """Stream-K decomposition of the library's persistent kernels (CUTLASS 3 sm90 ``Heuristic`` mode)."""
+
+    dense: bool = Field(False, description="The dense kernels spread the k-steps of a partial last wave's output "
+                                           "tiles over one wave of persistent CTAs (stream-K).")
+    sparse: bool = Field(False, description="The same for the sparse kernels.")
+    min_k_steps_per_unit: PosInt = Field(8, description="Fewest k-steps a stream-K unit runs (CUTLASS "
+                                                        "min_iters_per_sk_unit_).")
+
+    def on(self, path: str) -> bool:
+        """Whether the ``path`` ('dense' | 'sparse') kernels use stream-K."""
+        return bool(getattr(self, path))
+
+
 RasterOrder = Literal["grouped", "grouped_columns", "m_fastest"]
 GroupWidths = Annotated[list[PosInt], Field(min_length=1)]
 
@@ -176,6 +190,12 @@ class TensorCoreCompute(Strict):
         default_factory=lambda: SplitK(), description="Split-k factors the dense and the sparse library kernels "
         "may use: k is cut into slices run by separate CTAs whose fp32 partial tiles are reduced afterwards "
         "(extra C traffic). The fastest is used.")
+    stream_k: StreamK | None = Field(
+        None, description="Stream-K for a partial last wave (unset: data-parallel waves only, left out of the "
+        "resolved config). With it, a split-1 candidate with a partial last wave may run the output tiles of its "
+        "last two waves (all, under two waves) as one wave of up to `cores` units of equal k-steps (CUTLASS 3's "
+        "sm90 layout); the faster of that and data-parallel is kept. The units' fp32 partial tiles (the fix-up) "
+        "are taken to stay in L2 and are not timed (echoed as tiling.stream_k).")
     raster: Raster = Field(default_factory=lambda: Raster(),
                            description="CTA rasterization of the library's GEMM kernels (sets which A/B panels "
                                        "each wave shares and how far apart in time a panel is reused).")
@@ -192,6 +212,14 @@ class TensorCoreCompute(Strict):
         description="CALIBRATED: fraction of peak tensor throughput the library's kernels sustain in their "
                     "main loop (issue limits, register pressure, clocks under load; the shared-memory "
                     "feed is operand_feed's when set), dense and sparse.")
+
+    @model_serializer(mode="wrap")
+    def _stream_k_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``stream_k`` out of the resolved config when unset (configs read back as before)."""
+        data = handler(self)
+        if data.get("stream_k", 0) is None:
+            data.pop("stream_k")
+        return data
 
     @model_validator(mode="after")
     def _tiles_align(self) -> TensorCoreCompute:
