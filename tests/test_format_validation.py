@@ -287,7 +287,7 @@ def test_torchao_int8_rows_meet_the_target(torchao: list[tuple[dict[str, str], f
     int8, a per-call quantize layer before each, the dequantize fused, everything else bf16; the 2:4 row quantizes
     fc1 only, as superblock's accelerate_with_sparsity does): median 11.4 %, 14/14 right side, MAE 0.133 (the
     all-int8 workload it replaces: median 32.5 %, MAE 0.340; with dequantize unfused, not the default and not
-    chosen here: median 4.4 %, MAE 0.059)."""
+    chosen here: median 5.5 %, MAE 0.070)."""
     n, med, right, mae = _e2e_metrics([(r, p) for r, p in torchao if r["dtype"] == "int8"])
     assert n == 14 and right == 1.0 and med == pytest.approx(11.4, abs=1.0) and mae == pytest.approx(0.133, abs=0.02)
     assert med <= TARGET_MEDIAN_PCT and right >= TARGET_RIGHT
