@@ -207,11 +207,13 @@ def test_quantized_sparse_run_dense_baseline_is_the_dense_run() -> None:
 
 # -- run -o naming an input ----------------------------------------------------------------------------------
 
-def test_run_output_must_not_replace_an_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["run", "trace"])
+def test_run_output_must_not_replace_an_input(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                              command: str) -> None:
     wl = tmp_path / "w.yaml"
     wl.write_text((WL / "gemm-microbench.yaml").read_text())
     before = wl.read_text()
-    line = one_line(capsys, "run", "--hw", A100, "--workload", wl, "-o", tmp_path / "." / "w.yaml")
+    line = one_line(capsys, command, "--hw", A100, "--workload", wl, "-o", tmp_path / "." / "w.yaml")
     assert line.endswith("cannot write: it is this command's --workload input (the result would replace it); "
                          "write elsewhere")
     assert wl.read_text() == before

@@ -17,7 +17,7 @@ from accelsim.analysis.deployment import DeploymentReport, build_report
 from accelsim.analysis.power import power_limited
 from accelsim.analysis.reality import reality_check
 from accelsim.cli import options
-from accelsim.cli.common import command_line, load_pair, progress_bar, wrote
+from accelsim.cli.common import command_line, load_pair, progress_bar, refuse_input_as_output, wrote
 from accelsim.cli.validate_hw import validate_hw_command
 from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError, OutputError
@@ -218,6 +218,7 @@ def plot_command(kind: str, hw_path: str | Path, workload_path: str | Path,
 
 def cmd_trace(args: argparse.Namespace) -> int:
     """Write a Chrome/Perfetto trace and say how big it is."""
+    refuse_input_as_output(args.out, {"--hw": args.hw, "--workload": args.workload})
     try:
         stats = trace_command(args.hw, args.workload, args.out, args.sparsity, args.layer or None, args.max_events,
                               args.set, args.hw_set)
