@@ -17,10 +17,10 @@ from accelsim.analysis.deployment import DeploymentReport, build_report
 from accelsim.analysis.power import power_limited
 from accelsim.analysis.reality import reality_check
 from accelsim.cli import options
-from accelsim.cli.common import command_line, load_pair, progress_bar, refuse_input_as_output, wrote
+from accelsim.cli.common import command_line, load_pair, progress_bar, refuse_input_as_output, require_folder, wrote
 from accelsim.cli.validate_hw import validate_hw_command
 from accelsim.config.templating import parse_sets
-from accelsim.errors import AccelsimError, OutputError
+from accelsim.errors import AccelsimError
 from accelsim.fileio import atomic_open, resolve_target, write_all
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
@@ -40,8 +40,7 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
         plan = "runs dense" if sparsity == "dense" else "has no sparsity plan"
         raise AccelsimError(f"reality-check needs a pattern: {args.workload} {plan}; pass --sparsity N:M "
                             f"(e.g. 2:4)")
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
+    require_folder(args.out)
     data = reality_check(model, hw, sparsity, policy=args.policy, hw_source=args.hw)
     print(text_bars(data))
     if args.out:

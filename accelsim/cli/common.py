@@ -6,12 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError, OutputError
-from accelsim.fileio import write_atomic
+from accelsim.fileio import Files, dumps_finite, write_all, write_atomic
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.workloads.model import Workload, load_workload
@@ -71,6 +72,24 @@ def warn(warnings: list[str]) -> None:
     """Print each warning on stderr."""
     for warning in warnings:
         print(f"accelsim: warning: {warning}", file=sys.stderr)
+
+
+def require_folder(out: str | None) -> None:
+    """OutputError, before any simulation, when ``-o`` (a folder for this command) names an existing file."""
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise OutputError(out, "exists and is not a folder (-o takes a directory)")
+
+
+def finish_folder_command(command: str, data: dict[str, Any], text: str, files: Files | None,
+                          as_json: bool, **json_options: Any) -> int:
+    """Write a folder command's ``files`` (all or none), print its table ``text`` or its ``data`` as JSON (listing
+    the files written), then say on stderr which files were written."""
+    written = [str(f) for f in write_all(files)] if files is not None else []
+    if files is not None:
+        data["files"] = written
+    sys.stdout.write(dumps_finite(data, command, indent=2, **json_options) + "\n" if as_json else text)
+    wrote(written)
+    return 0
 
 
 def wrote(paths: Iterable[object]) -> None:

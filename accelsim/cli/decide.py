@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from accelsim.cli import options
-from accelsim.cli.common import wrote
-from accelsim.errors import OutputError
-from accelsim.fileio import dumps_finite, figure_files, write_all
+from accelsim.cli.common import finish_folder_command, require_folder
+from accelsim.fileio import dumps_finite, figure_files
 from accelsim.serving import Decision, decide
 from accelsim.serving.limits import check_serve_args
 from accelsim.textsafe import printable
@@ -64,8 +62,7 @@ def decision_files(out: Path, d: Decision) -> dict[str | os.PathLike[str], bytes
 
 def cmd_decide(args: argparse.Namespace) -> int:
     """Serve every variant, judge each budget, print the table (or JSON), write the files with -o."""
-    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():  # before simulating
-        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
+    require_folder(args.out)
     check_serve_args(rate=args.rate, duration_s=None, seed=args.seed, max_batch=args.max_batch,
                      max_wait_ms=args.max_wait_ms, instances=args.instances, sla_p99_ms=None, budget_ms=None,
                      trace=None)
@@ -76,17 +73,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
                                 ("instances", args.instances)) if v is not None}
     d = decide(args.variants, args.hw, args.budget_ms, args.rate, config=config, requests=args.requests,
                seed=args.seed, hw_set=args.hw_set)
-    data = d.to_dict()
-    files: list[str] = []
-    if args.out is not None:
-        files = [str(f) for f in write_all(decision_files(Path(args.out), d))]
-        data["files"] = files
-    if args.format == "json":
-        sys.stdout.write(dumps_finite(data, "decide", indent=2) + "\n")
-    else:
-        sys.stdout.write(format_decision(d))
-    wrote(files)
-    return 0
+    files = decision_files(Path(args.out), d) if args.out is not None else None
+    return finish_folder_command("decide", d.to_dict(), format_decision(d), files, args.format == "json")
 
 
 def add_decide(sub: options.Subparsers) -> None:

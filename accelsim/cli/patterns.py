@@ -8,9 +8,8 @@ from pathlib import Path
 
 from accelsim.analysis.patterns import compare_patterns, parse_levels
 from accelsim.cli import options
-from accelsim.cli.common import progress_bar, wrote
+from accelsim.cli.common import progress_bar, require_folder, wrote
 from accelsim.config.templating import parse_sets
-from accelsim.errors import OutputError
 from accelsim.fileio import write_all
 from accelsim.hardware.model import load_hardware
 from accelsim.report.patterns_chart import chart_files, patterns_table, render_patterns
@@ -21,8 +20,7 @@ from accelsim.workloads.model import load_workload
 def cmd_patterns(args: argparse.Namespace) -> int:
     """Every registered format at every level: a table; with -o, patterns.json and the chart."""
     levels = parse_levels(args.levels)
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
+    require_folder(args.out)
     hw = load_hardware(args.hw, args.hw_set)
     model = load_workload(args.workload, parse_sets(args.set, args.workload))
     bar, update = progress_bar(unit="run")

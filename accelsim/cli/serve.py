@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from accelsim.cli import options
-from accelsim.cli.common import progress_bar, warn, wrote
-from accelsim.errors import OutputError
-from accelsim.fileio import figure_bytes, write_all
+from accelsim.cli.common import finish_folder_command, progress_bar, require_folder, warn
+from accelsim.fileio import figure_bytes
 from accelsim.results import dumps_finite
 from accelsim.serving import ServeRequest, ServeResult, ServingRun, serve
 from accelsim.textsafe import printable
@@ -125,26 +123,17 @@ def request_from_args(args: argparse.Namespace) -> ServeRequest:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Simulate serving (dense beside sparse), write serve.json and the plots with -o, print the figures."""
-    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():  # before simulating
-        raise OutputError(args.out, "exists and is not a folder (-o takes a directory)")
+    require_folder(args.out)
     bar, update = progress_bar(0, "run") if args.find_max_rate else (None, None)
     try:
         result = serve(request_from_args(args), progress=update)
     finally:
         if bar is not None:
             bar.close()
-    data = result.to_dict()
-    files: list[str] = []
-    if args.out is not None:
-        files = [str(f) for f in write_all(serve_files(Path(args.out), result))]
-        data["files"] = files
     warn(list(result.warnings))
-    if args.format == "json":
-        sys.stdout.write(dumps_finite(data, "serve", indent=2, default=float) + "\n")
-    else:
-        sys.stdout.write(format_serve(result))
-    wrote(files)
-    return 0
+    files = serve_files(Path(args.out), result) if args.out is not None else None
+    return finish_folder_command("serve", result.to_dict(), format_serve(result), files, args.format == "json",
+                                 default=float)
 
 
 def add_serve(sub: options.Subparsers) -> None:
