@@ -17,7 +17,7 @@ import pytest
 from conftest import HW, ROOT
 
 from accelsim import load_hardware
-from accelsim.analysis.gpu_validation import kernel_loop_hardware, predict_row, validate_hw
+from accelsim.analysis.gpu_validation import kernel_loop_hardware, predict_row, row_kernels, validate_hw
 from accelsim.analysis.measurements import MeasurementError, parse_measurements, read_measurements
 from accelsim.analysis.validation_results import RowResult, ValidationResult
 from accelsim.hardware.model import hardware_from_dict
@@ -89,7 +89,42 @@ def test_a_searched_row_runs_the_searched_tiles_and_says_so() -> None:
     assert searched.dense_cycles == default.dense_cycles and searched.sparse_cycles < default.sparse_cycles
     assert [r.kernels for r in res.rows] == ["searched", "default"]
     assert any("1 row(s) from a harness that searched" in n for n in res.notes)
-    assert rows_csv(res).splitlines()[1].endswith(",searched")
+    assert rows_csv(res).splitlines()[1].endswith(",searched,")  # then c_dtype: empty, the input dtype
+
+
+def test_c_dtypes_come_from_the_column_a_tag_or_the_harness_code() -> None:
+    head = HEADER.replace("format\n", "format,c_dtype\n")
+    slide = "github:bcacdwk/vllmbench@46da5ca8 x"
+    rows = parse_measurements(head + "H100,int8,64,64,64,,,1.0,src,kernel-gemm,,int32/bf16\n"
+                                     "H100,int8,64,64,64,,,1.0,src,kernel-gemm; c_dtype=fp32,,\n"
+                                     f"H100,int8,64,64,64,,,1.0,{slide},kernel-gemm,,\n"
+                                     f"H100,fp8,64,64,64,,,1.0,{slide},kernel-gemm,,\n"
+                                     f"H100,bf16,64,64,64,,,1.0,{slide},kernel-gemm,,\n"
+                                     "H100,int8,64,64,64,,,1.0,src,kernel-gemm,,\n", "x.csv")
+    assert [r.c_dtypes for r in rows] == [("int32", "bf16"), ("fp32", "fp32"), ("int32", "bf16"), ("bf16", "bf16"),
+                                          None, None]
+    assert rows[2].to_dict()["c_dtypes"] == "int32/bf16" and "c_dtypes" not in rows[4].to_dict()
+    with pytest.raises(MeasurementError, match=r"x.csv: line 2, column c_dtype: expected DTYPE or DENSE/SPARSE.*"
+                                               r"got 'int64/bf16'"):
+        parse_measurements(head + "H100,int8,64,64,64,,,1.0,src,kernel-gemm,,int64/bf16\n", "x.csv")
+
+
+def test_slidesparse_int8_rows_write_int32_c_dense_and_bf16_sparse_and_say_so() -> None:
+    """cuBLASLt writes the int8 GEMM's C as int32, cuSPARSELt as bf16 (the harness's code): at 2048^3 on H100 PCIe
+    the dense C is 16.8 MB, not 4.2 MB, and the dense kernel takes longer; the sparse one writes 8.4 MB."""
+    hw = load_hardware(HW / "h100-pcie-like.yaml")
+    slide, plain = parse_measurements(HEADER + "H100,int8,2048,2048,2048,,,1.58,github:bcacdwk/vllmbench x,"
+                                               "kernel-gemm,\nH100,int8,2048,2048,2048,,,1.58,src,kernel-gemm,\n",
+                                      "x.csv")
+    kd, ks = row_kernels(slide, hw)
+    assert (kd.c_bytes, ks.c_bytes) == (4, 2)
+    assert row_kernels(plain, hw)[0].c_bytes in (None, 0, 1)  # the input dtype's bytes
+    typed, untyped = predict_row(slide, hw), predict_row(plain, hw)
+    assert typed.dense_cycles > untyped.dense_cycles and typed.sparse_cycles > untyped.sparse_cycles
+    res = validate_hw([slide, plain], {"H100": hw})
+    assert [r.c_dtype for r in res.rows] == ["int32/bf16", ""]
+    assert any("1 row(s) write C as their harness did" in n and "int8 -> int32/bf16" in n for n in res.notes)
+    assert rows_csv(res).splitlines()[1].endswith(",int32/bf16")
 
 
 def test_vnm_waves_run_back_to_back_when_a_core_holds_two_or_more_ctas() -> None:
@@ -369,5 +404,5 @@ def test_flashllm_blog_rows_are_aggregates_without_shapes() -> None:
 
 def test_validation_csv_echoes_format_and_timing(venom: ValidationResult) -> None:
     lines = rows_csv(venom).splitlines()
-    assert lines[0].endswith(",format,timing,kernels")
-    assert lines[1].endswith(",2:4,kernel-loop,default")
+    assert lines[0].endswith(",format,timing,kernels,c_dtype")
+    assert lines[1].endswith(",2:4,kernel-loop,default,")

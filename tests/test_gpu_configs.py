@@ -21,8 +21,8 @@ GPU_CONFIGS = ["a100-like", "a100-pcie-like", "h100-like", "h100-pcie-like", "h2
                "rtx3060-like", "rtx3090-like", "rtx4070tisuper-like", "rtx4090-like", "rtx5080-like", "rtx5090-like"]
 FAMILIES = sorted((HW / "families").glob("*.yaml"))
 # calibration by family (docs/validation.md): efficiency dense, sparse; fixed cost dense, sparse (us)
-FAMILY_FIT = {"ampere-datacenter": (0.74, 0.68, 4.15, 4.85), "hopper": (0.54, 0.44, 4.05, 4.6),
-              "ada": (0.77, 0.75, 9.35, 8.95)}
+FAMILY_FIT = {"ampere-datacenter": (0.74, 0.68, 3.75, 4.8), "hopper": (0.54, 0.44, 4.0, 4.55),
+              "ada": (0.77, 0.75, 9.3, 8.9)}
 CARRIED_FROM = {"ampere-consumer": "ada", "blackwell-consumer": "ada", "blackwell-datacenter": "hopper"}
 # spec-sheet figures no public source in reach confirmed: kept as documented estimates (and listed in the report)
 UNSOURCED = {("rtx4070tisuper-like", "l2.bytes")}

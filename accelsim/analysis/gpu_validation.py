@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,10 +39,12 @@ from accelsim.analysis.validation_results import (
 from accelsim.errors import AccelsimError
 from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware, LaunchOverhead
-from accelsim.simulation import Simulator, run
+from accelsim.lowering import Kernel, lower
+from accelsim.simulation import Simulator
 from accelsim.workloads.model import Workload, workload_from_dict
+from accelsim.workloads.quantize import OUT_BYTES
 
-__all__ = ["metrics", "predict_row", "spearman", "validate_hw"]
+__all__ = ["metrics", "predict_row", "row_kernels", "spearman", "validate_hw"]
 
 
 # ---------------------------------------------------------------------------------------- statistics
@@ -120,18 +123,29 @@ def _gemm(row: Measurement) -> Workload:
                                "layers": [{"name": "gemm", "op": "gemm", "m": row.m, "n": row.n, "k": row.k}]})
 
 
+def row_kernels(row: Measurement, hw: Hardware, sparsity: str = "2:4") -> tuple[Kernel, Kernel]:
+    """The row's dense and sparse GEMM kernels on ``hw``, each writing C as its harness did (``row.c_dtypes``;
+    the input dtype where not known)."""
+    model = _gemm(row)
+    dense, sparse = lower(model, hw, "dense")[0], lower(model, hw, sparsity)[0]
+    if row.c_dtypes is not None:
+        dense = replace(dense, c_bytes=OUT_BYTES[row.c_dtypes[0]])
+        sparse = replace(sparse, c_bytes=OUT_BYTES[row.c_dtypes[1] if sparse.sparse else row.c_dtypes[0]])
+    return dense, sparse
+
+
 def predict_row(row: Measurement, hw: Hardware, simulator: Simulator | None = None,
                 sparsity: str = "2:4") -> Prediction:
-    """Simulate one measured shape dense and sparse on ``hw``; predicted times, speedup and the why."""
+    """Simulate one measured shape dense and sparse on ``hw`` (each at its power-limited clock); predicted times,
+    speedup and the why."""
     sim = simulator or Simulator(hw)
-    model = _gemm(row)
-    dense = run(model, hw, "dense", simulator=sim).layers[0]
-    sparse = run(model, hw, sparsity, simulator=sim).layers[0]
+    kd, ks = row_kernels(row, sim.hw, sparsity)
+    dense, sparse = sim.settled(kd), sim.settled(ks)
     cyc_d, cyc_s = dense.cycles["total"], sparse.cycles["total"]
     to_us = 1.0 / (hw.clock_ghz * 1e3)
     return Prediction(
         speedup=cyc_d / cyc_s if cyc_s else 1.0, dense_us=cyc_d * to_us, sparse_us=cyc_s * to_us,
-        dense_cycles=int(cyc_d), sparse_cycles=int(cyc_s), path=sparse.path, reason=sparse.reason,
+        dense_cycles=int(cyc_d), sparse_cycles=int(cyc_s), path=ks.path, reason=ks.reason,
         padding=dict(sparse.padding), dense_binding=dense.binding, sparse_binding=sparse.binding,
         dense_tile=dense.tiling.get("cta_tile"), sparse_tile=sparse.tiling.get("cta_tile"),
         dense_split_k=dense.tiling.get("split_k"), sparse_split_k=sparse.tiling.get("split_k"),
@@ -151,7 +165,7 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
         "main": row.regime in main_regimes, "backend": row.backend, "source": row.source,
         "source_label": source_label(row.source),
         "measured": Measured(row.speedup, row.dense_us, row.sparse_us), "format": row.format, "timing": row.timing,
-        "kernels": row.kernels}
+        "kernels": row.kernels, "c_dtype": "/".join(row.c_dtypes) if row.c_dtypes else ""}
     if key is None:
         return RowResult(**base, status="unmapped", message=f"no --hw-map entry matches GPU {row.gpu!r}")
     if row.format is not None:  # the row's own format: its ideal speedup is the bound
@@ -292,6 +306,11 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
         notes.append(f"{len(searched)} row(s) from a harness that searched the library's 2:4 algorithms "
                      "(kernels=searched): their sparse kernels choose among core.compute.cta_tiles.sparse_searched "
                      "where the config lists it, the others run the default algorithm's cta_tiles.sparse")
+    typed = [r for r in rows if r.c_dtype and r.hw_key is not None]
+    if typed:
+        kinds = ", ".join(sorted({f"{r.dtype} -> {r.c_dtype}" for r in typed}))
+        notes.append(f"{len(typed)} row(s) write C as their harness did (dense / 2:4; c_dtype): {kinds}; "
+                     "the others in the input dtype")
     other = sorted({r.regime for r in rows if not r.main})
     if other:
         notes.append("main table = regimes " + ", ".join(main_regimes) + " (pure GEMM kernels); scored separately: "

@@ -11,7 +11,9 @@ operand B (tokens x batch), k = the reduction, and ``speedup = dense_time / spar
 optional ``format`` column names the row's sparsity format (``64:2:8``, ``block32x32:75%``, ...), an optional
 ``timing`` column (or a ``timing=X`` tag in the notes) how it was timed: ``framework`` (default) or
 ``kernel-loop`` (see ``TIMINGS``), an optional ``kernels`` column (or ``kernels=X`` tag) which 2:4 kernels it ran:
-``default`` or ``searched`` (see ``KERNEL_CHOICES``; rows of a harness known to search are ``searched``).
+``default`` or ``searched`` (see ``KERNEL_CHOICES``; rows of a harness known to search are ``searched``), and an
+optional ``c_dtype`` column (or ``c_dtype=X`` tag) what the dense and the 2:4 kernel wrote C as: ``int32/bf16``
+(dense / sparse) or one dtype for both (see ``outputs_of``; rows of a harness whose code fixes them get its types).
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ _KERNELS_TAG = re.compile(r"(?:^|[;,\s])kernels\s*=\s*([A-Za-z-]+)")
 # slidesparse/benchmark_kernel/cuSPARSELt) times every cuSPARSELt algorithm id (up to
 # CUSPARSELT_MATMUL_ALG_CONFIG_MAX_ID) with split-k 1, 2, 4, ... and cusparseLtMatmulSearch's pick, keeps the fastest
 SEARCHING_SOURCES = ("github:bcacdwk/vllmbench",)
+# What a harness's dense and 2:4 kernels write C as, per input dtype, where its code fixes it (else C is written in
+# the input dtype). SlideSparse: cublaslt_gemm.cu writes int8 GEMMs' C as int32 (CUBLAS_COMPUTE_32I, "INT8 -> INT32")
+# and fp8's as bf16; cusparselt_gemm.cu writes both as bf16 (get_out_dtype: "INT8 -> BF16", "FP8 -> BF16")
+# (github:bcacdwk/vllmbench slidesparse/benchmark_kernel/cuBLASLt and cuSPARSELt).
+HARNESS_OUTPUTS: dict[str, dict[str, tuple[str, str]]] = {
+    "github:bcacdwk/vllmbench": {"int8": ("int32", "bf16"), "fp8": ("bf16", "bf16")},
+}
+OUTPUT_DTYPES = ("fp32", "int32", "fp16", "bf16", "int8", "fp8")  # what a GEMM's C may be written as
+_OUTPUTS_TAG = re.compile(r"(?:^|[;,\s])c_dtype\s*=\s*([A-Za-z0-9/]+)")
 
 
 class MeasurementError(ConfigError):
@@ -87,6 +98,7 @@ class Measurement:
     format: str | None = None  # the optional `format` column (e.g. "64:2:8"); None: the validation's sparsity
     timing: str = DEFAULT_TIMING  # how it was timed (TIMINGS): the `timing` column, else a `timing=X` notes tag
     kernels: str = DEFAULT_KERNELS  # which 2:4 kernels its harness ran (KERNEL_CHOICES): see kernels_of
+    c_dtypes: tuple[str, str] | None = None  # C as the dense / the 2:4 kernel wrote it; None: the input dtype
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -98,6 +110,10 @@ class Measurement:
             del d["timing"]
         if self.kernels == DEFAULT_KERNELS:
             del d["kernels"]
+        if self.c_dtypes is None:
+            del d["c_dtypes"]
+        else:
+            d["c_dtypes"] = "/".join(self.c_dtypes)
         return d
 
 
@@ -127,6 +143,28 @@ def kernels_of(column: str, notes: str, source_column: str, path: str, line: int
         raise MeasurementError(path, f"line {line}, {where}",
                                f"unknown kernels {raw!r}; known: {', '.join(KERNEL_CHOICES)}")
     return raw.lower()
+
+
+def outputs_of(column: str, notes: str, source_column: str, dtype: str, path: str,
+               line: int) -> tuple[str, str] | None:
+    """What the row's dense and 2:4 kernels wrote C as: the ``c_dtype`` column, else a ``c_dtype=X`` notes tag
+    (``dense/sparse`` or one dtype for both), else the harness's types for a source in HARNESS_OUTPUTS, else None
+    (the input dtype)."""
+    raw = (column or "").strip()
+    where = "column c_dtype"
+    if not raw:
+        tag = _OUTPUTS_TAG.search(notes or "")
+        if tag is None:
+            for source, table in HARNESS_OUTPUTS.items():
+                if source_column.startswith(source) and dtype in table:
+                    return table[dtype]
+            return None
+        raw, where = tag.group(1), "column notes (c_dtype=)"
+    parts = [p.strip().lower() for p in raw.split("/")]
+    if len(parts) not in (1, 2) or any(p not in OUTPUT_DTYPES for p in parts):
+        raise MeasurementError(path, f"line {line}, {where}", f"expected DTYPE or DENSE/SPARSE with dtypes from "
+                                                              f"{', '.join(OUTPUT_DTYPES)}, got {raw!r}")
+    return (parts[0], parts[-1])
 
 
 def canonical_dtype(written: str) -> str:
@@ -254,15 +292,16 @@ def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
                                    f"dense_time_us / sparse_time_us = {dense / sparse:.4g} (by more than "
                                    f"{SPEEDUP_RTOL:.0%}; leave speedup empty to compute it)")
         notes = (rec.get("notes") or "").strip()
+        src = (rec.get("source") or "").strip()
         regime = (rec.get("regime") or "").strip() or regime_of(notes)
         rows.append(Measurement(line=line, gpu=gpu, dtype=dtype, m=m, n=n, k=k, dense_us=dense, sparse_us=sparse,
-                                speedup=float(speedup), source=(rec.get("source") or "").strip(), notes=notes,
+                                speedup=float(speedup), source=src, notes=notes,
                                 regime=regime, backend=backend_of(notes),
                                 dtype_written=written if written.lower() != dtype else None,
                                 format=(rec.get("format") or "").strip() or None,
                                 timing=timing_of(rec.get("timing") or "", notes, source, line),
-                                kernels=kernels_of(rec.get("kernels") or "", notes, (rec.get("source") or "").strip(),
-                                                   source, line)))
+                                kernels=kernels_of(rec.get("kernels") or "", notes, src, source, line),
+                                c_dtypes=outputs_of(rec.get("c_dtype") or "", notes, src, dtype, source, line)))
     if not rows:
         raise MeasurementError(source, None, "no measurement rows after the header")
     return rows

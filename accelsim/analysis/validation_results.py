@@ -109,6 +109,7 @@ class RowResult:
     format: str | None = None  # the row's own format (the CSV's `format` column); None: the validation's sparsity
     timing: str = "framework"  # how the row was timed (measurements.TIMINGS); kernel-loop: no fixed launch cost
     kernels: str = "default"  # which 2:4 kernels its harness ran (measurements.KERNEL_CHOICES)
+    c_dtype: str = ""  # what its dense / 2:4 kernels wrote C as ("int32/bf16"); empty: the input dtype
 
 
 @dataclass(frozen=True)

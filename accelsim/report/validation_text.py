@@ -21,7 +21,7 @@ CSV_FIELDS = ("line", "gpu", "hw", "dtype", "m", "n", "k", "regime", "main", "ba
               "measured_dense_us", "predicted_dense_us", "dense_time_err_pct", "measured_sparse_us",
               "predicted_sparse_us", "sparse_time_err_pct", "sparse_path", "sparse_reason", "dense_binding",
               "sparse_binding", "dense_tile", "sparse_tile", "dense_split_k", "status", "scored", "message", "source",
-              "format", "timing", "kernels")
+              "format", "timing", "kernels", "c_dtype")
 
 
 def _f(x: float | None, fmt: str) -> str:
@@ -153,7 +153,8 @@ def rows_csv(result: ValidationResult) -> str:
                     p.path if p else "", (p.reason if p else None) or "", p.dense_binding if p else "",
                     p.sparse_binding if p else "", tile(p.dense_tile if p else None),
                     tile(p.sparse_tile if p else None), (p.dense_split_k if p else None) or "",
-                    r.status, int(r.scored), r.message or "", r.source, r.format or "", r.timing, r.kernels])
+                    r.status, int(r.scored), r.message or "", r.source, r.format or "", r.timing, r.kernels,
+                    r.c_dtype])
     return buf.getvalue()
 
 

@@ -27,13 +27,11 @@ from accelsim.analysis.calibration.fields import (
     Calibration,
     with_calibration,
 )
-from accelsim.analysis.gpu_validation import searched_kernels_hardware
+from accelsim.analysis.gpu_validation import row_kernels, searched_kernels_hardware
 from accelsim.analysis.measurements import Measurement
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
-from accelsim.lowering import lower
 from accelsim.simulation import Simulator
-from accelsim.workloads.model import workload_from_dict
 
 
 @dataclass(frozen=True)
@@ -91,8 +89,6 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
     g = np.array(sorted(set(float(x) for x in grid)))
     if len(g) < 2 or g[0] <= 0 or g[-1] > 1:
         raise AccelsimError("calibration: the efficiency grid needs at least two values in (0, 1]")
-    models = [workload_from_dict({"name": f"line{r.line}", "dtype": r.dtype, "layers": [
-        {"name": "gemm", "op": "gemm", "m": r.m, "n": r.n, "k": r.k}]}) for r in rows]
     dense = np.zeros((len(g), len(rows)))
     sparse = np.zeros((len(g), len(rows)))
     path = np.zeros(len(rows), dtype=bool)
@@ -100,11 +96,9 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
         hw_e = with_calibration(hw, Calibration(float(eff), float(eff), 0, 0, float(hw.dram.sustained_fraction)))
         searched = searched_kernels_hardware(hw_e)  # rows whose harness searched the library's 2:4 kernels
         sims = {False: Simulator(hw_e), True: Simulator(searched)}
-        for ri, model in enumerate(models):
-            on = rows[ri].kernels == "searched"
-            sim = sims[on]
-            kd = lower(model, sim.hw, "dense")[0]
-            ks = lower(model, sim.hw, sparsity)[0]
+        for ri, row in enumerate(rows):
+            sim = sims[row.kernels == "searched"]
+            kd, ks = row_kernels(row, sim.hw, sparsity)  # C written as the row's harness wrote it
             dense[gi, ri] = sim(kd).cycles["total"]
             sparse[gi, ri] = sim(ks).cycles["total"]
             path[ri] = ks.sparse
