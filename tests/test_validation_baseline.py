@@ -3,6 +3,9 @@ spellings, and the FLOPs rule of thumb every validation table shows next to the 
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 from conftest import HW, REFERENCE
 
@@ -20,7 +23,7 @@ from accelsim.analysis.measurements import (
 )
 from accelsim.cli import main
 from accelsim.errors import AccelsimError
-from accelsim.report.validation_text import format_logo, format_report
+from accelsim.report.validation_text import format_logo, format_report, logo_csv
 
 MORE = REFERENCE / "gpu" / "a100_h100_rtx4090_more_24_speedups.csv"
 HEADER = "gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes\n"
@@ -105,6 +108,18 @@ def test_leave_one_gpu_out_fits_without_the_gpu_it_scores() -> None:
     assert res.in_sample_overall.n == sum(s.metrics.n for s in res.in_sample_scores)
     text = format_logo(res)
     assert "Leave one GPU out" in text and "In-sample" in text and "A100 + H100" in text
+    # leave_one_gpu_out.csv: each left-out GPU's rows as its fold predicts them, then the in-sample fit's rows;
+    # the rows' errors average to the fold's MAE (the main-regime rows it scored)
+    table = list(csv.DictReader(io.StringIO(logo_csv(res))))
+    for fold in res.folds:
+        mine = [r for r in table if r["fit"] == f"without {fold.left_out}"]
+        assert mine and {r["gpu"].partition("@")[0] for r in mine} == {fold.left_out}
+        assert {float(r["eff_dense"]) for r in mine} == {fold.calibration.efficiency_dense}
+        assert {int(r["fixed_sparse_ns"]) for r in mine} == {fold.calibration.launch_sparse_ns}
+        scored = [float(r["abs_error"]) for r in mine if r["scored"] == "1" and r["main"] == "1"]
+        assert len(scored) == fold.score.metrics.n
+        assert sum(scored) / len(scored) == pytest.approx(fold.score.metrics.mae, rel=1e-5)
+    assert sum(r["fit"] == "in-sample" for r in table) == sum(len(s.rows) for s in res.in_sample_scores)
 
 
 def test_leave_one_gpu_out_needs_two_gpus() -> None:

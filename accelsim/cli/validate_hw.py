@@ -13,7 +13,7 @@ from accelsim.analysis.measurements import Measurement, read_measurements
 from accelsim.errors import AccelsimError
 from accelsim.fileio import figure_files, write_all
 from accelsim.hardware.model import Hardware, load_hardware
-from accelsim.report.validation_text import format_logo, format_report, rows_csv
+from accelsim.report.validation_text import format_logo, format_report, logo_csv, rows_csv
 from accelsim.results import dumps_finite
 
 
@@ -57,7 +57,8 @@ def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_
 
     Returns (exit code, text report). Exit 0 when at least one row was scored, 1 when none could
     be (no GPU matched, or every row was unscored). With ``out_dir`` it writes validation.json
-    (the whole result), validation.csv (one line per row) and validation_scatter.png/.svg.
+    (the whole result), validation.csv (one line per row) and validation_scatter.png/.svg, and with ``logo``
+    leave_one_gpu_out.csv (each left-out GPU's rows as its fold predicts them, then the in-sample fit's).
     User errors (bad CSV, bad map, bad config) raise :class:`~accelsim.errors.AccelsimError`
     with a one-line message naming the file, line and column.
     """
@@ -66,8 +67,9 @@ def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_
     label = measurements_csv if isinstance(measurements_csv, str | Path) else ", ".join(map(str, measurements_csv))
     result = replace(validate_hw(rows, hws, hw_sources=sources), measurements=str(label))
     text = format_report(result)
-    if logo:
-        text += "\n\n" + format_logo(leave_one_gpu_out(rows, hws, progress=progress))
+    folds = leave_one_gpu_out(rows, hws, progress=progress) if logo else None
+    if folds is not None:
+        text += "\n\n" + format_logo(folds)
     if out_dir is not None:
         out = Path(out_dir)
         if out.exists() and not out.is_dir():
@@ -77,6 +79,8 @@ def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_
         files: dict[str | os.PathLike[str], bytes | str] = {
             out / "validation.json": dumps_finite(result.to_dict(), "validate-hw", indent=2, sort_keys=True) + "\n",
             out / "validation.csv": rows_csv(result)}
+        if folds is not None:  # every row of each GPU left out as its fold predicts it, then in-sample
+            files[out / "leave_one_gpu_out.csv"] = logo_csv(folds)
         for path, data in figure_files(scatter_figure(result), out / BASENAME, ("png", "svg"), DPI).items():
             files[path] = data
         paths = write_all(files)  # all four or none

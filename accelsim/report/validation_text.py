@@ -135,6 +135,30 @@ def rows_csv(result: ValidationResult) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_FIELDS)
+    for r in result.rows:
+        w.writerow(_row_fields(r))
+    return buf.getvalue()
+
+
+def logo_csv(result: LeaveOneGpuOut) -> str:
+    """leave_one_gpu_out.csv: every row of each left-out GPU as its fold predicts it (``fit`` = ``without GPU``),
+    then every row with the one in-sample fit (``fit`` = ``in-sample``); the validation.csv columns after
+    ``fit`` and the fit's shared values."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(("fit", "eff_dense", "eff_sparse", "fixed_dense_ns", "fixed_sparse_ns") + CSV_FIELDS)
+    scored = [(f"without {f.left_out}", f.calibration, f.score) for f in result.folds]
+    scored += [("in-sample", result.in_sample, s) for s in result.in_sample_scores]
+    for label, cal, score in scored:
+        values = [label, f"{cal.efficiency_dense:g}", f"{cal.efficiency_sparse:g}", cal.launch_dense_ns,
+                  cal.launch_sparse_ns]
+        for r in score.rows:
+            w.writerow(values + _row_fields(r))
+    return buf.getvalue()
+
+
+def _row_fields(r: RowResult) -> list[Any]:
+    """One row's CSV_FIELDS values."""
 
     def num(x: Any, fmt: str = ".6g") -> str:
         return "" if x is None else format(x, fmt)
@@ -142,20 +166,18 @@ def rows_csv(result: ValidationResult) -> str:
     def tile(t: Any) -> str:
         return "x".join(str(v) for v in t) if t else ""
 
-    for r in result.rows:
-        p = r.predicted
-        meas = r.measured
-        w.writerow([r.line, r.gpu, r.hw or "", r.dtype, r.m, r.n, r.k, r.regime, int(r.main), r.backend,
-                    r.source_label, num(meas.speedup), num(p.speedup if p else None), num(r.error),
-                    num(r.abs_error), num(r.ape), "" if r.right_side is None else int(r.right_side),
-                    num(meas.dense_us), num(p.dense_us if p else None), num(r.dense_time_err_pct),
-                    num(meas.sparse_us), num(p.sparse_us if p else None), num(r.sparse_time_err_pct),
-                    p.path if p else "", (p.reason if p else None) or "", p.dense_binding if p else "",
-                    p.sparse_binding if p else "", tile(p.dense_tile if p else None),
-                    tile(p.sparse_tile if p else None), (p.dense_split_k if p else None) or "",
-                    r.status, int(r.scored), r.message or "", r.source, r.format or "", r.timing, r.kernels,
-                    r.c_dtype])
-    return buf.getvalue()
+    p = r.predicted
+    meas = r.measured
+    return [r.line, r.gpu, r.hw or "", r.dtype, r.m, r.n, r.k, r.regime, int(r.main), r.backend,
+            r.source_label, num(meas.speedup), num(p.speedup if p else None), num(r.error),
+            num(r.abs_error), num(r.ape), "" if r.right_side is None else int(r.right_side),
+            num(meas.dense_us), num(p.dense_us if p else None), num(r.dense_time_err_pct),
+            num(meas.sparse_us), num(p.sparse_us if p else None), num(r.sparse_time_err_pct),
+            p.path if p else "", (p.reason if p else None) or "", p.dense_binding if p else "",
+            p.sparse_binding if p else "", tile(p.dense_tile if p else None),
+            tile(p.sparse_tile if p else None), (p.dense_split_k if p else None) or "",
+            r.status, int(r.scored), r.message or "", r.source, r.format or "", r.timing, r.kernels,
+            r.c_dtype]
 
 
 def format_search(result: Calibration5Result) -> str:

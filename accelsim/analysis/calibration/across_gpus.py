@@ -27,7 +27,7 @@ from accelsim.analysis.calibration.fields import (
 from accelsim.analysis.calibration.fitting import BodyTables, body_tables, fit
 from accelsim.analysis.gpu_validation import validate_hw
 from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, Measurement, gpu_name, match_row
-from accelsim.analysis.validation_results import Metrics
+from accelsim.analysis.validation_results import Metrics, RowResult
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
 
@@ -61,6 +61,7 @@ class GpuScore:
     gpu: str
     hardware: str
     metrics: Metrics
+    rows: tuple[RowResult, ...] = ()  # every row of the GPU as predicted with the calibration scored
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def _score(gpu: str, rows: Sequence[Measurement], parts: Mapping[str, Hardware],
     """A GPU's rows scored on its configs (one per hw-map key of that GPU) with ``cal`` applied to each."""
     calibrated = {key: with_calibration(hw, cal.for_part(hw)) for key, hw in parts.items()}
     res = validate_hw(rows, calibrated, main_regimes=main_regimes, bound=bound)
-    return GpuScore(gpu, " + ".join(dict.fromkeys(hw.name for hw in parts.values())), res.overall)
+    return GpuScore(gpu, " + ".join(dict.fromkeys(hw.name for hw in parts.values())), res.overall, tuple(res.rows))
 
 
 def leave_one_gpu_out(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
