@@ -135,6 +135,10 @@ def test_fused_causal_prefill_is_faster_and_echoed():
      r"attention\.q_heads_stacked: 3 query heads stacked in layer 'layers\.0\.scores' \(m = 2048"),
     ("llama3-8b-prefill.yaml", {"mask": "causal", "q_heads_stacked": 2}, r"must divide m and leave no more tokens"),
     ("llama3-8b-prefill.yaml", {"mask": "sliding"}, r"attention\.mask"),
+    # q_heads_stacked only means something to a causal mask: with none (or no mask) it was silently unused
+    ("llama3-8b-prefill.yaml", {"mask": "none", "q_heads_stacked": 4},
+     r"attention\.q_heads_stacked: 4 query heads stacked, but stacking applies to mask: causal only .*mask is none"),
+    ("bert-base.yaml", {"q_heads_stacked": 2}, r"attention\.q_heads_stacked: 2 query heads stacked, but stacking"),
 ])
 def test_bad_declarations_name_the_key(path, attention, match):
     with pytest.raises(ConfigError, match=match):

@@ -312,3 +312,20 @@ def test_serve_passes_on_the_split_warnings(tmp_path: Path) -> None:
     assert ("llama3-8b-decode: q_proj m 4096 is not divisible by 3 devices: rounded up to the largest shard "
             "(32 layer(s))") in res.warnings
     assert not any("energy" in w for w in res.warnings)  # serving reports no energy
+
+
+# -- attention.q_heads_stacked without a causal mask ----------------------------------------------------------
+
+@pytest.mark.parametrize("attention", ["{mask: none, q_heads_stacked: 4}", "{q_heads_stacked: 4}"])
+def test_q_heads_stacked_needs_a_causal_mask(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                             attention: str) -> None:
+    """Stacked query heads only set a causal mask's per-head offset: with mask none they used to be ignored."""
+    text = (WL / "llama3-8b-prefill.yaml").read_text()
+    assert "  mask: causal " in text
+    path = tmp_path / "gqa.yaml"
+    lines = [line for line in text.splitlines() if not line.startswith(("attention:", "  mask:", "  q_heads_stacked:"))]
+    path.write_text("\n".join([*lines, f"attention: {attention}", ""]))
+    line = one_line(capsys, "run", "--hw", A100, "--workload", path)
+    assert line == (f"{PREFIX}{path}: attention.q_heads_stacked: 4 query heads stacked, but stacking applies to "
+                    "mask: causal only (it sets the query tokens per head a causal mask offsets); mask is none: drop "
+                    "the key or set mask: causal")

@@ -100,6 +100,21 @@ def test_reloading_an_expanded_workload_does_not_quantize_twice() -> None:
     assert again.config_hash() == w.config_hash()
 
 
+def test_a_results_echoed_section_reloads_and_a_disagreeing_count_is_refused(a100: Any) -> None:
+    """A result echoes the resolved section (quantized_layers included): pasted back into the workload, or
+    reloaded with the expanded layers, it loads the same workload; a count that disagrees is refused."""
+    w = workload_from_dict(mlp(weights="int8", layers=["fc1"]))
+    echo = run(w, a100, None).workload["quantization"]
+    assert echo["quantized_layers"] == 1
+    assert workload_from_dict(mlp(**echo)).config_hash() == w.config_hash()
+    expanded = w.to_dict()
+    assert expanded["quantization"]["quantized_layers"] == 1
+    assert workload_from_dict(expanded).config_hash() == w.config_hash()
+    expanded["quantization"]["quantized_layers"] = 2
+    with pytest.raises(ConfigError, match=r"^r\.yaml: quantization\.quantized_layers: 2 disagrees with the 1 gemm"):
+        workload_from_dict(expanded, "r.yaml")
+
+
 def test_dtype_flag_replaces_the_activation_dtype_only() -> None:
     w = with_dtype(workload_from_dict(mlp(weights="int8")), "fp16")
     assert w.dtype == "fp16" and w.quantization is not None and w.quantization.activations == "fp16"
@@ -114,6 +129,15 @@ def test_dtype_flag_replaces_the_activation_dtype_only() -> None:
     ({"weights": "int8", "activations": "fp16"}, r"quantization\.activations: fp16 is not the workload dtype bf16"),
     ({"weights": "int8", "layers": ["nope*"]}, r"quantization\.layers: \['nope\*'\] select no gemm layer"),
     ({"weights": "int8", "dequantize": "maybe"}, r"quantization: dequantize: .*'fused' or 'unfused'"),
+    # the loader writes quantized_layers; a hand-written one that disagrees used to be silently recomputed
+    ({"weights": "int8", "quantized_layers": 5},
+     r"q\.yaml: quantization\.quantized_layers: 5 disagrees with the 2 gemm layers `quantization\.layers` selects "
+     r"\(the loader writes this count; drop the key\)$"),
+    ({"weights": "int8", "layers": ["fc2"], "quantized_layers": 2},
+     r"quantization\.quantized_layers: 2 disagrees with the 1 gemm layers"),
+    ({"weights": "int8", "quantized_layers": "all"},
+     r"quantization\.quantized_layers: expected a whole number, got 'all' \(the loader writes this count"),
+    ({"weights": "int8", "quantized_layers": True}, r"quantization\.quantized_layers: expected a whole number"),
 ])
 def test_bad_quantization_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               section: dict[str, Any], message: str) -> None:

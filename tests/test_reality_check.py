@@ -21,7 +21,9 @@ from accelsim.report.reality_chart import (
     FIGSIZE,
     bar_lengths,
     chart_files,
+    quantized_note,
     render_reality_check,
+    subtitle,
     text_bars,
 )
 from accelsim.workloads.model import workload_from_dict
@@ -350,3 +352,34 @@ def test_the_metadata_rung_holds_the_unstructured_index() -> None:
     assert by["metadata"].sparse_cycles > by["data_movement"].sparse_cycles
     assert by["metadata"].change is not None and by["metadata"].change < 0.0
     assert by["fixed_cost"].sparse_cycles == rc.sparse_total_cycles  # the ladder still ends at the real run
+
+
+# ---------------------------------------------------------------------------------------------- quantized
+
+def _quantized_mlp(**section: object) -> object:
+    return workload_from_dict({"name": "q-mlp", "dtype": "bf16", "quantization": {"weights": "int8", **section},
+                               "layers": [{"name": "fc1", "op": "gemm", "m": 1024, "n": 256, "k": 512},
+                                          {"name": "act", "op": "activation", "function": "gelu",
+                                           "elements": 1024 * 256},
+                                          {"name": "fc2", "op": "gemm", "m": 512, "n": 256, "k": 1024}]})
+
+
+def test_a_quantized_workload_says_so_in_the_title_and_the_json() -> None:
+    """Its speedups are of int8 Linears: the chart's subtitle and the terminal header say so (they used to read
+    like an fp16 run's), and reality_check.json echoes the section the chart reads."""
+    data = reality_check(_quantized_mlp(dequantize="unfused"), A100, "2:4")
+    note = "quantized: int8 weights x bf16 activations on 2 linears, unfused dequantize"
+    assert quantized_note(data) == note
+    assert subtitle(data).startswith(note + "   \u00b7   policy: sparse-if-supported")
+    assert text_bars(data).splitlines()[0] == f"SPARSE REALITY CHECK  q-mlp on a100-like, 2:4, {note}"
+    echo = data.to_dict()["quantization"]
+    assert echo == {"weights": "int8", "activations": "bf16", "quantized_layers": 2, "dequantize": "unfused"}
+    assert list(data.to_dict())[:5] == ["schema_version", "hardware", "workload", "params", "quantization"]
+    back = RealityCheck.from_dict(json.loads(json.dumps(data.to_dict())))
+    assert back == data and quantized_note(back) == note
+    fused = reality_check(_quantized_mlp(layers=["fc2"]), A100, "2:4")
+    assert quantized_note(fused) == "quantized: int8 weights x bf16 activations on 1 linear"
+    # a workload without the section: no key in the JSON, nothing in the title
+    _, _, plain = _case("bert-base-b4/a100")
+    assert "quantization" not in plain.to_dict() and quantized_note(plain) == ""
+    assert "quantized" not in subtitle(plain) and "quantized" not in text_bars(plain)

@@ -44,7 +44,7 @@ from accelsim.workloads.model import Workload
 from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["RUNGS", "Bars", "Loss", "RealityCheck", "RealityEnergy", "RealityFallback", "RealityInputs",
-           "ReasonCount", "Rung", "reality_check"]
+           "RealityQuantization", "ReasonCount", "Rung", "reality_check"]
 
 RUNGS = [
     ("nominal", "nominal (datasheet M/N)"),
@@ -123,6 +123,17 @@ class RealityEnergy(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class RealityQuantization(Record):
+    """A quantized workload's section as loading resolved it: its Linears ran at ``weights``' type and rate,
+    so its speedups are those of int8 / fp8 Linears, not of the workload dtype's."""
+
+    weights: str
+    activations: str
+    quantized_layers: int
+    dequantize: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RealityInputs(Record):
     hardware_hash: str
     workload_hash: str
@@ -136,6 +147,7 @@ class RealityCheck(Record):
     hardware: str
     workload: str
     params: Mapping[str, Any]
+    quantization: RealityQuantization | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     sparsity: str | None
     policy: str
     patterns_executed: tuple[str, ...]
@@ -163,6 +175,8 @@ class RealityCheck(Record):
             return cls(
                 schema_version=int(data["schema_version"]), hardware=data["hardware"], workload=data["workload"],
                 params=freeze(data["params"]), sparsity=data["sparsity"], policy=data["policy"],
+                quantization=None if data.get("quantization") is None else RealityQuantization(
+                    **data["quantization"]),
                 patterns_executed=tuple(data["patterns_executed"]), inputs=RealityInputs(**data["inputs"]),
                 dense_total_cycles=data["dense_total_cycles"], sparse_total_cycles=data["sparse_total_cycles"],
                 clock_ghz=data["clock_ghz"], rungs=tuple(Rung(**r) for r in data["rungs"]),
@@ -217,6 +231,15 @@ def _energy_summary(real: RunResult, dense: RunResult) -> RealityEnergy | None:
                          perf_per_watt_vs_dense=e_d["total_j"] / e_s["total_j"] if e_s["total_j"] else 1.0,
                          sparse_by_component_j=freeze(e_s["by_component_j"]),
                          sparse_metadata_j=e_s["by_tensor_j"]["a_metadata"])
+
+
+def _quantization(model: Workload) -> RealityQuantization | None:
+    """The workload's resolved quantization section, for the chart's title (None: not quantized)."""
+    q = model.quantization
+    if q is None:
+        return None
+    return RealityQuantization(weights=q.weights, activations=q.activations or model.dtype,
+                               quantized_layers=q.quantized_layers, dequantize=q.dequantize)
 
 
 def _ideal_ratio(executed: str | None) -> float:
@@ -321,6 +344,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         hardware=hw.name,
         workload=model.name,
         params=freeze(model.params),
+        quantization=_quantization(model),
         sparsity=sparsity,
         policy=policy,
         patterns_executed=tuple(patterns),

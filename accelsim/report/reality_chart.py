@@ -66,10 +66,22 @@ def format_params(params: Mapping[str, Any] | None) -> str:
 
 
 def _subject(data: RealityCheck) -> str:
-    """``bert-base (batch 16, seq 128) on a100-like, 2:4``."""
+    """``bert-base (batch 16, seq 128) on a100-like, 2:4`` (a quantized workload: see :func:`quantized_note`)."""
     params = format_params(data.params)
     workload = f"{data.workload} ({params})" if params else str(data.workload)
     return printable(f"{workload} on {data.hardware}, {data.sparsity}")
+
+
+def quantized_note(data: RealityCheck) -> str:
+    """``quantized: int8 weights x fp16 activations on 224 linears`` for a quantized workload (its speedups are of
+    int8 / fp8 Linears, not of the workload dtype's); '' otherwise. The chart's subtitle leads with it, the
+    terminal view's header ends with it."""
+    q = data.quantization
+    if q is None:
+        return ""
+    unfused = ", unfused dequantize" if q.dequantize == "unfused" else ""
+    linears = f"{q.quantized_layers} linear{'' if q.quantized_layers == 1 else 's'}"
+    return f"quantized: {q.weights} weights x {q.activations} activations on {linears}{unfused}"
 
 
 def _executed_note(data: RealityCheck) -> str:
@@ -153,7 +165,7 @@ def render_reality_check(data: RealityCheck) -> tuple[Figure, dict[str, Any]]:
 
     fig.suptitle(f"Sparse reality check: {_subject(data)}", fontsize=14, fontweight="bold", y=from_top(0.975),
                  color=COLOR_TEXT)
-    fig.text(0.5, from_top(0.905), _subtitle(data), ha="center", va="center", fontsize=10, color="#555555",
+    fig.text(0.5, from_top(0.905), subtitle(data), ha="center", va="center", fontsize=10, color="#555555",
              linespacing=1.3)
     for i, line in enumerate(why):
         fig.text(0.06, (footer - 0.06 - WHY_LINE_IN * (i + 0.5)) / height, line, ha="left", va="center",
@@ -216,8 +228,10 @@ def why_lines(data: RealityCheck) -> list[str]:
     return cut
 
 
-def _subtitle(data: RealityCheck) -> str:
-    parts = [f"policy: {data.policy}"]
+def subtitle(data: RealityCheck) -> str:
+    """The chart's line under the title: the quantization (if any), the policy, the executed-pattern note, the
+    ops that ran sparse and those that fell back; a long one puts its last part on a second line."""
+    parts = ([quantized_note(data)] if data.quantization is not None else []) + [f"policy: {data.policy}"]
     if _executed_note(data):
         parts.append(_executed_note(data))
     parts.append(f"{data.sparse_layers} of {data.layers} ops run sparse")
@@ -329,7 +343,7 @@ def text_bars(data: RealityCheck, width: int = 40) -> str:
     n_nom, n_real, n_fb = bar_lengths(data, width)
     lab = max(len(t) for t in TEXT_LABELS) + 2
     lines = [
-        f"SPARSE REALITY CHECK  {_subject(data)}",
+        f"SPARSE REALITY CHECK  {_subject(data)}" + (f", {quantized_note(data)}" if data.quantization else ""),
         f"{TEXT_LABELS[0]:<{lab}}{_bar(n_nom, width)}  {nominal:.2f}x",
         f"{TEXT_LABELS[1]:<{lab}}{_bar(n_real, width)}  {real:.2f}x",
         f"{TEXT_LABELS[2]:<{lab}}{_bar(n_fb, width)}  {100.0 * fallback:.0f}% of sparse-run time",

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from accelsim.config import schema as configio
 from accelsim.hardware.base import PosInt, Strict
 
 SCORE_OPS = ("elementwise", "softmax")
@@ -74,7 +75,16 @@ class AttentionMask(Strict):
     q_heads_stacked: PosInt = Field(
         1, description="Query heads stacked in each QK^T matmul's m rows (grouped-query attention written as one "
                        "product per KV head, head by head): m = q_heads_stacked x query tokens. 1: one head per "
-                       "plane.")
+                       "plane. Causal masking only (it sets each head's query tokens, hence the mask's offset).")
+
+    @model_validator(mode="after")
+    def _stacking_needs_causal(self) -> AttentionMask:
+        if self.q_heads_stacked != 1 and self.mask != "causal":  # only a causal mask reads it: never silently unused
+            raise configio.FieldError(("q_heads_stacked",), (
+                f"{self.q_heads_stacked} query heads stacked, but stacking applies to mask: causal only (it sets "
+                f"the query tokens per head a causal mask offsets); mask is {self.mask}: drop the key or set "
+                "mask: causal"))
+        return self
 
 
 def causal_roles(layers: Sequence[Any], spec: AttentionMask | None) -> dict[int, int]:

@@ -81,7 +81,9 @@ def expand_quantization(data: dict[str, Any], src: str) -> dict[str, Any]:
     raw = data.get("quantization")
     if raw is None:
         return data
-    if isinstance(raw, dict):  # an echoed section (a result's workload): its count is recomputed
+    echoed: Any = None  # the count a result's workload echoes (the loader writes it): checked, never trusted
+    if isinstance(raw, dict) and "quantized_layers" in raw:
+        echoed = raw["quantized_layers"]
         raw = {k: v for k, v in raw.items() if k != "quantized_layers"}
     q = configio.validate(Quantization, raw, f"{src}: quantization")
     dtype = data.get("dtype", "fp16")
@@ -97,6 +99,8 @@ def expand_quantization(data: dict[str, Any], src: str) -> dict[str, Any]:
     names = quantized_names(layers, q)
     if not names:
         raise ConfigError(src, "quantization.layers", f"{q.layers} select no gemm layer")
+    if echoed is not None:
+        _check_echoed_count(echoed, len(names), src)
     resolved = {**q.model_dump(mode="json"), "activations": dtype, "quantized_layers": len(names)}
     if any(isinstance(x, dict) and x.get("op") == "quantize" for x in layers):  # loaded from an expanded workload
         return {**data, "quantization": resolved}
@@ -121,6 +125,18 @@ def expand_quantization(data: dict[str, Any], src: str) -> dict[str, Any]:
             out.append({"name": f"{name}.dequantize", "op": "dequantize", "elements": m * n, "from_dtype": acc,
                         "scales": m + n, "scale_bytes": q.scale_bytes, "ops_per_element": q.dequantize_ops_per_element})
     return {**data, "layers": out, "quantization": resolved}
+
+
+def _check_echoed_count(echoed: Any, count: int, src: str) -> None:
+    """Refuse a ``quantized_layers`` that is not the ``count`` of Linears the section selects: loading writes it
+    (a result's workload echoes it, and reloading that must work), so a hand-written one that disagrees would
+    otherwise be silently replaced."""
+    if isinstance(echoed, bool) or not isinstance(echoed, int):
+        raise ConfigError(src, "quantization.quantized_layers", f"expected a whole number, got {echoed!r} (the "
+                          "loader writes this count of quantized gemm layers; drop the key)")
+    if echoed != count:
+        raise ConfigError(src, "quantization.quantized_layers", f"{echoed} disagrees with the {count} gemm layers "
+                          "`quantization.layers` selects (the loader writes this count; drop the key)")
 
 
 def quant_kernel_bytes(layer: Any, act_bytes: float) -> tuple[int, int]:
