@@ -2,10 +2,11 @@
 
 For each variant (all mechanisms; without L2 reuse across waves; without the power-limited clock; without the
 shared-memory operand feed; without the searched 2:4 kernels, i.e. every row on the default algorithm's tile;
-without stream-K, i.e. Hopper's dense kernels data-parallel only) it refits
+without stream-K, i.e. Hopper's dense kernels data-parallel only; without the harness's C types, i.e. every row's C
+written in its input dtype) it refits
 the calibrated fields per family (ampere-datacenter on A100 rows, hopper on H100, ada on RTX 4090) and
 reports the in-sample MAE per family and pooled, then one fit shared by every family, then leave one GPU out.
-Prints a table; takes a few minutes on 2 cores. Usage: python benchmarks/gpu_ablation.py [--no-logo]
+Prints a table; takes a few minutes on 2 cores. Usage: python benchmarks/gpu_ablation.py [--no-logo] [VARIANT ...]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from accelsim.analysis.calibration.across_gpus import _score, fit_family, fit_shared, leave_one_gpu_out
@@ -34,16 +36,22 @@ VARIANTS: dict[str, tuple[list[str], Callable[[Hardware], Hardware]]] = {
     "without the shared-memory operand feed": (["core.compute.operand_feed.smem_bytes_per_cycle=null"], lambda hw: hw),
     "without the searched 2:4 kernels": (["core.compute.cta_tiles.sparse_searched=null"], lambda hw: hw),
     "without stream-K (Hopper dense)": (["core.compute.stream_k=null"], lambda hw: hw),
+    "without the harness's C types": ([], lambda hw: hw),
 }
+NO_C_TYPES = "without the harness's C types"  # a property of the measurement: rows keep C in their input dtype
 
 
 def main() -> None:
     logo = "--no-logo" not in sys.argv
-    rows = read_measurements(REF / "a100_fp16_24_speedups.csv") + read_measurements(
+    only = [a for a in sys.argv[1:] if not a.startswith("--")]  # optional: variant names to run
+    measured = read_measurements(REF / "a100_fp16_24_speedups.csv") + read_measurements(
         REF / "a100_h100_rtx4090_more_24_speedups.csv")
     print(f"{'variant':34s} {'ampere-dc':>10s} {'hopper':>8s} {'ada':>8s} {'by family':>10s} {'one fit':>8s}"
           + ("   LOGO A100   H100  RTX4090" if logo else "") + "   seconds")
     for name, (overrides, adjust) in VARIANTS.items():
+        if only and name not in only:
+            continue
+        rows = [replace(r, c_dtypes=None) for r in measured] if name == NO_C_TYPES else measured
         t0 = time.time()
         maes, total, weighted = [], 0, 0.0
         every: dict[str, Hardware] = {}
