@@ -19,7 +19,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check accelsim tests benchmarks
 	$(BIN)/mypy accelsim
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 typecheck: $(STAMP)
 	$(BIN)/mypy accelsim
