@@ -252,6 +252,29 @@ def test_dask_local_cluster_equals_local_pool(tiny: str, tmp_path: Path) -> None
     assert (tmp_path / "dask/results.csv").read_bytes() == (tmp_path / "pool/results.csv").read_bytes()
 
 
+def test_a_local_pool_compiles_in_the_parent_before_forking(tiny: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent simulates one point before starting the pool, so forked workers inherit compiled kernels
+    instead of all compiling (and writing numba's cache) at once; the rows are those of a serial run."""
+    from accelsim.sweep import executors
+
+    seen: list[int] = []
+    real = executors.run_points
+
+    def counting(ctx, points):  # type: ignore[no-untyped-def]
+        if os.getpid() == parent:
+            seen.append(len(points))
+        return real(ctx, points)
+
+    parent = os.getpid()
+    monkeypatch.setattr(executors, "run_points", counting)
+    spec = spec_from_dict(small_spec(tiny))
+    run_sweep(spec, tmp_path / "pool", workers=2, chunk_size=4)
+    assert seen == [1]  # the warm-up point; every chunk ran in a worker
+    run_sweep(spec, tmp_path / "serial", workers=1, chunk_size=4)
+    assert (tmp_path / "pool/results.csv").read_bytes() == (tmp_path / "serial/results.csv").read_bytes()
+
+
 def test_dask_missing_is_a_clear_error(tiny: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if not installed
     with pytest.raises(AccelsimError, match=r"pip install 'dask\[distributed\]'"):

@@ -61,6 +61,11 @@ def execute_local(ctx: WorkContext, tasks: list[Task], workers: int, on_done: On
         for idx, pts in tasks:
             on_done(idx, run_points(ctx, pts))
         return
+    # Compile here first: the forked workers inherit the compiled kernels instead of each compiling them and
+    # writing numba's on-disk cache at once (its index update is a read-modify-write; on a cold cache two
+    # processes saving different signatures of one function can leave an entry naming the other's code).
+    # The first point is simulated once more in its chunk; its result here is dropped.
+    run_points(ctx, tasks[0][1][:1])
     ex = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=_mp_context(),
                              initializer=_pool_init, initargs=(ctx,))
     try:
