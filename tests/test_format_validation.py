@@ -109,6 +109,14 @@ def test_c_dtypes_come_from_the_column_a_tag_or_the_harness_code() -> None:
         parse_measurements(head + "H100,int8,64,64,64,,,1.0,src,kernel-gemm,,int64/bf16\n", "x.csv")
 
 
+@pytest.mark.parametrize(("tag", "message"), [
+    ("kernels=", r"unknown kernels ''"), ("timing= ;", r"unknown timing ''"), ("c_dtype=", r"got ''"),
+    ("c_dtype=int32/bf16/fp16", r"got 'int32/bf16/fp16'")])
+def test_a_notes_tag_without_a_valid_value_is_refused_not_skipped(tag: str, message: str) -> None:
+    with pytest.raises(MeasurementError, match=rf"x.csv: line 2, column notes \(\w+=\): .*{message}"):
+        parse_measurements(HEADER + f"H100,int8,64,64,64,,,1.0,src,kernel-gemm; {tag},\n", "x.csv")
+
+
 def test_slidesparse_int8_rows_write_int32_c_dense_and_bf16_sparse_and_say_so() -> None:
     """cuBLASLt writes the int8 GEMM's C as int32, cuSPARSELt as bf16 (the harness's code): at 2048^3 on H100 PCIe
     the dense C is 16.8 MB, not 4.2 MB, and the dense kernel takes longer; the sparse one writes 8.4 MB."""

@@ -51,13 +51,13 @@ _PRESUMED = re.compile(r"^(?P<dtype>[a-z0-9_]+)\s*\(presumed\)$")
 # kernel's own prologue and epilogue (first loads, C write-back) are simulated as always.
 TIMINGS = ("framework", "kernel-loop")
 DEFAULT_TIMING = "framework"
-_TIMING_TAG = re.compile(r"(?:^|[;,\s])timing\s*=\s*([A-Za-z-]+)")
+_TIMING_TAG = re.compile(r"(?:^|[;,\s])timing\s*=\s*([^;,\s]*)")  # an empty value is refused, not skipped
 # Which 2:4 kernels a row's harness ran (an optional ``kernels`` column, else a ``kernels=X`` notes tag, else the
 # harness its source names): ``default``, the kernel the library's default algorithm picks (PyTorch's calls), or
 # ``searched``, the fastest of the library's algorithms, each timed (the config's cta_tiles.sparse_searched).
 KERNEL_CHOICES = ("default", "searched")
 DEFAULT_KERNELS = "default"
-_KERNELS_TAG = re.compile(r"(?:^|[;,\s])kernels\s*=\s*([A-Za-z-]+)")
+_KERNELS_TAG = re.compile(r"(?:^|[;,\s])kernels\s*=\s*([^;,\s]*)")
 # Harnesses whose code documents a search: SlideSparse's cusparselt_gemm.cu (github:bcacdwk/vllmbench,
 # slidesparse/benchmark_kernel/cuSPARSELt) times every cuSPARSELt algorithm id (up to
 # CUSPARSELT_MATMUL_ALG_CONFIG_MAX_ID) with split-k 1, 2, 4, ... and cusparseLtMatmulSearch's pick, keeps the fastest
@@ -70,7 +70,7 @@ HARNESS_OUTPUTS: dict[str, dict[str, tuple[str, str]]] = {
     "github:bcacdwk/vllmbench": {"int8": ("int32", "bf16"), "fp8": ("bf16", "bf16")},
 }
 OUTPUT_DTYPES = ("fp32", "int32", "fp16", "bf16", "int8", "fp8")  # what a GEMM's C may be written as
-_OUTPUTS_TAG = re.compile(r"(?:^|[;,\s])c_dtype\s*=\s*([A-Za-z0-9/]+)")
+_OUTPUTS_TAG = re.compile(r"(?:^|[;,\s])c_dtype\s*=\s*([^;,\s]*)")
 
 
 class MeasurementError(ConfigError):
