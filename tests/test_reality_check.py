@@ -193,7 +193,7 @@ def test_chart_bars_match_the_json_and_the_png_is_real(tmp_path) -> None:
     assert labels == ["nominal", "executed pattern", "non-sparse ops", "non-MAC time", "padding / shape",
                       "data movement", "metadata", "kernel efficiency", "fixed cost", "real"]
     title = fig._suptitle.get_text()
-    assert title == "Sparse reality check: bert-base (batch 4, seq 128) on a100-like, 2:4"
+    assert title == "Sparse reality check: bert-base (batch 4, seq 128), fp16 on a100-like, 2:4"  # the dtype: stated
 
     paths = write_all(chart_files(fig, tmp_path / "out"))
     assert [p.name for p in paths] == ["reality_check.png", "reality_check.svg"]
@@ -237,7 +237,7 @@ def test_chart_slower_than_dense_case_renders(tmp_path) -> None:
     assert artists["bars"]["real"].get_height() == data.bars.real_speedup < 1.0
     # real < 1 is drawn red, like the losses
     assert matplotlib.colors.to_hex(artists["bars"]["real"].get_facecolor()) == "#d64541"
-    assert fig._suptitle.get_text() == "Sparse reality check: decode-gemm on a100-like, 2:4"
+    assert fig._suptitle.get_text() == "Sparse reality check: decode-gemm, fp16 on a100-like, 2:4"
 
 
 # ---------------------------------------------------------------------------------------------- text view
@@ -374,7 +374,7 @@ def test_a_quantized_workload_says_so_in_the_title_and_the_json() -> None:
     assert text_bars(data).splitlines()[0] == f"SPARSE REALITY CHECK  q-mlp on a100-like, 2:4, {note}"
     echo = data.to_dict()["quantization"]
     assert echo == {"weights": "int8", "activations": "bf16", "quantized_layers": 2, "dequantize": "unfused"}
-    assert list(data.to_dict())[:5] == ["schema_version", "hardware", "workload", "params", "quantization"]
+    assert list(data.to_dict())[:6] == ["schema_version", "hardware", "workload", "params", "dtype", "quantization"]
     back = RealityCheck.from_dict(json.loads(json.dumps(data.to_dict())))
     assert back == data and quantized_note(back) == note
     fused = reality_check(_quantized_mlp(layers=["fc2"]), A100, "2:4")

@@ -147,6 +147,7 @@ class RealityCheck(Record):
     hardware: str
     workload: str
     params: Mapping[str, Any]
+    dtype: str | None = None  # the workload's element type (None: read from a file written before it was echoed)
     quantization: RealityQuantization | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     sparsity: str | None
     policy: str
@@ -174,7 +175,8 @@ class RealityCheck(Record):
             energy = data["energy"]
             return cls(
                 schema_version=int(data["schema_version"]), hardware=data["hardware"], workload=data["workload"],
-                params=freeze(data["params"]), sparsity=data["sparsity"], policy=data["policy"],
+                params=freeze(data["params"]), dtype=data.get("dtype"), sparsity=data["sparsity"],
+                policy=data["policy"],
                 quantization=None if data.get("quantization") is None else RealityQuantization(
                     **data["quantization"]),
                 patterns_executed=tuple(data["patterns_executed"]), inputs=RealityInputs(**data["inputs"]),
@@ -344,6 +346,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         hardware=hw.name,
         workload=model.name,
         params=freeze(model.params),
+        dtype=model.dtype,
         quantization=_quantization(model),
         sparsity=sparsity,
         policy=policy,

@@ -66,9 +66,12 @@ def format_params(params: Mapping[str, Any] | None) -> str:
 
 
 def _subject(data: RealityCheck) -> str:
-    """``bert-base (batch 16, seq 128) on a100-like, 2:4`` (a quantized workload: see :func:`quantized_note`)."""
+    """``bert-base (batch 16, seq 128), fp16 on a100-like, 2:4``: the element type where known, unless the workload is
+    quantized (then :func:`quantized_note` names the weights' and activations' types)."""
     params = format_params(data.params)
     workload = f"{data.workload} ({params})" if params else str(data.workload)
+    if data.dtype is not None and data.quantization is None:
+        workload += f", {data.dtype}"
     return printable(f"{workload} on {data.hardware}, {data.sparsity}")
 
 
