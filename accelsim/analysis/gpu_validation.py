@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -118,7 +119,9 @@ def metrics(predicted: Sequence[float], measured: Sequence[float],
 
 # ---------------------------------------------------------------------------------------- simulation
 
+@lru_cache(maxsize=4096)
 def _gemm(row: Measurement) -> Workload:
+    """The row's one-GEMM workload (built once per row: the calibration lowers it at every grid efficiency)."""
     return workload_from_dict({"name": f"line{row.line}", "dtype": row.dtype,
                                "layers": [{"name": "gemm", "op": "gemm", "m": row.m, "n": row.n, "k": row.k}]})
 

@@ -96,9 +96,9 @@ def execute_dask(ctx: WorkContext, tasks: list[Task], address: str | None, worke
     from distributed import Client, LocalCluster, as_completed
 
     cluster = None
-    if address in (None, "", "local") and tasks:
-        run_points(ctx, tasks[0][1][:1])  # compile (and write numba's cache) once, before the local workers start
     if address in (None, "", "local"):
+        if tasks:  # compile (and write numba's cache) once, before the local workers start
+            run_points(ctx, tasks[0][1][:1])
         cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
                                dashboard_address=None)
         client = Client(cluster)
