@@ -304,6 +304,12 @@ def test_shipped_family_values_are_the_family_fit(family, all_rows) -> None:
         assert (cur.efficiency_dense, cur.efficiency_sparse) == (cal.efficiency_dense, cal.efficiency_sparse), key
         dense_cycles, sparse_cycles = next((d, s) for k, _, d, s in res.parts if k == key)
         assert (cur.launch_dense, cur.launch_sparse) == (dense_cycles, sparse_cycles), key
+        assert hw.host.call_floor_us * 1000 == res.host_floor_ns, key  # the family's one host floor
+    # a host's floor never exceeds its fastest measured call (dense, 2:4, or dense / speedup)
+    own = [r for r in all_rows if r.gpu.startswith(tuple(k.partition("@")[0] for k in hws))]
+    fastest = min(t for r in own for t in (r.dense_us, r.sparse_us,
+                                           r.dense_us / r.speedup if r.dense_us else None) if t)
+    assert res.host_floor_ns <= fastest * 1000
     assert res.after.metrics.mae == pytest.approx(res.before.metrics.mae, abs=2e-3)  # cycles rounded to 10
     assert res.after.metrics.mae < res.after.metrics.rule_mae  # better than the FLOPs rule on its own rows
 

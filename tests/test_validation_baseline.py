@@ -13,7 +13,7 @@ from accelsim import load_hardware
 from accelsim.analysis.calibration import COARSE_GRID
 from accelsim.analysis.calibration.across_gpus import leave_one_gpu_out
 from accelsim.analysis.calibration.fields import with_calibration
-from accelsim.analysis.gpu_validation import rule_of_thumb, validate_hw
+from accelsim.analysis.gpu_validation import rule_of_thumb, validate_hw, with_host_floor
 from accelsim.analysis.measurements import (
     MeasurementError,
     canonical_dtype,
@@ -100,8 +100,14 @@ def test_leave_one_gpu_out_fits_without_the_gpu_it_scores() -> None:
         # fixed costs are shared in ns and become each part's own cycles at its clock
         assert cal.launch_dense == round(fold.calibration.launch_dense_ns * part.clock_ghz)
         assert cal.dram_sustained_fraction == part.dram.sustained_fraction
+        # the left-out GPU's host was never measured: it takes the least floor of the hosts fitted on
+        floors = dict(fold.calibration.host_floors_ns)
+        assert set(floors) == set(fold.calibration.fitted_on)
+        assert fold.calibration.host_floor_ns(fold.left_out) == min(floors.values())
         # the fold's score is exactly the validation of the left-out config with those values
-        again = validate_hw(rows, {fold.left_out: with_calibration(part, cal)}).overall
+        applied = with_host_floor(with_calibration(part, cal), min(floors.values()) / 1000)
+        assert fold.calibration.apply(part, fold.left_out) == applied
+        again = validate_hw(rows, {fold.left_out: applied}).overall
         assert (fold.score.metrics.n, fold.score.metrics.mae) == (again.n, again.mae)
         assert fold.score.metrics.rule_mae is not None
     assert res.in_sample.fitted_on == tuple(hw)
@@ -116,6 +122,7 @@ def test_leave_one_gpu_out_fits_without_the_gpu_it_scores() -> None:
         assert mine and {r["gpu"].partition("@")[0] for r in mine} == {fold.left_out}
         assert {float(r["eff_dense"]) for r in mine} == {fold.calibration.efficiency_dense}
         assert {int(r["fixed_sparse_ns"]) for r in mine} == {fold.calibration.launch_sparse_ns}
+        assert {int(r["host_floor_ns"]) for r in mine} == {fold.calibration.host_floor_ns(fold.left_out)}
         scored = [float(r["abs_error"]) for r in mine if r["scored"] == "1" and r["main"] == "1"]
         assert len(scored) == fold.score.metrics.n
         assert sum(scored) / len(scored) == pytest.approx(fold.score.metrics.mae, rel=1e-5)

@@ -225,8 +225,16 @@ def searched_kernels_hardware(hw: Hardware) -> Hardware:
 
 def kernel_loop_hardware(hw: Hardware) -> Hardware:
     """``hw`` as a back-to-back kernel loop times it: no fixed launch cost per GEMM kernel (the
-    ``launch_overhead_cycles`` fitted on framework-level timings); everything else as configured."""
-    return hw.model_copy(update={"launch_overhead_cycles": LaunchOverhead(dense=0, sparse=0)})
+    ``launch_overhead_cycles`` fitted on framework-level timings) and no host per-call floor; everything else
+    as configured."""
+    return with_host_floor(hw.model_copy(update={"launch_overhead_cycles": LaunchOverhead(dense=0, sparse=0)}), 0.0)
+
+
+def with_host_floor(hw: Hardware, call_floor_us: float) -> Hardware:
+    """``hw`` with ``host.call_floor_us`` set (0: the host's per-call cost not modelled)."""
+    if hw.host.call_floor_us == call_floor_us:
+        return hw
+    return hw.model_copy(update={"host": hw.host.model_copy(update={"call_floor_us": float(call_floor_us)})})
 
 
 def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,

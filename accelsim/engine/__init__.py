@@ -47,7 +47,8 @@ class EngineHardware:
     kernels on one config (a sweep point) builds it once. It must not outlive a change to ``hw``.
     """
 
-    __slots__ = ("hw", "fill", "latency", "decode_rate", "decode_latency", "stages", "caps", "kind", "simulation")
+    __slots__ = ("hw", "fill", "latency", "decode_rate", "decode_latency", "stages", "caps", "kind", "simulation",
+                 "host_floor")
 
     def __init__(self, hw: Hardware) -> None:
         self.hw = hw
@@ -61,6 +62,7 @@ class EngineHardware:
         self.caps = hw.core.sram.buffer_bytes()
         self.kind: ComputeKind = kind_of(hw)
         self.simulation = simulation_for(self.kind.simulation)
+        self.host_floor = hw.host.call_floor_us * 1e3 * hw.clock_ghz  # cycles of this clock (a wall time)
 
 
 def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True) -> KernelResult:
@@ -73,7 +75,9 @@ def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tile
     eh = EngineHardware(hw)
     segments, tiling, peak, launch = _segments(kernel, eh, source, detail=True)
     totals = _totals(kernel, eh, segments, launch)
-    return _result(kernel, totals, tiling, peak, _records(segments, launch) if keep_tiles else None)
+    if totals.launch > launch:  # the host's per-call floor bound: the kernel started that much later
+        tiling["host_wait_cycles"] = totals.launch - launch
+    return _result(kernel, totals, tiling, peak, _records(segments, totals.launch) if keep_tiles else None)
 
 
 def simulate_totals(kernel: Kernel, hw: Hardware, source: str = "<hardware>",
@@ -304,6 +308,9 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[Segment], launch:
     c: list[float] = [0.0] * tl.N_TILE_COLS if col is None else col.tolist()  # None: an absorbed op
     ceil = math.ceil  # counts round up, forgiving float noise of 1e-6
     total = ceil(launch + end - 1e-6)
+    if eh.host_floor > total and not kernel.absorbed:  # the host issues the next call no sooner than its floor
+        floor = ceil(eh.host_floor - 1e-6)
+        launch, total = launch + floor - total, floor
     compute = int(round(cycles))
     stall_decode = int(round(stall))
     stall_gat = int(round(stall_gather))

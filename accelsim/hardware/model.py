@@ -340,6 +340,15 @@ class LaunchOverhead(Strict):
     sparse: NonNegInt = Field(0, description="Cycles per sparse kernel.")
 
 
+class HostSpec(Strict):
+    """The host that issues the kernels: what one call costs it."""
+
+    call_floor_us: NonNegFloat = Field(
+        0.0, description="Least wall time of one kernel call when a host issues calls back to back (its per-call "
+                         "cost: API, driver, harness). A kernel whose launch + body is shorter waits for the next "
+                         "call; the wait counts as launch cycles. 0 = not modelled (the GPU is the bottleneck).")
+
+
 class Hardware(Strict):
     """A complete accelerator description."""
 
@@ -355,6 +364,8 @@ class Hardware(Strict):
         "dram", description="Where inter-layer activations live: always DRAM, or L2 when the tensor fits "
                             "(then a layer's B input and C output cost no DRAM traffic).")
     launch_overhead_cycles: LaunchOverhead = Field(default_factory=LaunchOverhead)
+    host: HostSpec = Field(default_factory=HostSpec, description="The issuing host (a per-call floor); absent = "
+                           "not modelled.")
     attention: AttentionSpec = Field(default_factory=AttentionSpec, description="How attention runs: fused (one "
                                      "kernel, the default on tensor_core parts) or unfused (accelsim.hardware."
                                      "attention).")
@@ -364,7 +375,8 @@ class Hardware(Strict):
 
     @model_serializer(mode="wrap")
     def _system_if_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return drop_defaults(handler(self), {"system": None})  # single-device configs hash as before systems
+        # single-device configs and configs without a host floor hash as before these sections
+        return drop_defaults(handler(self), {"system": None, "host": {"call_floor_us": 0.0}})
 
     @property
     def devices(self) -> int:

@@ -85,24 +85,30 @@ def overall_line(m: Metrics) -> str:
 
 def format_logo(result: LeaveOneGpuOut) -> str:
     """Leave-one-GPU-out: per left-out GPU the shared values fitted without it and its score, then in-sample."""
-    header = ["GPU", "config", "fitted on", "eff dense", "eff sparse", "fixed dense", "fixed sparse", "rows",
-              "MAE", "right side", "rule MAE", "rule right"]
+    header = ["GPU", "config", "fitted on", "eff dense", "eff sparse", "fixed dense", "fixed sparse",
+              "host floor", "rows", "MAE", "right side", "rule MAE", "rule right"]
     right = set(range(3, len(header)))
 
-    def row(label: str, hw: str, cal: Any, m: Metrics) -> list[str]:
+    def row(label: str, hw: str, cal: Any, m: Metrics, host: str | None) -> list[str]:
+        floor = "" if host is None else f"{cal.host_floor_ns(host) / 1000:.2f} us"
         return [label, hw, " + ".join(cal.fitted_on), f"{cal.efficiency_dense:.2f}", f"{cal.efficiency_sparse:.2f}",
-                f"{cal.launch_dense_ns / 1000:.2f} us", f"{cal.launch_sparse_ns / 1000:.2f} us", str(m.n),
+                f"{cal.launch_dense_ns / 1000:.2f} us", f"{cal.launch_sparse_ns / 1000:.2f} us", floor, str(m.n),
                 _f(m.mae, ".3f"), _pct(None if m.right_side is None else m.right_side * 100), _f(m.rule_mae, ".3f"),
                 _pct(None if m.rule_right_side is None else m.rule_right_side * 100)]
 
-    body = [row(f.left_out, f.score.hardware, f.calibration, f.score.metrics) for f in result.folds]
-    ins = [row(s.gpu, s.hardware, result.in_sample, s.metrics) for s in result.in_sample_scores]
-    ins.append(row("all", "", result.in_sample, result.in_sample_overall))
+    body = [row(f.left_out, f.score.hardware, f.calibration, f.score.metrics, f.left_out) for f in result.folds]
+    ins = [row(s.gpu, s.hardware, result.in_sample, s.metrics, s.gpu) for s in result.in_sample_scores]
+    ins.append(row("all", "", result.in_sample, result.in_sample_overall, None))
+    fitted = "; ".join(f"without {f.left_out}: " + ", ".join(f"{h} {ns / 1000:.2f} us"
+                                                              for h, ns in f.calibration.host_floors_ns)
+                       for f in result.folds)
     return "\n".join([
         f"Leave one GPU out (main regimes {', '.join(result.main_regimes)}, measured <= {result.bound:g}x): "
         "efficiencies and fixed costs (ns) shared by the GPUs fitted on; each config keeps its spec-sheet "
-        "numbers and its own dram.sustained_fraction", _table(header, body, right), "",
-        "In-sample: one shared fit on every GPU", _table(header, ins, right)])
+        "numbers and its own dram.sustained_fraction. Each measured host has its own per-call floor "
+        "(host.call_floor_us); a left-out GPU's host was never measured and takes the least floor of the hosts "
+        f"fitted on ({fitted})", _table(header, body, right), "",
+        "In-sample: one shared fit on every GPU (each GPU's host with its own floor)", _table(header, ins, right)])
 
 
 def format_family_fit(result: FamilyFit) -> str:
@@ -113,7 +119,8 @@ def format_family_fit(result: FamilyFit) -> str:
     lines = [f"Family fit on {cal.rows} rows ({', '.join(cal.fitted_on)}): efficiency dense "
              f"{cal.efficiency_dense:.2f}, sparse {cal.efficiency_sparse:.2f}; "
              f"fixed cost dense {cal.launch_dense_ns / 1000:.3f} us, "
-             f"sparse {cal.launch_sparse_ns / 1000:.3f} us (objective {cal.objective:.4f})", parts, ""]
+             f"sparse {cal.launch_sparse_ns / 1000:.3f} us; host per-call floor (host.call_floor_us) "
+             f"{result.host_floor_ns / 1000:.3f} us (objective {cal.objective:.4f})", parts, ""]
     for label, score in (("as given", result.before), ("fitted", result.after)):
         lines.append(f"{label:>8}: {overall_line(score.metrics)}")
     return "\n".join(lines)
@@ -146,12 +153,12 @@ def logo_csv(result: LeaveOneGpuOut) -> str:
     ``fit`` and the fit's shared values."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(("fit", "eff_dense", "eff_sparse", "fixed_dense_ns", "fixed_sparse_ns") + CSV_FIELDS)
+    w.writerow(("fit", "eff_dense", "eff_sparse", "fixed_dense_ns", "fixed_sparse_ns", "host_floor_ns") + CSV_FIELDS)
     scored = [(f"without {f.left_out}", f.calibration, f.score) for f in result.folds]
     scored += [("in-sample", result.in_sample, s) for s in result.in_sample_scores]
     for label, cal, score in scored:
         values = [label, f"{cal.efficiency_dense:g}", f"{cal.efficiency_sparse:g}", cal.launch_dense_ns,
-                  cal.launch_sparse_ns]
+                  cal.launch_sparse_ns, cal.host_floor_ns(score.gpu)]
         for r in score.rows:
             w.writerow(values + _row_fields(r))
     return buf.getvalue()

@@ -25,13 +25,14 @@ from accelsim.analysis.calibration.fields import (
     with_calibration,
 )
 from accelsim.analysis.calibration.fitting import BodyTables, body_tables, fit
-from accelsim.analysis.gpu_validation import validate_hw
+from accelsim.analysis.gpu_validation import validate_hw, with_host_floor
 from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, Measurement, gpu_name, match_row
 from accelsim.analysis.validation_results import Metrics, RowResult
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
 
 LAUNCH_MAX_NS = 20000  # the fixed-cost search range per kernel, nanoseconds (50 ns steps)
+FLOOR_MAX_NS = 20000  # the host per-call floor search range, nanoseconds (fitting.FLOOR_STEP steps)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class SharedCalibration:
     fitted_on: tuple[str, ...]
     rows: int
     objective: float
+    host_floors_ns: tuple[tuple[str, int], ...] = ()  # (host, floor): each measured host's per-call floor
 
     def for_part(self, hw: Hardware) -> Calibration:
         """The five fields for ``hw``: the shared values, fixed costs in its cycles, its own DRAM fraction."""
@@ -52,6 +54,16 @@ class SharedCalibration:
         return Calibration(self.efficiency_dense, self.efficiency_sparse,
                            round(self.launch_dense_ns * hw.clock_ghz), round(self.launch_sparse_ns * hw.clock_ghz),
                            own.dram_sustained_fraction)
+
+    def host_floor_ns(self, host: str) -> int:
+        """The fitted per-call floor of ``host``; for a host never measured, the least floor of the measured hosts
+        (the libraries' per-call cost on the fastest host seen; 0 when none was fitted)."""
+        floors = dict(self.host_floors_ns)
+        return floors[host] if host in floors else min(floors.values(), default=0)
+
+    def apply(self, hw: Hardware, host: str) -> Hardware:
+        """``hw`` with the five fields and the host floor of ``host`` (``host.call_floor_us``)."""
+        return with_calibration(with_host_floor(hw, self.host_floor_ns(host) / 1000.0), self.for_part(hw))
 
 
 @dataclass(frozen=True)
@@ -102,20 +114,32 @@ def pooled_tables(rows_by_gpu: Mapping[str, Sequence[Measurement]], hw_by_gpu: M
 
 
 def fit_shared(rows_by_gpu: Mapping[str, Sequence[Measurement]], hw_by_gpu: Mapping[str, Hardware], *,
-               grid: Sequence[float] = DEFAULT_GRID, penalty: float = 0.1) -> SharedCalibration:
-    """Fit the shared efficiencies and fixed costs (ns) on the pooled rows of every GPU given."""
+               grid: Sequence[float] = DEFAULT_GRID, penalty: float = 0.1,
+               host_of: Callable[[str], str] | None = None) -> SharedCalibration:
+    """Fit the shared efficiencies and fixed costs (ns) on the pooled rows of every GPU given.
+
+    ``host_of`` (hw-map key -> host name) also fits each host's per-call floor (``host.call_floor_us``) on its
+    rows but those timed as a kernel loop (no host call per kernel); None fits none.
+    """
     tables = pooled_tables(rows_by_gpu, hw_by_gpu, grid)
-    res = fit(tables, penalty=penalty, launch_max=LAUNCH_MAX_NS)
+    hosts = list(dict.fromkeys(host_of(k) for k, r in rows_by_gpu.items() if r)) if host_of else []
+    groups = None
+    if host_of is not None:
+        groups = np.array([-1 if row.timing == "kernel-loop" else hosts.index(host_of(k))
+                           for k, r in rows_by_gpu.items() for row in r])
+    res = fit(tables, penalty=penalty, launch_max=LAUNCH_MAX_NS, floor_groups=groups,
+              floor_max=FLOOR_MAX_NS if host_of else 0)
     cal = res.calibration
     return SharedCalibration(cal.efficiency_dense, cal.efficiency_sparse, int(cal.launch_dense),
                              int(cal.launch_sparse), tuple(g for g, r in rows_by_gpu.items() if r), res.rows,
-                             res.objective)
+                             res.objective, tuple(zip(hosts, res.host_floors, strict=True)))
 
 
 def _score(gpu: str, rows: Sequence[Measurement], parts: Mapping[str, Hardware], cal: SharedCalibration,
-           main_regimes: Sequence[str], bound: float) -> GpuScore:
-    """A GPU's rows scored on its configs (one per hw-map key of that GPU) with ``cal`` applied to each."""
-    calibrated = {key: with_calibration(hw, cal.for_part(hw)) for key, hw in parts.items()}
+           main_regimes: Sequence[str], bound: float, host_of: Callable[[str], str] = gpu_name) -> GpuScore:
+    """A GPU's rows scored on its configs (one per hw-map key of that GPU) with ``cal`` applied to each (and the
+    floor of its host, ``host_of(key)``: 0 for a host the fit never saw)."""
+    calibrated = {key: cal.apply(hw, host_of(key)) for key, hw in parts.items()}
     res = validate_hw(rows, calibrated, main_regimes=main_regimes, bound=bound)
     return GpuScore(gpu, " + ".join(dict.fromkeys(hw.name for hw in parts.values())), res.overall, tuple(res.rows))
 
@@ -141,11 +165,11 @@ def leave_one_gpu_out(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware
         if progress:
             progress(f"fitting without {gpu}")
         others = {k: fit_rows[k] for k in keys if gpu_name(k) != gpu}
-        cal = fit_shared(others, {k: hw_map[k] for k in others}, grid=grid, penalty=penalty)
+        cal = fit_shared(others, {k: hw_map[k] for k in others}, grid=grid, penalty=penalty, host_of=gpu_name)
         folds.append(LogoFold(gpu, cal, _score(gpu, own_rows[gpu], parts[gpu], cal, main_regimes, bound)))
     if progress:
         progress("fitting on every GPU")
-    every = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty)
+    every = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty, host_of=gpu_name)
     scores = tuple(_score(g, own_rows[g], parts[g], every, main_regimes, bound) for g in gpus)
     return LeaveOneGpuOut(tuple(folds), every, scores, _pooled(scores), bound, tuple(main_regimes))
 
@@ -159,6 +183,11 @@ class FamilyFit:
     before: GpuScore  # the family's rows with the configs as given (shipped values)
     after: GpuScore   # ... with the fitted values applied
 
+    @property
+    def host_floor_ns(self) -> int:
+        """The family's fitted host per-call floor (``host.call_floor_us`` x 1000)."""
+        return self.calibration.host_floor_ns(FAMILY_HOST)
+
 
 def fit_family(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
                grid: Sequence[float] = DEFAULT_GRID, penalty: float = 0.1,
@@ -170,7 +199,7 @@ def fit_family(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
     """
     keys = list(hw_map)
     fit_rows = {k: select_rows(rows, k, keys, main_regimes=main_regimes, bound=bound) for k in keys}
-    cal = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty)
+    cal = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty, host_of=_family_host)
     own = [r for r in rows if match_row(r, keys) is not None]
     parts = tuple((k, hw.name, int(round(cal.launch_dense_ns * hw.clock_ghz, -1)),
                    int(round(cal.launch_sparse_ns * hw.clock_ghz, -1))) for k, hw in hw_map.items())
@@ -178,7 +207,14 @@ def fit_family(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
     before = validate_hw(own, dict(hw_map), main_regimes=main_regimes, bound=bound)
     names = " + ".join(dict.fromkeys(hw.name for hw in hw_map.values()))
     return FamilyFit(cal, parts, GpuScore(label, names, before.overall),
-                     _score(label, own, hw_map, cal, main_regimes, bound))
+                     _score(label, own, hw_map, cal, main_regimes, bound, _family_host))
+
+
+FAMILY_HOST = "family"  # a family fit's one host floor, shared by its parts (family.host.call_floor_us)
+
+
+def _family_host(key: str) -> str:
+    return FAMILY_HOST
 
 
 def _pooled(scores: Sequence[GpuScore]) -> Metrics:

@@ -27,7 +27,7 @@ from accelsim.analysis.calibration.fields import (
     Calibration,
     with_calibration,
 )
-from accelsim.analysis.gpu_validation import row_kernels, searched_kernels_hardware
+from accelsim.analysis.gpu_validation import row_kernels, searched_kernels_hardware, with_host_floor
 from accelsim.analysis.measurements import Measurement
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
@@ -48,6 +48,7 @@ class FitResult:
     penalty: float
     eff_bounds: tuple[float, float]
     launch_max: int
+    host_floors: tuple[int, ...] = ()  # per floor group (``fit``'s ``floor_groups``), in the tables' cycles
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,13 @@ class BodyTables:
     rows: tuple[Measurement, ...]
     clock_ghz: float
     dram_sustained_fraction: float  # the (fixed) fifth field the bodies were simulated with
+    host_floor: float = 0.0  # the config's host per-call floor, in these cycles: kept when a fit fits no floor
 
     def subset(self, mask: np.ndarray) -> BodyTables:
         idx = np.flatnonzero(mask)
         return BodyTables(self.grid, self.dense[:, idx], self.sparse[:, idx], self.sparse_path[idx],
-                          tuple(self.rows[i] for i in idx), self.clock_ghz, self.dram_sustained_fraction)
+                          tuple(self.rows[i] for i in idx), self.clock_ghz, self.dram_sustained_fraction,
+                          self.host_floor)
 
     def at(self, efficiencies: np.ndarray, which: str) -> np.ndarray:
         """Bodies at arbitrary efficiencies: linear interpolation in 1 / efficiency. Shape (E, R)."""
@@ -80,7 +83,7 @@ class BodyTables:
 
 def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float] = DEFAULT_GRID,
                 sparsity: str = "2:4") -> BodyTables:
-    """Simulate every row dense and sparse at each grid efficiency with zero launch cost.
+    """Simulate every row dense and sparse at each grid efficiency with zero launch cost and no host floor.
 
     The DRAM sustained fraction is ``hw``'s own (set it with :func:`with_calibration` first).
     """
@@ -93,7 +96,8 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
     sparse = np.zeros((len(g), len(rows)))
     path = np.zeros(len(rows), dtype=bool)
     for gi, eff in enumerate(g):
-        hw_e = with_calibration(hw, Calibration(float(eff), float(eff), 0, 0, float(hw.dram.sustained_fraction)))
+        hw_e = with_host_floor(with_calibration(hw, Calibration(float(eff), float(eff), 0, 0,
+                                                                float(hw.dram.sustained_fraction))), 0.0)
         searched = searched_kernels_hardware(hw_e)  # rows whose harness searched the library's 2:4 kernels
         sims = {False: Simulator(hw_e), True: Simulator(searched)}
         for ri, row in enumerate(rows):
@@ -102,7 +106,8 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
             dense[gi, ri] = sim(kd).cycles["total"]
             sparse[gi, ri] = sim(ks).cycles["total"]
             path[ri] = ks.sparse
-    return BodyTables(g, dense, sparse, path, tuple(rows), float(hw.clock_ghz), float(hw.dram.sustained_fraction))
+    return BodyTables(g, dense, sparse, path, tuple(rows), float(hw.clock_ghz), float(hw.dram.sustained_fraction),
+                      hw.host.call_floor_us * 1e3 * hw.clock_ghz)
 
 
 def _measured(tables: BodyTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -132,14 +137,11 @@ class _Search:
     ms: np.ndarray
     fallback: np.ndarray  # rows whose sparse run is dense: they take the dense launch cost
     penalty: float
-
-    def totals(self, ei: int, li: int, which: str) -> np.ndarray:
-        body = (self.dense if which == "dense" else self.sparse)[ei]
-        return body + self.launches[li]
+    floor: np.ndarray  # (R,) each row's host floor (0: none): a call takes max(floor, launch + body)
 
     def objective(self, ed: int, es: int, ld: int, ls: int) -> tuple[float, float, float, float]:
-        d = self.dense[ed] + self.launches[ld]
-        s = np.where(self.fallback, d, self.sparse[es] + self.launches[ls])
+        d = np.maximum(self.dense[ed] + self.launches[ld], self.floor)
+        s = np.where(self.fallback, d, np.maximum(self.sparse[es] + self.launches[ls], self.floor))
         mae = float(np.abs(d / s - self.meas).mean())
         td = float(_log_err(d[None, :], self.md)[0])
         ts = float(_log_err(s[None, :], self.ms)[0])
@@ -147,11 +149,15 @@ class _Search:
 
 
 def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, float] = EFF_BOUNDS,
-        launch_max: int = LAUNCH_MAX, starts: int = 6) -> FitResult:
+        launch_max: int = LAUNCH_MAX, starts: int = 6, floor_groups: np.ndarray | None = None,
+        floor_max: int = 0) -> FitResult:
     """Fit the four inner fields on ``tables`` (all its rows) at the tables' DRAM fraction.
 
-    Returns the values (a :class:`Calibration` carrying ``tables.dram_sustained_fraction``) and the
-    table-based objective (:class:`FitResult`).
+    ``floor_groups`` (one int per row, -1 for none) also fits a host per-call floor per group, 0 to
+    ``floor_max`` cycles: a row's time is then max(floor, launch + body) (``host.call_floor_us``). The floors
+    and the four fields are fitted in turns (each floor by a scan, the fields by the search below) until
+    neither moves. Returns the values (a :class:`Calibration` carrying ``tables.dram_sustained_fraction``),
+    the floors and the table-based objective (:class:`FitResult`).
     """
     if not len(tables.rows):
         raise AccelsimError("calibration: no rows to fit")
@@ -162,13 +168,80 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
     effs = effs[(effs > lo - 1e-9) & (effs <= hi + 1e-9)]
     launches = np.arange(0, launch_max + 1, LAUNCH_STEP)
     meas, md, ms = _measured(tables)
+    groups = np.full(len(tables.rows), -1) if floor_groups is None else np.asarray(floor_groups, dtype=int)
+    n_groups = int(groups.max()) + 1 if len(groups) and floor_max > 0 else 0
+    loop = np.array([r.timing == "kernel-loop" for r in tables.rows], dtype=bool)  # no host call per kernel
     search = _Search(effs, launches, tables.at(effs, "dense"), tables.at(effs, "sparse"), meas, md, ms,
-                     ~tables.sparse_path, penalty)
-    # 1. coarse 4-D grid: every 5th efficiency, launch costs every 1000 cycles
+                     ~tables.sparse_path, penalty, np.where(loop, 0.0, tables.host_floor))
+    # a host's floor cannot exceed its fastest measured call; the turns start every floor there (the fixed costs
+    # fitted without a floor would absorb it and leave no gradient towards one)
+    caps = [min(float(floor_max), _fastest_call(search, groups == g)) for g in range(n_groups)]
+    floors = np.array([int(c // FLOOR_STEP) * FLOOR_STEP for c in caps], dtype=int)
+    if n_groups:
+        search.floor = _row_floors(groups, floors)
+    point = _fields(search, starts)
+    for _ in range(MAX_TURNS if n_groups else 0):
+        moved = False
+        for g in range(n_groups):
+            best = _scan_floor(search, point, groups == g, caps[g])
+            moved |= best != floors[g]
+            floors[g] = best
+            search.floor = _row_floors(groups, floors)
+        if not moved:
+            break
+        point = _fields(search, starts)  # afresh: with the floors moved, the fixed costs may fall to another basin
+    bed, bes, bld, bls = point
+    obj, mae, tde, tse = search.objective(bed, bes, bld, bls)
+    d = np.maximum(search.dense[bed] + launches[bld], search.floor)
+    s = np.where(search.fallback, d, np.maximum(search.sparse[bes] + launches[bls], search.floor))
+    cal = Calibration(float(effs[bed]), float(effs[bes]), int(launches[bld]), int(launches[bls]),
+                      tables.dram_sustained_fraction)
+    return FitResult(cal, obj, mae, tde, tse, float(((d / s > 1.0) == (meas > 1.0)).mean()), len(tables.rows),
+                     penalty, (lo, hi), launch_max, tuple(int(f) for f in floors))
+
+
+MAX_TURNS = 6  # alternations of the floor scans and the four-field search
+FLOOR_STEP = 250  # cycles (ns on pooled tables) between the host floors a scan tries
+
+
+def _row_floors(groups: np.ndarray, floors: np.ndarray) -> np.ndarray:
+    """Each row's floor: its group's (0 for rows in no group)."""
+    if not len(floors):
+        return np.zeros(len(groups))
+    return np.where(groups >= 0, floors[np.maximum(groups, 0)], 0).astype(float)
+
+
+def _fastest_call(search: _Search, rows: np.ndarray) -> float:
+    """The fastest measured call among ``rows`` (dense, sparse, or dense / speedup where the sparse time is not
+    given): a host's floor cannot exceed it."""
+    times = [search.md[rows], search.ms[rows], search.md[rows] / search.meas[rows]]
+    values = np.concatenate(times)
+    values = values[np.isfinite(values)]
+    return float(values.min()) if len(values) else math.inf
+
+
+def _scan_floor(search: _Search, point: list[int], rows: np.ndarray, floor_max: float) -> int:
+    """The floor of one group (``rows``) that minimises the objective, the four fields held at ``point``."""
+    best, best_value = 0, math.inf
+    saved = search.floor.copy()
+    for floor in range(0, int(floor_max) + 1, FLOOR_STEP):
+        search.floor = np.where(rows, float(floor), saved)
+        value = search.objective(*point)[0]
+        if value < best_value - 1e-12:
+            best, best_value = floor, value
+    search.floor = saved
+    return best
+
+
+def _fields(search: _Search, starts: int) -> list[int]:
+    """The four fields: a coarse 4-D grid (every 5th efficiency, launch costs every 1000 cycles), then a joint
+    local search from the best few coarse points."""
+    effs, launches, meas, md, ms, penalty = (search.effs, search.launches, search.meas, search.md, search.ms,
+                                             search.penalty)
     ce = np.arange(0, len(effs), 5)
     cl = np.arange(0, len(launches), max(1, 1000 // LAUNCH_STEP))
-    d_tot = search.dense[ce][:, None, :] + launches[cl][None, :, None]  # (Ec, Lc, R)
-    s_tot = search.sparse[ce][:, None, :] + launches[cl][None, :, None]
+    d_tot = np.maximum(search.dense[ce][:, None, :] + launches[cl][None, :, None], search.floor)  # (Ec, Lc, R)
+    s_tot = np.maximum(search.sparse[ce][:, None, :] + launches[cl][None, :, None], search.floor)
     td = _log_err(d_tot, md)  # (Ec, Lc)
     ts = _log_err(s_tot, ms)
     dflat = d_tot.reshape(-1, d_tot.shape[-1])
@@ -180,7 +253,7 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
         scores[i] = np.abs(dflat[i][None, :] / s - meas).mean(-1)
     scores += penalty * (td.reshape(-1)[:, None] + ts.reshape(-1)[None, :]) / 2.0
     order = np.argsort(scores, axis=None)[: max(1, starts)]
-    best: tuple[float, tuple[int, int, int, int]] | None = None
+    best: tuple[float, list[int]] | None = None
     for flat in order:
         a, b = np.unravel_index(flat, scores.shape)
         ed, ld = np.unravel_index(a, (len(ce), len(cl)))
@@ -188,16 +261,9 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
         point = [int(ce[ed]), int(ce[es]), int(cl[ld]), int(cl[ls])]
         point, value = _descend(search, point)
         if best is None or value < best[0] - 1e-12:
-            best = (value, tuple(point))  # type: ignore[assignment]
+            best = (value, point)
     assert best is not None
-    bed, bes, bld, bls = best[1]
-    obj, mae, tde, tse = search.objective(bed, bes, bld, bls)
-    d = search.dense[bed] + launches[bld]
-    s = np.where(search.fallback, d, search.sparse[bes] + launches[bls])
-    cal = Calibration(float(effs[bed]), float(effs[bes]), int(launches[bld]), int(launches[bls]),
-                      tables.dram_sustained_fraction)
-    return FitResult(cal, obj, mae, tde, tse, float(((d / s > 1.0) == (meas > 1.0)).mean()), len(tables.rows),
-                     penalty, (lo, hi), launch_max)
+    return best[1]
 
 
 def _descend(search: _Search, point: list[int]) -> tuple[list[int], float]:
@@ -218,8 +284,8 @@ def _neighbourhood(search: _Search, point: list[int]) -> tuple[list[int], float]
     e_s = np.clip(np.arange(point[1] - 3, point[1] + 4), 0, ne - 1)
     l_d = np.clip(np.arange(point[2] - 6, point[2] + 7), 0, nl - 1)
     l_s = np.clip(np.arange(point[3] - 6, point[3] + 7), 0, nl - 1)
-    d = search.dense[e_d][:, None, :] + search.launches[l_d][None, :, None]  # (7, 13, R)
-    s = search.sparse[e_s][:, None, :] + search.launches[l_s][None, :, None]
+    d = np.maximum(search.dense[e_d][:, None, :] + search.launches[l_d][None, :, None], search.floor)  # (7, 13, R)
+    s = np.maximum(search.sparse[e_s][:, None, :] + search.launches[l_s][None, :, None], search.floor)
     td = _log_err(d, search.md)  # (7, 13)
     ts = _log_err(s, search.ms)
     dd = d[:, :, None, None, :]
