@@ -252,6 +252,11 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         problem = _add_energy(results, bases, [k.dtype for k in kernels], hw)
         if problem:
             warnings.append(problem)
+    waited = sum(1 for r in results if r.tiling.get("host_wait_cycles"))
+    if waited:
+        warnings.append(f"{waited:,} layer(s) take the host's per-call floor (host.call_floor_us "
+                        f"{hw.host.call_floor_us:g} us: a call cannot finish before the host issues the next); "
+                        "--hw-set host.call_floor_us=0 shows the GPU alone (e.g. CUDA graphs)")
     floor = sum(1 for r in results if r.clock is not None and r.clock["limit"] == "clock_floor")
     if floor and hw.energy is not None and hw.energy.power_cap is not None:
         cap = hw.energy.power_cap

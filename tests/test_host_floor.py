@@ -65,3 +65,18 @@ def test_configs_without_a_floor_hash_as_before() -> None:
     a100 = load_hardware(HW / "a100-like.yaml")  # the Ampere datacenter fit found no floor above the GPU's own
     assert a100.host.call_floor_us == 0.0 and "host" not in a100.to_dict()
     assert "host" in RTX4090.to_dict()
+
+
+def test_a_run_says_how_many_layers_took_the_host_floor() -> None:
+    from accelsim import run
+
+    wl = workload_from_dict({"name": "small", "dtype": "fp16", "layers": [
+        {"name": "tiny", "op": "gemm", "m": 64, "n": 64, "k": 64},
+        {"name": "big", "op": "gemm", "m": 4096, "n": 4096, "k": 4096}]})
+    res = run(wl, RTX4090, "2:4")
+    note = [w for w in res.warnings if "host's per-call floor" in w]
+    assert len(note) == 1 and note[0].startswith("1 layer(s)") and "host.call_floor_us 8.5 us" in note[0]
+    free = run(wl, with_host_floor(RTX4090, 0.0), "2:4")
+    assert not any("per-call floor" in w for w in free.warnings)
+    assert free.layers[0].cycles["total"] < res.layers[0].cycles["total"]
+    assert free.layers[1].cycles == res.layers[1].cycles
