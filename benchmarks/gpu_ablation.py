@@ -3,7 +3,7 @@
 For each variant (all mechanisms; without L2 reuse across waves; without the power-limited clock; without the
 shared-memory operand feed; without the searched 2:4 kernels, i.e. every row on the default algorithm's tile;
 without stream-K, i.e. Hopper's dense kernels data-parallel only; without the harness's C types, i.e. every row's C
-written in its input dtype) it refits
+written in its input dtype; without the host per-call floor, i.e. no host.call_floor_us fitted) it refits
 the calibrated fields per family (ampere-datacenter on A100 rows, hopper on H100, ada on RTX 4090) and
 reports the in-sample MAE per family and pooled, then one fit shared by every family, then leave one GPU out.
 Prints a table; takes a few minutes on 2 cores. Usage: python benchmarks/gpu_ablation.py [--no-logo] [VARIANT ...]
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from accelsim.analysis.calibration.across_gpus import _score, fit_family, fit_shared, leave_one_gpu_out
 from accelsim.analysis.calibration.fields import select_rows
-from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, read_measurements
+from accelsim.analysis.measurements import MAIN_REGIMES, SPARSE_BOUND, gpu_name, read_measurements
 from accelsim.energy import uncapped
 from accelsim.hardware.model import Hardware, load_hardware
 
@@ -37,8 +37,10 @@ VARIANTS: dict[str, tuple[list[str], Callable[[Hardware], Hardware]]] = {
     "without the searched 2:4 kernels": (["core.compute.cta_tiles.sparse_searched=null"], lambda hw: hw),
     "without stream-K (Hopper dense)": (["core.compute.stream_k=null"], lambda hw: hw),
     "without the harness's C types": ([], lambda hw: hw),
+    "without the host per-call floor": (["host.call_floor_us=0"], lambda hw: hw),
 }
 NO_C_TYPES = "without the harness's C types"  # a property of the measurement: rows keep C in their input dtype
+NO_FLOOR = "without the host per-call floor"  # no floor fitted: the fixed costs take the hosts' share
 
 
 def main() -> None:
@@ -52,23 +54,25 @@ def main() -> None:
         if only and name not in only:
             continue
         rows = [replace(r, c_dtypes=None) for r in measured] if name == NO_C_TYPES else measured
+        floors = name != NO_FLOOR
         t0 = time.time()
         maes, total, weighted = [], 0, 0.0
         every: dict[str, Hardware] = {}
         for keys in FAMILIES.values():
             hws = {k: adjust(load_hardware(ROOT / "hwconfigs" / f"{n}.yaml", overrides)) for k, n in keys.items()}
             every.update(hws)
-            m = fit_family(rows, hws).after.metrics
+            m = fit_family(rows, hws, host_floor=floors).after.metrics
             maes.append(m.mae or 0.0)
             total += m.n
             weighted += (m.mae or 0.0) * m.n
         keys_all = list(every)
-        shared = fit_shared({k: select_rows(rows, k, keys_all) for k in keys_all}, every)
+        shared = fit_shared({k: select_rows(rows, k, keys_all) for k in keys_all}, every,
+                            host_of=gpu_name if floors else None)  # each measured host its own floor
         one = _score("all", rows, every, shared, MAIN_REGIMES, SPARSE_BOUND).metrics
         line = (f"{name:34s} {maes[0]:10.3f} {maes[1]:8.3f} {maes[2]:8.3f} {weighted / total:10.3f} "
                 f"{one.mae or 0.0:8.3f}")
         if logo:
-            res = leave_one_gpu_out(rows, every)
+            res = leave_one_gpu_out(rows, every, host_floors=floors)
             line += "   " + "  ".join(f"{f.score.metrics.mae or 0.0:.3f}" for f in res.folds)
         print(line + f"   {time.time() - t0:7.0f}", flush=True)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from conftest import HW
 
@@ -80,3 +81,57 @@ def test_a_run_says_how_many_layers_took_the_host_floor() -> None:
     assert not any("per-call floor" in w for w in free.warnings)
     assert free.layers[0].cycles["total"] < res.layers[0].cycles["total"]
     assert free.layers[1].cycles == res.layers[1].cycles
+
+
+def _synthetic_tables(floor: float, launch: tuple[float, float], eff: tuple[float, float], loop_rows: int = 0):
+    """Body tables whose bodies are exactly W / efficiency (linear in 1 / efficiency, as the fit interpolates),
+    and rows measured with ``floor``, ``launch`` and ``eff``; the last ``loop_rows`` rows are kernel-loop timed."""
+    from accelsim.analysis.calibration.fitting import BodyTables
+    from accelsim.analysis.measurements import parse_measurements
+
+    work = [200.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 64000.0, 256000.0]
+    grid = np.array([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
+    dense = np.array([[w / e for w in work] for e in grid])
+    sparse = np.array([[0.55 * w / e for w in work] for e in grid])
+    lines = ["gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes"]
+    for i, w in enumerate(work):
+        loop = i >= len(work) - loop_rows
+        f = 0.0 if loop else floor
+        d = max(f, launch[0] + w / eff[0])
+        s = max(f, launch[1] + 0.55 * w / eff[1])
+        lines.append(f"X,fp16,{64 * (i + 1)},64,64,{d / 1000:.6f},{s / 1000:.6f},{d / s:.6f},src,"
+                     f"kernel-gemm{'; timing=kernel-loop' if loop else ''}")
+    rows = tuple(parse_measurements("\n".join(lines) + "\n", "x.csv"))
+    return BodyTables(grid, dense, sparse, np.ones(len(work), dtype=bool), rows, 1.0, 0.75)
+
+
+def test_the_fit_recovers_a_host_floor_and_keeps_it_below_the_fastest_call() -> None:
+    from accelsim.analysis.calibration.fitting import fit
+
+    tables = _synthetic_tables(6000.0, (1500.0, 3000.0), (0.8, 0.7))
+    res = fit(tables, floor_groups=np.zeros(len(tables.rows), dtype=int), floor_max=20000)
+    assert res.host_floors == (6000,)
+    assert (res.calibration.launch_dense, res.calibration.launch_sparse) == (1500, 3000)
+    assert (res.calibration.efficiency_dense, res.calibration.efficiency_sparse) == (0.8, 0.7)
+    assert res.mae < 1e-3
+    # without a floor the fixed costs absorb the host's share, and the fit is worse
+    plain = fit(tables)
+    assert plain.host_floors == () and plain.mae > res.mae + 0.01
+    # a floor is never above the fastest measured call, even when a higher one would fit the other rows better
+    import dataclasses
+
+    rows = list(tables.rows)
+    rows[0] = dataclasses.replace(rows[0], dense_us=5.0, sparse_us=5.0, speedup=1.0)
+    quick = dataclasses.replace(tables, rows=tuple(rows))
+    capped = fit(quick, floor_groups=np.zeros(len(rows), dtype=int), floor_max=20000)
+    assert capped.host_floors[0] <= 5000
+
+
+def test_kernel_loop_rows_take_no_floor_in_the_fit() -> None:
+    from accelsim.analysis.calibration.fitting import fit
+
+    tables = _synthetic_tables(6000.0, (1500.0, 3000.0), (0.8, 0.7), loop_rows=3)
+    groups = np.array([-1 if r.timing == "kernel-loop" else 0 for r in tables.rows])
+    assert (groups == -1).sum() == 3
+    res = fit(tables, floor_groups=groups, floor_max=20000)
+    assert res.host_floors == (6000,) and res.mae < 1e-3

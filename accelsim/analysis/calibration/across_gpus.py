@@ -147,12 +147,14 @@ def _score(gpu: str, rows: Sequence[Measurement], parts: Mapping[str, Hardware],
 def leave_one_gpu_out(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
                       grid: Sequence[float] = DEFAULT_GRID, penalty: float = 0.1,
                       main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND,
-                      progress: Callable[[str], None] | None = None) -> LeaveOneGpuOut:
+                      progress: Callable[[str], None] | None = None, host_floors: bool = True) -> LeaveOneGpuOut:
     """For each GPU of ``hw_map``: fit shared values on the others, score it; then fit on all and score each.
 
     A GPU is a key's name before any ``@SOURCE`` qualifier: ``A100`` and ``A100@vllmbench`` (its rows
-    from one source, mapped to another SKU's config) are one GPU, left out together.
+    from one source, mapped to another SKU's config) are one GPU, left out together; its rows ran on one host
+    (one per-call floor). ``host_floors=False`` fits no floor (every host's 0: the ablation).
     """
+    host_of = gpu_name if host_floors else None
     keys = list(hw_map)
     gpus = list(dict.fromkeys(gpu_name(k) for k in keys))
     if len(gpus) < 2:
@@ -165,11 +167,11 @@ def leave_one_gpu_out(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware
         if progress:
             progress(f"fitting without {gpu}")
         others = {k: fit_rows[k] for k in keys if gpu_name(k) != gpu}
-        cal = fit_shared(others, {k: hw_map[k] for k in others}, grid=grid, penalty=penalty, host_of=gpu_name)
+        cal = fit_shared(others, {k: hw_map[k] for k in others}, grid=grid, penalty=penalty, host_of=host_of)
         folds.append(LogoFold(gpu, cal, _score(gpu, own_rows[gpu], parts[gpu], cal, main_regimes, bound)))
     if progress:
         progress("fitting on every GPU")
-    every = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty, host_of=gpu_name)
+    every = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty, host_of=host_of)
     scores = tuple(_score(g, own_rows[g], parts[g], every, main_regimes, bound) for g in gpus)
     return LeaveOneGpuOut(tuple(folds), every, scores, _pooled(scores), bound, tuple(main_regimes))
 
@@ -191,15 +193,17 @@ class FamilyFit:
 
 def fit_family(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
                grid: Sequence[float] = DEFAULT_GRID, penalty: float = 0.1,
-               main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND) -> FamilyFit:
-    """Fit the family's shared efficiencies and fixed costs (ns) on the rows of every config in ``hw_map``.
+               main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND,
+               host_floor: bool = True) -> FamilyFit:
+    """Fit the family's shared efficiencies, fixed costs (ns) and host floor on the rows of every config in
+    ``hw_map`` (``host_floor=False``: no floor, the ablation).
 
     Each config keeps its spec-sheet numbers and converts the fixed costs to its own cycles (rounded to 10,
     as the configs store them). ``before``/``after`` score all the family's rows (main regimes).
     """
     keys = list(hw_map)
     fit_rows = {k: select_rows(rows, k, keys, main_regimes=main_regimes, bound=bound) for k in keys}
-    cal = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty, host_of=_family_host)
+    cal = fit_shared(fit_rows, hw_map, grid=grid, penalty=penalty, host_of=_family_host if host_floor else None)
     own = [r for r in rows if match_row(r, keys) is not None]
     parts = tuple((k, hw.name, int(round(cal.launch_dense_ns * hw.clock_ghz, -1)),
                    int(round(cal.launch_sparse_ns * hw.clock_ghz, -1))) for k, hw in hw_map.items())
