@@ -325,8 +325,10 @@ class KernelResult:
             for col in TILE_CYCLE_COLUMNS:
                 tiles[col] = tiles[col] / fraction
             tiles.setflags(write=False)
+        wait = self.tiling.get("host_wait_cycles")  # cycles, like the launch it is part of
+        tiling = {**self.tiling, "host_wait_cycles": round(wait / fraction)} if wait else self.tiling
         return dataclasses.replace(self, cycles=t.cycles(), busy=t.busy(), tiles=tiles, utilization=util,
-                                   counts={**self.counts, "clock_fraction": fraction},
+                                   counts={**self.counts, "clock_fraction": fraction}, tiling=tiling,
                                    clock={**clock, "cycles_at_clock": actual.total})
 
     def to_dict(self) -> dict[str, Any]:

@@ -45,8 +45,7 @@ from typing import Any
 
 import accelsim.analysis.calibration.fitting as fitting
 import accelsim.analysis.gpu_validation as gpu_validation
-from accelsim.analysis.calibration.across_gpus import fit_family, leave_one_gpu_out
-from accelsim.analysis.calibration.fields import with_calibration
+from accelsim.analysis.calibration.across_gpus import FAMILY_HOST, fit_family, leave_one_gpu_out
 from accelsim.analysis.measurements import read_measurements
 from accelsim.energy import kernel_power, power_cap_of, static_watts
 from accelsim.hardware.model import Hardware, load_hardware
@@ -169,7 +168,7 @@ def variant(name: str, tau: float, needed: float, logo: bool) -> None:
             lines.append(f"  {family:18s} eff {c.efficiency_dense:.2f}/{c.efficiency_sparse:.2f} fixed "
                          f"{c.launch_dense_ns / 1000:.2f}/{c.launch_sparse_ns / 1000:.2f} us  MAE {m.mae:.3f} "
                          f"(rule {m.rule_mae:.3f}, right side {m.right_side:.0%}, {m.n} rows)")
-            calibrated = {k: with_calibration(hw, c.for_part(hw)) for k, hw in hws.items()}
+            calibrated = {k: c.apply(hw, FAMILY_HOST) for k, hw in hws.items()}
             if family == "ampere-datacenter":
                 a16 = read_measurements(REF / "a100_fp16_24_speedups.csv")
                 sxm = gpu_validation.validate_hw(a16, {"A100": calibrated["A100"]}).overall.mae

@@ -85,7 +85,8 @@ def test_a_run_says_how_many_layers_took_the_host_floor() -> None:
 
 def _synthetic_tables(floor: float, launch: tuple[float, float], eff: tuple[float, float], loop_rows: int = 0):
     """Body tables whose bodies are exactly W / efficiency (linear in 1 / efficiency, as the fit interpolates),
-    and rows measured with ``floor``, ``launch`` and ``eff``; the last ``loop_rows`` rows are kernel-loop timed."""
+    and rows measured with ``floor``, ``launch`` and ``eff``; the last ``loop_rows`` rows are kernel-loop timed
+    (measured without the launch cost and the floor, as scoring predicts them)."""
     from accelsim.analysis.calibration.fitting import BodyTables
     from accelsim.analysis.measurements import parse_measurements
 
@@ -95,10 +96,10 @@ def _synthetic_tables(floor: float, launch: tuple[float, float], eff: tuple[floa
     sparse = np.array([[0.55 * w / e for w in work] for e in grid])
     lines = ["gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes"]
     for i, w in enumerate(work):
-        loop = i >= len(work) - loop_rows
-        f = 0.0 if loop else floor
-        d = max(f, launch[0] + w / eff[0])
-        s = max(f, launch[1] + 0.55 * w / eff[1])
+        loop = i >= len(work) - loop_rows  # a kernel loop: no host call per kernel, so no launch cost, no floor
+        f, (ld, ls) = (0.0, (0.0, 0.0)) if loop else (floor, launch)
+        d = max(f, ld + w / eff[0])
+        s = max(f, ls + 0.55 * w / eff[1])
         lines.append(f"X,fp16,{64 * (i + 1)},64,64,{d / 1000:.6f},{s / 1000:.6f},{d / s:.6f},src,"
                      f"kernel-gemm{'; timing=kernel-loop' if loop else ''}")
     rows = tuple(parse_measurements("\n".join(lines) + "\n", "x.csv"))
@@ -135,3 +136,96 @@ def test_kernel_loop_rows_take_no_floor_in_the_fit() -> None:
     assert (groups == -1).sum() == 3
     res = fit(tables, floor_groups=groups, floor_max=20000)
     assert res.host_floors == (6000,) and res.mae < 1e-3
+    assert (res.calibration.launch_dense, res.calibration.launch_sparse) == (1500, 3000)
+    # the fit itself keeps kernel-loop rows out of every floor group, whatever the caller passes
+    again = fit(tables, floor_groups=np.zeros(len(tables.rows), dtype=int), floor_max=20000)
+    assert again.host_floors == (6000,) and again.mae < 1e-3
+
+
+def test_a_sweep_over_the_host_floor_shows_its_zero() -> None:
+    """host at call_floor_us 0 is left out of a resolved config (it hashes as before the field): a sweep's column
+    still reads the point's value, not a blank."""
+    from conftest import ROOT
+
+    from accelsim.sweep import spec_from_dict
+
+    spec = spec_from_dict({"name": "floor", "hardware": str(HW / "rtx4090-like.yaml"),
+                           "workloads": [str(ROOT / "workloads" / "gemm-microbench.yaml")],
+                           "grid": {"host.call_floor_us": [0, 4.0]}, "sparsity": ["2:4"]})
+    column = spec.swept.index("host.call_floor_us")
+    assert [p.values[column] for p in spec.points] == [0.0, 4.0]
+
+
+def test_a_host_timed_only_as_kernel_loops_gets_no_floor_and_no_crash() -> None:
+    """Its rows make no host call per kernel: no floor is fitted for it (the crash the review found), and a GPU
+    left out takes the least floor of the hosts that have one."""
+    from accelsim.analysis.calibration import COARSE_GRID
+    from accelsim.analysis.calibration.across_gpus import fit_shared
+    from accelsim.analysis.measurements import parse_measurements
+
+    head = "gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes\n"
+    rows = parse_measurements(head + "".join(
+        f"{gpu},fp16,{s},{s},{s},{d},{d / sp:.4f},{sp},src,kernel-gemm{tag}\n"
+        for gpu, tag in (("RTX 4090", ""), ("RTX 3090", "; timing=kernel-loop"))
+        for s, d, sp in ((256, 10.0, 1.0), (2048, 115.0, 1.8), (4096, 818.0, 1.85))), "x.csv")
+    hws = {"RTX 4090": RTX4090, "RTX 3090": load_hardware(HW / "rtx3090-like.yaml")}
+    by_key = {k: [r for r in rows if r.gpu == k] for k in hws}
+    cal = fit_shared(by_key, hws, grid=COARSE_GRID, host_of=lambda k: k)
+    assert [h for h, _ in cal.host_floors_ns] == ["RTX 4090"]
+    assert cal.host_floor_ns("RTX 3090") == cal.host_floor_ns("RTX 4090") <= 10_000
+
+
+def test_under_a_binding_power_cap_the_wait_is_in_nominal_cycles_like_the_launch() -> None:
+    from accelsim.simulation import Simulator
+
+    hw = load_hardware(HW / "rtx4090-like.yaml", ["energy.power_cap.tdp_w=30"])  # even the clock floor exceeds it
+    res = Simulator(hw).settled(_kernel(hw, 64))
+    fraction = res.clock["ghz"] / hw.clock_ghz
+    assert res.clock["limit"] == "clock_floor" and fraction < 0.5
+    assert res.cycles["total"] == math.ceil(hw.host.call_floor_us * 1e3 * hw.clock_ghz - 1e-6)  # still 8.5 us
+    # the GPU's own launch cost runs at the lowered clock (more nominal cycles); the rest of the launch is the wait
+    own_launch = res.cycles["launch"] - res.tiling["host_wait_cycles"]
+    assert own_launch == pytest.approx(hw.launch_overhead_cycles.dense / fraction, abs=2)
+
+
+def test_the_sensitivity_report_perturbs_a_fitted_host_floor() -> None:
+    from accelsim.analysis.sensitivity import sensitivity
+
+    wl = workload_from_dict({"name": "small", "dtype": "fp16", "layers": [
+        {"name": "tiny", "op": "gemm", "m": 64, "n": 64, "k": 64}]})
+    sens = sensitivity(wl, RTX4090, "2:4", "sparse-if-supported", 1.0)
+    assert sens.fields[-1] == "host.call_floor_us"
+    floor_runs = [r for r in sens.runs if r.field == "host.call_floor_us"]
+    assert [r.perturbed for r in floor_runs] == pytest.approx([r.value * r.factor for r in floor_runs])
+    a100 = load_hardware(HW / "a100-like.yaml")  # no floor: nothing to perturb
+    assert "host.call_floor_us" not in sensitivity(wl, a100, "2:4", "sparse-if-supported", 1.0).fields
+
+
+@pytest.mark.parametrize(("value", "message"), [("-1", "greater than or equal to 0"),
+                                                ("2000000", "less than or equal to 1000000"),
+                                                (".nan", "host.call_floor_us")])
+def test_a_bad_host_floor_is_refused_naming_the_key(value: str, message: str) -> None:
+    from accelsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=rf"host\.call_floor_us: .*{message}|{message}"):
+        load_hardware(HW / "rtx4090-like.yaml", [f"host.call_floor_us={value}"])
+
+
+def test_the_reality_ladder_names_the_host_floor_instead_of_hiding_it_in_later_rungs() -> None:
+    from accelsim.analysis.reality import reality_check
+
+    wl = workload_from_dict({"name": "mix", "dtype": "fp16", "layers": [
+        {"name": f"tiny{i}", "op": "gemm", "m": 128, "n": 64, "k": 128} for i in range(4)] + [
+        {"name": "big", "op": "gemm", "m": 4096, "n": 2048, "k": 4096}]})
+    floored = reality_check(wl, RTX4090, "2:4")
+    free = reality_check(wl, with_host_floor(RTX4090, 0.0), "2:4")
+    keys = [r.rung for r in floored.rungs]
+    assert keys[:3] == ["nominal", "executed_pattern", "host_floor"]
+    assert "host_floor" not in [r.rung for r in free.rungs]
+    floor_rung = floored.rungs[2]
+    assert floor_rung.change is not None and floor_rung.change < -0.05  # the floored tiny calls gain nothing
+    # the ladder still ends at the real run, and the simulated rungs do not take the floor's loss as their gain
+    assert floored.rungs[-1].speedup == pytest.approx(floored.bars.real_speedup, rel=1e-9)
+    by_key = {r.rung: r.change for r in floored.rungs}
+    free_key = {r.rung: r.change for r in free.rungs}
+    assert by_key["data_movement"] == pytest.approx(free_key["data_movement"], abs=0.02)

@@ -39,7 +39,7 @@ from accelsim.analysis.validation_results import (
 )
 from accelsim.errors import AccelsimError
 from accelsim.formats import parse_format
-from accelsim.hardware.model import Hardware, LaunchOverhead
+from accelsim.hardware.model import Hardware, LaunchOverhead, with_host_floor  # noqa: F401 (re-exported)
 from accelsim.lowering import Kernel, lower
 from accelsim.simulation import Simulator
 from accelsim.workloads.model import Workload, workload_from_dict
@@ -230,12 +230,6 @@ def kernel_loop_hardware(hw: Hardware) -> Hardware:
     return with_host_floor(hw.model_copy(update={"launch_overhead_cycles": LaunchOverhead(dense=0, sparse=0)}), 0.0)
 
 
-def with_host_floor(hw: Hardware, call_floor_us: float) -> Hardware:
-    """``hw`` with ``host.call_floor_us`` set (0: the host's per-call cost not modelled)."""
-    if hw.host.call_floor_us == call_floor_us:
-        return hw
-    return hw.model_copy(update={"host": hw.host.model_copy(update={"call_floor_us": float(call_floor_us)})})
-
 
 def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
                 main_regimes: Sequence[str] = MAIN_REGIMES, bound: float = SPARSE_BOUND,
@@ -310,8 +304,9 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
     loop = [r for r in rows if r.timing == "kernel-loop" and r.hw_key is not None]
     if loop:
         notes.append(f"{len(loop)} row(s) timed as a back-to-back kernel loop (timing=kernel-loop): their fixed "
-                     "launch cost per kernel (launch_overhead_cycles, fitted on framework-level timings) is not "
-                     "counted; the kernels' own prologue and write-back are simulated")
+                     "launch cost per kernel (launch_overhead_cycles, fitted on framework-level timings) and the "
+                     "host's per-call floor (host.call_floor_us) are not counted; the kernels' own prologue and "
+                     "write-back are simulated")
     searched = [r for r in rows if r.kernels == "searched" and r.hw_key is not None]
     if searched:
         notes.append(f"{len(searched)} row(s) from a harness that searched the library's 2:4 algorithms "

@@ -23,19 +23,24 @@ one real effect at a time, so the speedups telescope exactly from nominal to rea
 On a tensor-parallel system (a system config) the ladder runs on one device's shard and gains a rung after
 2, ``communication``: the collectives (all-reduces after each block, accelsim.workloads.tensor_parallel) keep
 their time, since sparsity shrinks the GEMMs and the weights but not the activations they all-reduce.
+Where a host per-call floor (``host.call_floor_us`` > 0) binds an op, a ``host_floor`` rung follows: no op's
+call finishes before the host issues the next, so an op that the floor binds gains nothing; from there on the
+arithmetic rungs shrink the GPU's own time (the dense run without the floor) and floor each op again, and the
+simulated rungs run with the floor, as the real run does.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from accelsim.errors import AccelsimError
 from accelsim.formats import parse_format
 from accelsim.hardware.kinds import kind_of
-from accelsim.hardware.model import Hardware, hardware_from_dict
+from accelsim.hardware.model import Hardware, hardware_from_dict, with_host_floor
 from accelsim.lowering import FALLBACK_REASONS, Kernel, lower
 from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import RunResult
@@ -59,6 +64,7 @@ RUNGS = [
 ]
 
 COMMUNICATION_RUNG = ("communication", "+ communication (all-reduces do not shrink)")  # systems only, after 2
+HOST_FLOOR_RUNG = ("host_floor", "+ host per-call floor (no call beats it)")  # host.call_floor_us > 0, before 3
 _HUGE = 1e18
 
 
@@ -271,6 +277,17 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     nominal = nominal_pat.dense_speedup if nominal_pat else 1.0
 
     dense_compute = [lay.cycles["compute"] for lay in dense.layers]
+    # the host's per-call floor is a max, not a sum: from its own rung on, the arithmetic rungs shrink the GPU's own
+    # time (the dense run without the floor) and floor each op again, so a host-bound op gains nothing
+    floor = math.ceil(hw.host.call_floor_us * 1e3 * hw.clock_ghz - 1e-6) if hw.host.call_floor_us else 0
+    gpu_t = dense_t if not floor else [lay.cycles["total"] for lay in
+                                       run(model, with_host_floor(hw, 0.0), "dense", hw_source=hw_source).layers]
+    op_floor = [0 if is_comm[i] or kernels[i] is None or kernels[i].absorbed else floor  # type: ignore[union-attr]
+                for i in range(len(kernels))]
+
+    def floored(i: int, t: float) -> float:
+        return max(float(op_floor[i]), t)
+
     # the executed pattern's ideal ratio per op (M'/N' of the native pattern it runs on)
     exec_ratio = [nominal if lay.path != "sparse" else _ideal_ratio(lay.pattern_executed) for lay in real.layers]
     sparse_eff_ratio = kind_of(hw).sparse_efficiency_ratio(hw.core.compute)
@@ -294,12 +311,15 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         "executed_pattern": sum(dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
         # the collectives keep their time (systems only; the other ops as in executed_pattern)
         "communication": sum(dense_t[i] if is_comm[i] else dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
+        # no op's call beats the host's floor (host.call_floor_us > 0 only): the GPU's own time gains, then is floored
+        "host_floor": sum(dense_t[i] if is_comm[i] else floored(i, gpu_t[i] / exec_ratio[i])
+                          for i in range(len(kernels))),
         # only ops that run sparse gain; the others keep their dense time
-        "amdahl": per_op(lambda i: dense_t[i] / exec_ratio[i]),
+        "amdahl": per_op(lambda i: floored(i, gpu_t[i] / exec_ratio[i])),
         # only the MAC time of sparse ops shrinks; their stalls and fixed costs stay
-        "non_mac_time": per_op(lambda i: dense_t[i] - dense_compute[i] * (1.0 - 1.0 / exec_ratio[i])),
+        "non_mac_time": per_op(lambda i: floored(i, gpu_t[i] - dense_compute[i] * (1.0 - 1.0 / exec_ratio[i]))),
         # the MAC time becomes the real sparse kernel's (padding, tile shape), at dense efficiency
-        "padding": per_op(lambda i: dense_t[i] - dense_compute[i] + real_compute[i] * sparse_eff_ratio),
+        "padding": per_op(lambda i: floored(i, gpu_t[i] - dense_compute[i] + real_compute[i] * sparse_eff_ratio)),
         "data_movement": sum(sparse_times(_variant(hw, free_metadata=True, dense_efficiency=True,
                                                    dense_launch=True))),
         "metadata": sum(sparse_times(_variant(hw, dense_efficiency=True, dense_launch=True))),
@@ -308,7 +328,10 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     }
     rungs: list[Rung] = []
     prev = None
-    ladder = [*RUNGS[:2], COMMUNICATION_RUNG, *RUNGS[2:]] if any(is_comm) else RUNGS
+    before_floor = "communication" if any(is_comm) else "executed_pattern"
+    floor_binds = bool(floor) and totals["host_floor"] != totals[before_floor]  # a rung only where an op waits
+    ladder = [*RUNGS[:2], *([COMMUNICATION_RUNG] if any(is_comm) else []),
+              *([HOST_FLOOR_RUNG] if floor_binds else []), *RUNGS[2:]]
     for key, label in ladder:
         speedup = dense_total / totals[key] if totals[key] else 1.0
         rungs.append(Rung(rung=key, label=label, sparse_cycles=round(totals[key], 3), speedup=speedup,

@@ -1,8 +1,9 @@
 """Sensitivity of the sparse speedup to the config's calibrated fields.
 
-Each CALIBRATED field of the compute kind (its ``calibrated_fields``) is perturbed by
-``-/+`` :data:`PERTURBATION` in turn (efficiencies and the sustained DRAM fraction capped at 1) and the
-workload re-run: the spread of the speedups says how much of the gain rests on calibration.
+Each CALIBRATED field of the compute kind (its ``calibrated_fields``), and the host's per-call floor where the
+config has one (``host.call_floor_us``, fitted with them), is perturbed by ``-/+`` :data:`PERTURBATION` in turn
+(efficiencies and the sustained DRAM fraction capped at 1) and the workload re-run: the spread of the speedups says
+how much of the gain rests on calibration.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def perturbed(hw: Hardware, path: tuple[str, ...], factor: float) -> tuple[Hardw
 def sensitivity(model: Workload, hw: Hardware, sparsity: str | None, policy: str, speedup: float) -> Sensitivity:
     """Re-run ``model`` with each calibrated field of ``hw`` perturbed; ``speedup`` is the nominal run's."""
     fields = [tuple(dotted.split(".")) for dotted in kind_of(hw).calibrated_fields]
+    if hw.host.call_floor_us:  # the family's fitted host floor (0: not modelled, nothing to perturb)
+        fields.append(("host", "call_floor_us"))
     runs = []
     for path in fields:
         for sign in (-1, +1):

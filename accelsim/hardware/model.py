@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
@@ -343,10 +343,11 @@ class LaunchOverhead(Strict):
 class HostSpec(Strict):
     """The host that issues the kernels: what one call costs it."""
 
-    call_floor_us: NonNegFloat = Field(
-        0.0, description="Least wall time of one kernel call when a host issues calls back to back (its per-call "
-                         "cost: API, driver, harness). A kernel whose launch + body is shorter waits for the next "
-                         "call; the wait counts as launch cycles. 0 = not modelled (the GPU is the bottleneck).")
+    call_floor_us: Annotated[float, Field(ge=0, le=1e6)] = Field(
+        0.0, description="Least wall time of one kernel call when a host issues calls back to back (its "
+                                 "per-call cost: API, driver, harness; at most 1 s). A kernel whose launch + body is "
+                                 "shorter starts that much later (the GPU waits for the call); the wait counts as "
+                                 "launch cycles. 0 = not modelled (the GPU is the bottleneck).")
 
 
 class Hardware(Strict):
@@ -550,3 +551,10 @@ def _rebuild_compute_union() -> None:
 
 
 kinds.on_change(_rebuild_compute_union)
+
+
+def with_host_floor(hw: Hardware, call_floor_us: float) -> Hardware:
+    """``hw`` with ``host.call_floor_us`` set (0: the host's per-call cost not modelled)."""
+    if hw.host.call_floor_us == call_floor_us:
+        return hw
+    return hw.model_copy(update={"host": hw.host.model_copy(update={"call_floor_us": float(call_floor_us)})})

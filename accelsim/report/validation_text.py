@@ -102,12 +102,13 @@ def format_logo(result: LeaveOneGpuOut) -> str:
     fitted = "; ".join(f"without {f.left_out}: " + ", ".join(f"{h} {ns / 1000:.2f} us"
                                                               for h, ns in f.calibration.host_floors_ns)
                        for f in result.folds)
+    floors = ("Each measured host has its own per-call floor (host.call_floor_us); a left-out GPU's host was never "
+              f"measured and takes the least floor of the hosts fitted on ({fitted})"
+              if any(f.calibration.host_floors_ns for f in result.folds) else "No host per-call floor fitted")
     return "\n".join([
         f"Leave one GPU out (main regimes {', '.join(result.main_regimes)}, measured <= {result.bound:g}x): "
         "efficiencies and fixed costs (ns) shared by the GPUs fitted on; each config keeps its spec-sheet "
-        "numbers and its own dram.sustained_fraction. Each measured host has its own per-call floor "
-        "(host.call_floor_us); a left-out GPU's host was never measured and takes the least floor of the hosts "
-        f"fitted on ({fitted})", _table(header, body, right), "",
+        f"numbers and its own dram.sustained_fraction. {floors}", _table(header, body, right), "",
         "In-sample: one shared fit on every GPU (each GPU's host with its own floor)", _table(header, ins, right)])
 
 

@@ -56,6 +56,20 @@ def _lookup(data: Any, path: str) -> Any:
     return node
 
 
+def _swept_value(hw: Hardware, resolved: dict[str, Any], path: str) -> Any:
+    """A swept key's value at a point: from the resolved config, else from the model itself (a section that holds
+    its defaults is left out of the resolved config, e.g. ``host`` at ``call_floor_us: 0``)."""
+    value = _lookup(resolved, path)
+    if value is not None:
+        return value
+    node: Any = hw
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, dict) else getattr(node, key, None)
+        if node is None:
+            return None
+    return node.model_dump(mode="json") if hasattr(node, "model_dump") else node
+
+
 def _cell(value: Any) -> Any:
     """A table cell: scalars as they are, mappings and lists as compact JSON text."""
     if isinstance(value, dict | list):
@@ -85,8 +99,8 @@ def build_points(hw_data: dict[str, Any], grid_points: Sequence[dict[str, Any]],
             continue
         seen.add(h)
         sram = sum(hw.core.sram.buffer_bytes().values()) * hw.cores
-        points.append(Point(len(points), origin, overrides, h, tuple(_cell(_lookup(resolved, p)) for p in swept),
-                            sram))
+        cells = tuple(_cell(_swept_value(hw, resolved, p)) for p in swept)
+        points.append(Point(len(points), origin, overrides, h, cells, sram))
     return points, dropped
 
 

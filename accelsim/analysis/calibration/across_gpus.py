@@ -122,13 +122,15 @@ def fit_shared(rows_by_gpu: Mapping[str, Sequence[Measurement]], hw_by_gpu: Mapp
     rows but those timed as a kernel loop (no host call per kernel); None fits none.
     """
     tables = pooled_tables(rows_by_gpu, hw_by_gpu, grid)
-    hosts = list(dict.fromkeys(host_of(k) for k, r in rows_by_gpu.items() if r)) if host_of else []
+    # a host with a floor to fit: one with a row that made a host call per kernel (not a kernel loop)
+    hosts = list(dict.fromkeys(host_of(k) for k, r in rows_by_gpu.items()
+                               for row in r if row.timing != "kernel-loop")) if host_of else []
     groups = None
     if host_of is not None:
         groups = np.array([-1 if row.timing == "kernel-loop" else hosts.index(host_of(k))
                            for k, r in rows_by_gpu.items() for row in r])
     res = fit(tables, penalty=penalty, launch_max=LAUNCH_MAX_NS, floor_groups=groups,
-              floor_max=FLOOR_MAX_NS if host_of else 0)
+              floor_max=FLOOR_MAX_NS if hosts else 0, n_floor_groups=len(hosts))
     cal = res.calibration
     return SharedCalibration(cal.efficiency_dense, cal.efficiency_sparse, int(cal.launch_dense),
                              int(cal.launch_sparse), tuple(g for g, r in rows_by_gpu.items() if r), res.rows,
@@ -138,7 +140,7 @@ def fit_shared(rows_by_gpu: Mapping[str, Sequence[Measurement]], hw_by_gpu: Mapp
 def _score(gpu: str, rows: Sequence[Measurement], parts: Mapping[str, Hardware], cal: SharedCalibration,
            main_regimes: Sequence[str], bound: float, host_of: Callable[[str], str] = gpu_name) -> GpuScore:
     """A GPU's rows scored on its configs (one per hw-map key of that GPU) with ``cal`` applied to each (and the
-    floor of its host, ``host_of(key)``: 0 for a host the fit never saw)."""
+    floor of its host, ``host_of(key)``; a host the fit never saw takes the least fitted floor, 0 if none)."""
     calibrated = {key: cal.apply(hw, host_of(key)) for key, hw in parts.items()}
     res = validate_hw(rows, calibrated, main_regimes=main_regimes, bound=bound)
     return GpuScore(gpu, " + ".join(dict.fromkeys(hw.name for hw in parts.values())), res.overall, tuple(res.rows))
@@ -151,8 +153,9 @@ def leave_one_gpu_out(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware
     """For each GPU of ``hw_map``: fit shared values on the others, score it; then fit on all and score each.
 
     A GPU is a key's name before any ``@SOURCE`` qualifier: ``A100`` and ``A100@vllmbench`` (its rows
-    from one source, mapped to another SKU's config) are one GPU, left out together; its rows ran on one host
-    (one per-call floor). ``host_floors=False`` fits no floor (every host's 0: the ablation).
+    from one source, mapped to another SKU's config) are one GPU, left out together, with one per-call floor for
+    all its rows (its hosts' fastest calls bound it). ``host_floors=False`` fits no floor (every host's 0: the
+    ablation).
     """
     host_of = gpu_name if host_floors else None
     keys = list(hw_map)

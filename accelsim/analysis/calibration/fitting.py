@@ -30,6 +30,7 @@ from accelsim.analysis.calibration.fields import (
 from accelsim.analysis.gpu_validation import row_kernels, searched_kernels_hardware, with_host_floor
 from accelsim.analysis.measurements import Measurement
 from accelsim.errors import AccelsimError
+from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.simulation import Simulator
 
@@ -102,7 +103,7 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
         sims = {False: Simulator(hw_e), True: Simulator(searched)}
         for ri, row in enumerate(rows):
             sim = sims[row.kernels == "searched"]
-            kd, ks = row_kernels(row, sim.hw, sparsity)  # C written as the row's harness wrote it
+            kd, ks = row_kernels(row, sim.hw, _row_sparsity(row, sparsity))  # C as the row's harness wrote it
             dense[gi, ri] = sim(kd).cycles["total"]
             sparse[gi, ri] = sim(ks).cycles["total"]
             path[ri] = ks.sparse
@@ -126,6 +127,14 @@ def _log_err(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return np.abs(np.log(pred[..., ok] / meas[ok])).mean(-1)
 
 
+def _row_sparsity(row: Measurement, sparsity: str) -> str:
+    """The format a row ran (its ``format``, as scoring runs it), else ``sparsity``."""
+    if row.format is None:
+        return sparsity
+    fmt = parse_format(row.format)
+    return "dense" if fmt is None else str(fmt)
+
+
 @dataclass
 class _Search:
     effs: np.ndarray
@@ -138,10 +147,11 @@ class _Search:
     fallback: np.ndarray  # rows whose sparse run is dense: they take the dense launch cost
     penalty: float
     floor: np.ndarray  # (R,) each row's host floor (0: none): a call takes max(floor, launch + body)
+    called: np.ndarray  # (R,) 1.0 where the row pays the launch cost, 0.0 for kernel-loop rows (as scoring does)
 
     def objective(self, ed: int, es: int, ld: int, ls: int) -> tuple[float, float, float, float]:
-        d = np.maximum(self.dense[ed] + self.launches[ld], self.floor)
-        s = np.where(self.fallback, d, np.maximum(self.sparse[es] + self.launches[ls], self.floor))
+        d = np.maximum(self.dense[ed] + self.launches[ld] * self.called, self.floor)
+        s = np.where(self.fallback, d, np.maximum(self.sparse[es] + self.launches[ls] * self.called, self.floor))
         mae = float(np.abs(d / s - self.meas).mean())
         td = float(_log_err(d[None, :], self.md)[0])
         ts = float(_log_err(s[None, :], self.ms)[0])
@@ -150,7 +160,7 @@ class _Search:
 
 def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, float] = EFF_BOUNDS,
         launch_max: int = LAUNCH_MAX, starts: int = 6, floor_groups: np.ndarray | None = None,
-        floor_max: int = 0) -> FitResult:
+        floor_max: int = 0, n_floor_groups: int | None = None) -> FitResult:
     """Fit the four inner fields on ``tables`` (all its rows) at the tables' DRAM fraction.
 
     ``floor_groups`` (one int per row, -1 for none) also fits a host per-call floor per group, 0 to
@@ -168,11 +178,12 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
     effs = effs[(effs > lo - 1e-9) & (effs <= hi + 1e-9)]
     launches = np.arange(0, launch_max + 1, LAUNCH_STEP)
     meas, md, ms = _measured(tables)
-    groups = np.full(len(tables.rows), -1) if floor_groups is None else np.asarray(floor_groups, dtype=int)
-    n_groups = int(groups.max()) + 1 if len(groups) and floor_max > 0 else 0
     loop = np.array([r.timing == "kernel-loop" for r in tables.rows], dtype=bool)  # no host call per kernel
+    groups = np.full(len(tables.rows), -1) if floor_groups is None else np.asarray(floor_groups, dtype=int)
+    groups = np.where(loop, -1, groups)
+    n_groups = 0 if floor_max <= 0 else (n_floor_groups if n_floor_groups is not None else int(groups.max()) + 1)
     search = _Search(effs, launches, tables.at(effs, "dense"), tables.at(effs, "sparse"), meas, md, ms,
-                     ~tables.sparse_path, penalty, np.where(loop, 0.0, tables.host_floor))
+                     ~tables.sparse_path, penalty, np.where(loop, 0.0, tables.host_floor), np.where(loop, 0.0, 1.0))
     # a host's floor cannot exceed its fastest measured call; the turns start every floor there (the fixed costs
     # fitted without a floor would absorb it and leave no gradient towards one)
     caps = [min(float(floor_max), _fastest_call(search, groups == g)) for g in range(n_groups)]
@@ -192,8 +203,8 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
         point = _fields(search, starts)  # afresh: with the floors moved, the fixed costs may fall to another basin
     bed, bes, bld, bls = point
     obj, mae, tde, tse = search.objective(bed, bes, bld, bls)
-    d = np.maximum(search.dense[bed] + launches[bld], search.floor)
-    s = np.where(search.fallback, d, np.maximum(search.sparse[bes] + launches[bls], search.floor))
+    d = np.maximum(search.dense[bed] + launches[bld] * search.called, search.floor)
+    s = np.where(search.fallback, d, np.maximum(search.sparse[bes] + launches[bls] * search.called, search.floor))
     cal = Calibration(float(effs[bed]), float(effs[bes]), int(launches[bld]), int(launches[bls]),
                       tables.dram_sustained_fraction)
     return FitResult(cal, obj, mae, tde, tse, float(((d / s > 1.0) == (meas > 1.0)).mean()), len(tables.rows),
@@ -240,8 +251,9 @@ def _fields(search: _Search, starts: int) -> list[int]:
                                              search.penalty)
     ce = np.arange(0, len(effs), 5)
     cl = np.arange(0, len(launches), max(1, 1000 // LAUNCH_STEP))
-    d_tot = np.maximum(search.dense[ce][:, None, :] + launches[cl][None, :, None], search.floor)  # (Ec, Lc, R)
-    s_tot = np.maximum(search.sparse[ce][:, None, :] + launches[cl][None, :, None], search.floor)
+    fixed = launches[cl][None, :, None] * search.called  # kernel-loop rows pay no launch cost
+    d_tot = np.maximum(search.dense[ce][:, None, :] + fixed, search.floor)  # (Ec, Lc, R)
+    s_tot = np.maximum(search.sparse[ce][:, None, :] + fixed, search.floor)
     td = _log_err(d_tot, md)  # (Ec, Lc)
     ts = _log_err(s_tot, ms)
     dflat = d_tot.reshape(-1, d_tot.shape[-1])
@@ -284,8 +296,9 @@ def _neighbourhood(search: _Search, point: list[int]) -> tuple[list[int], float]
     e_s = np.clip(np.arange(point[1] - 3, point[1] + 4), 0, ne - 1)
     l_d = np.clip(np.arange(point[2] - 6, point[2] + 7), 0, nl - 1)
     l_s = np.clip(np.arange(point[3] - 6, point[3] + 7), 0, nl - 1)
-    d = np.maximum(search.dense[e_d][:, None, :] + search.launches[l_d][None, :, None], search.floor)  # (7, 13, R)
-    s = np.maximum(search.sparse[e_s][:, None, :] + search.launches[l_s][None, :, None], search.floor)
+    d = np.maximum(search.dense[e_d][:, None, :] + search.launches[l_d][None, :, None] * search.called,
+                   search.floor)  # (7, 13, R)
+    s = np.maximum(search.sparse[e_s][:, None, :] + search.launches[l_s][None, :, None] * search.called, search.floor)
     td = _log_err(d, search.md)  # (7, 13)
     ts = _log_err(s, search.ms)
     dd = d[:, :, None, None, :]
