@@ -229,3 +229,18 @@ def test_the_reality_ladder_names_the_host_floor_instead_of_hiding_it_in_later_r
     by_key = {r.rung: r.change for r in floored.rungs}
     free_key = {r.rung: r.change for r in free.rungs}
     assert by_key["data_movement"] == pytest.approx(free_key["data_movement"], abs=0.02)
+
+
+def test_validation_says_which_rows_the_host_floor_set() -> None:
+    from accelsim.analysis.gpu_validation import validate_hw
+    from accelsim.analysis.measurements import parse_measurements
+
+    head = "gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes\n"
+    rows = parse_measurements(head + "RTX 4090,fp16,64,64,64,9.4,9.4,1.0,src,kernel-gemm\n"
+                                     "RTX 4090,fp16,4096,4096,4096,818,447,1.83,src,kernel-gemm\n", "x.csv")
+    res = validate_hw(rows, {"RTX 4090": RTX4090})
+    small, large = (r.predicted for r in res.rows)
+    assert small is not None and large is not None
+    assert small.host_bound == ("dense", "sparse") and small.speedup == 1.0 and large.host_bound == ()
+    assert any(n.startswith("1 row(s) predicted at the host's per-call floor") and "1 of them dense and 2:4 alike" in n
+               for n in res.notes)

@@ -152,7 +152,8 @@ def predict_row(row: Measurement, hw: Hardware, simulator: Simulator | None = No
         padding=dict(sparse.padding), dense_binding=dense.binding, sparse_binding=sparse.binding,
         dense_tile=dense.tiling.get("cta_tile"), sparse_tile=sparse.tiling.get("cta_tile"),
         dense_split_k=dense.tiling.get("split_k"), sparse_split_k=sparse.tiling.get("split_k"),
-        dense_launch_cycles=int(dense.cycles["launch"]), sparse_launch_cycles=int(sparse.cycles["launch"]))
+        dense_launch_cycles=int(dense.cycles["launch"]), sparse_launch_cycles=int(sparse.cycles["launch"]),
+        host_bound=tuple(k for k, r in (("dense", dense), ("sparse", sparse)) if r.tiling.get("host_wait_cycles")))
 
 
 def _time_err(pred: float, meas: float | None) -> float | None:
@@ -307,6 +308,12 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
                      "launch cost per kernel (launch_overhead_cycles, fitted on framework-level timings) and the "
                      "host's per-call floor (host.call_floor_us) are not counted; the kernels' own prologue and "
                      "write-back are simulated")
+    floored = [r for r in rows if r.predicted is not None and r.predicted.host_bound]
+    if floored:
+        both = sum(1 for r in floored if r.predicted is not None and len(r.predicted.host_bound) == 2)
+        notes.append(f"{len(floored)} row(s) predicted at the host's per-call floor (host.call_floor_us of their "
+                     f"config), {both} of them dense and 2:4 alike (predicted 1.00x): the measuring host, not the "
+                     f"GPU, sets their time; lines {_lines([r.line for r in floored])}")
     searched = [r for r in rows if r.kernels == "searched" and r.hw_key is not None]
     if searched:
         notes.append(f"{len(searched)} row(s) from a harness that searched the library's 2:4 algorithms "

@@ -72,6 +72,7 @@ class Prediction:
     sparse_split_k: Any
     dense_launch_cycles: int
     sparse_launch_cycles: int
+    host_bound: tuple[str, ...] = ()  # the kernels ('dense', 'sparse') that took the host's per-call floor
 
 
 @dataclass(frozen=True)
