@@ -156,6 +156,14 @@ def predict_row(row: Measurement, hw: Hardware, simulator: Simulator | None = No
         host_bound=tuple(k for k, r in (("dense", dense), ("sparse", sparse)) if r.tiling.get("host_wait_cycles")))
 
 
+def row_sparsity(row: Measurement, sparsity: str = "2:4") -> str:
+    """What a row runs: its own ``format`` (``dense`` for a dense one) where it names one, else ``sparsity``."""
+    if row.format is None:
+        return sparsity
+    fmt = parse_format(row.format)
+    return "dense" if fmt is None else str(fmt)
+
+
 def _time_err(pred: float, meas: float | None) -> float | None:
     return None if meas is None else (pred - meas) / meas * 100.0
 
@@ -178,7 +186,7 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
         except ValueError as exc:
             return RowResult(**base, status="unknown_format",
                              message=f"format {row.format!r} cannot run here: {exc}")
-        sparsity = "dense" if fmt is None else str(fmt)
+        sparsity = row_sparsity(row, sparsity)
         bound = bound if fmt is None or fmt.dense_speedup <= 2.0 else fmt.dense_speedup
     sim = sims[_variant_key(key, row)]  # kernel-loop: no host launch cost; searched: the searched 2:4 tiles
     hw = sim.hw

@@ -27,10 +27,9 @@ from accelsim.analysis.calibration.fields import (
     Calibration,
     with_calibration,
 )
-from accelsim.analysis.gpu_validation import row_kernels, searched_kernels_hardware, with_host_floor
+from accelsim.analysis.gpu_validation import row_kernels, row_sparsity, searched_kernels_hardware, with_host_floor
 from accelsim.analysis.measurements import Measurement
 from accelsim.errors import AccelsimError
-from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.simulation import Simulator
 
@@ -103,7 +102,7 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
         sims = {False: Simulator(hw_e), True: Simulator(searched)}
         for ri, row in enumerate(rows):
             sim = sims[row.kernels == "searched"]
-            kd, ks = row_kernels(row, sim.hw, _row_sparsity(row, sparsity))  # C as the row's harness wrote it
+            kd, ks = row_kernels(row, sim.hw, row_sparsity(row, sparsity))  # C as the row's harness wrote it
             dense[gi, ri] = sim(kd).cycles["total"]
             sparse[gi, ri] = sim(ks).cycles["total"]
             path[ri] = ks.sparse
@@ -127,14 +126,6 @@ def _log_err(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return np.abs(np.log(pred[..., ok] / meas[ok])).mean(-1)
 
 
-def _row_sparsity(row: Measurement, sparsity: str) -> str:
-    """The format a row ran (its ``format``, as scoring runs it), else ``sparsity``."""
-    if row.format is None:
-        return sparsity
-    fmt = parse_format(row.format)
-    return "dense" if fmt is None else str(fmt)
-
-
 @dataclass
 class _Search:
     effs: np.ndarray
@@ -149,9 +140,14 @@ class _Search:
     floor: np.ndarray  # (R,) each row's host floor (0: none): a call takes max(floor, launch + body)
     called: np.ndarray  # (R,) 1.0 where the row pays the launch cost, 0.0 for kernel-loop rows (as scoring does)
 
-    def objective(self, ed: int, es: int, ld: int, ls: int) -> tuple[float, float, float, float]:
+    def times(self, ed: int, es: int, ld: int, ls: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's dense and sparse time at one point: max(floor, launch + body); fallbacks run dense."""
         d = np.maximum(self.dense[ed] + self.launches[ld] * self.called, self.floor)
         s = np.where(self.fallback, d, np.maximum(self.sparse[es] + self.launches[ls] * self.called, self.floor))
+        return d, s
+
+    def objective(self, ed: int, es: int, ld: int, ls: int) -> tuple[float, float, float, float]:
+        d, s = self.times(ed, es, ld, ls)
         mae = float(np.abs(d / s - self.meas).mean())
         td = float(_log_err(d[None, :], self.md)[0])
         ts = float(_log_err(s[None, :], self.ms)[0])
@@ -203,8 +199,7 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
         point = _fields(search, starts)  # afresh: with the floors moved, the fixed costs may fall to another basin
     bed, bes, bld, bls = point
     obj, mae, tde, tse = search.objective(bed, bes, bld, bls)
-    d = np.maximum(search.dense[bed] + launches[bld] * search.called, search.floor)
-    s = np.where(search.fallback, d, np.maximum(search.sparse[bes] + launches[bls] * search.called, search.floor))
+    d, s = search.times(bed, bes, bld, bls)
     cal = Calibration(float(effs[bed]), float(effs[bes]), int(launches[bld]), int(launches[bls]),
                       tables.dram_sustained_fraction)
     return FitResult(cal, obj, mae, tde, tse, float(((d / s > 1.0) == (meas > 1.0)).mean()), len(tables.rows),
