@@ -89,7 +89,7 @@ def test_a_searched_row_runs_the_searched_tiles_and_says_so() -> None:
     assert searched.dense_cycles == default.dense_cycles and searched.sparse_cycles < default.sparse_cycles
     assert [r.kernels for r in res.rows] == ["searched", "default"]
     assert any("1 row(s) from a harness that searched" in n for n in res.notes)
-    assert rows_csv(res).splitlines()[1].endswith(",searched,")  # then c_dtype: empty, the input dtype
+    assert rows_csv(res).splitlines()[1].endswith(",searched,,native")  # c_dtype empty (the input dtype), sparse_isa
 
 
 def test_c_dtypes_come_from_the_column_a_tag_or_the_harness_code() -> None:
@@ -132,7 +132,7 @@ def test_slidesparse_int8_rows_write_int32_c_dense_and_bf16_sparse_and_say_so() 
     res = validate_hw([slide, plain], {"H100": hw})
     assert [r.c_dtype for r in res.rows] == ["int32/bf16", ""]
     assert any("1 row(s) write C as their harness did" in n and "int8 -> int32/bf16" in n for n in res.notes)
-    assert rows_csv(res).splitlines()[1].endswith(",int32/bf16")
+    assert rows_csv(res).splitlines()[1].endswith(",int32/bf16,native")
 
 
 def test_vnm_waves_run_back_to_back_when_a_core_holds_two_or_more_ctas() -> None:
@@ -412,5 +412,5 @@ def test_flashllm_blog_rows_are_aggregates_without_shapes() -> None:
 
 def test_validation_csv_echoes_format_and_timing(venom: ValidationResult) -> None:
     lines = rows_csv(venom).splitlines()
-    assert lines[0].endswith(",format,timing,kernels,c_dtype")
-    assert lines[1].endswith(",2:4,kernel-loop,default,")
+    assert lines[0].endswith(",format,timing,kernels,c_dtype,sparse_isa")
+    assert lines[1].endswith(",2:4,kernel-loop,default,,native")

@@ -425,10 +425,11 @@ def test_new_configs_decode_is_no_gain(name) -> None:
 
 def test_h100_decode_gain_is_the_byte_ratio_held_back_by_too_few_ctas() -> None:
     """h100-like decode 4096x1x4096 (was an xfail): the dense GEMV is DRAM-bound; the 2:4 kernel reads 0.5625
-    of its weight bytes but runs 32 CTAs of 128 rows on 132 SMs at the Hopper sparse efficiency, so it is
-    compute-bound and gains a little (1.08x), far under the byte ratio 1.78x. h200-like's 4.8 TB/s makes the
-    dense GEMV faster and 2:4 a loss (0.84x). No H100 decode measurement is in the reference set; the A100
-    0.11x row is flagged as outside the one-kernel model (196 us measured vs ~43 us modelled)."""
+    of its weight bytes but runs 32 CTAs of 128 rows on 132 SMs at the Hopper sparse efficiency, so its tensor
+    cores take as long as its byte stream and it gains a little (1.20x), far under the byte ratio 1.78x.
+    h200-like's 4.8 TB/s makes the dense GEMV faster and 2:4 a loss (0.84x). No H100 decode measurement is in the
+    reference set; the A100 0.11x row is flagged as outside the one-kernel model (196 us measured vs 45.6 us
+    modelled)."""
     from accelsim import run
     from accelsim.workloads.model import workload_from_dict
 
@@ -436,7 +437,8 @@ def test_h100_decode_gain_is_the_byte_ratio_held_back_by_too_few_ctas() -> None:
                                                                         "n": 1, "k": 4096}]})
     hw = load_hardware(HW / "h100-like.yaml")
     dense, sparse = run(wl, hw, "dense").layers[0], run(wl, hw, "2:4").layers[0]
-    assert dense.binding == "memory" and sparse.binding == "compute"
+    assert dense.binding == "memory"
+    assert sparse.busy["compute"] > 0.9 * sparse.busy["memory"]  # too few CTAs: compute as long as the bytes
     assert sparse.padding == {"n": [1, 8]}
     assert 1.0 < sparse.speedup_vs_dense < 0.75 / 0.5625
 

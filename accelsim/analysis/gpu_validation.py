@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from accelsim.analysis.measurements import (
+    DEFAULT_SPARSE_ISA,
     KNOWN_REGIMES,
     MAIN_REGIMES,
     SPARSE_BOUND,
@@ -138,12 +139,14 @@ def row_kernels(row: Measurement, hw: Hardware, sparsity: str = "2:4") -> tuple[
 
 
 def predict_row(row: Measurement, hw: Hardware, simulator: Simulator | None = None,
-                sparsity: str = "2:4") -> Prediction:
+                sparsity: str = "2:4", sparse_simulator: Simulator | None = None) -> Prediction:
     """Simulate one measured shape dense and sparse on ``hw`` (each at its power-limited clock); predicted times,
-    speedup and the why."""
+    speedup and the why. ``sparse_simulator`` runs the sparse kernel where it differs (``row_hardware``)."""
     sim = simulator or Simulator(hw)
-    kd, ks = row_kernels(row, sim.hw, sparsity)
-    dense, sparse = sim.settled(kd), sim.settled(ks)
+    sparse_sim = sparse_simulator or sim
+    kd, _ = row_kernels(row, sim.hw, sparsity)
+    _, ks = row_kernels(row, sparse_sim.hw, sparsity)
+    dense, sparse = sim.settled(kd), sparse_sim.settled(ks)
     cyc_d, cyc_s = dense.cycles["total"], sparse.cycles["total"]
     to_us = 1.0 / (hw.clock_ghz * 1e3)
     return Prediction(
@@ -177,7 +180,8 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
         "main": row.regime in main_regimes, "backend": row.backend, "source": row.source,
         "source_label": source_label(row.source),
         "measured": Measured(row.speedup, row.dense_us, row.sparse_us), "format": row.format, "timing": row.timing,
-        "kernels": row.kernels, "c_dtype": "/".join(row.c_dtypes) if row.c_dtypes else ""}
+        "kernels": row.kernels, "c_dtype": "/".join(row.c_dtypes) if row.c_dtypes else "",
+        "sparse_isa": row.sparse_isa}
     if key is None:
         return RowResult(**base, status="unmapped", message=f"no --hw-map entry matches GPU {row.gpu!r}")
     if row.format is not None:  # the row's own format: its ideal speedup is the bound
@@ -189,9 +193,9 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
         sparsity = row_sparsity(row, sparsity)
         bound = bound if fmt is None or fmt.dense_speedup <= 2.0 else fmt.dense_speedup
     sim = sims[_variant_key(key, row)]  # kernel-loop: no host launch cost; searched: the searched 2:4 tiles
-    hw = sim.hw
+    sparse_sim = sims[_variant_key(key, row, "sparse")]  # ... and the 2:4 kernels' instruction set (sparse_isa)
     try:
-        pred = predict_row(row, hw, sim, sparsity)
+        pred = predict_row(row, sim.hw, sim, sparsity, sparse_sim)
     except AccelsimError as exc:  # e.g. a dtype the config has no rate for
         return RowResult(**base, status="infeasible", message=str(exc))
     err = pred.speedup - row.speedup
@@ -206,19 +210,35 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
     return RowResult(**base, scored=True)
 
 
-def _variant_key(key: str, row: Measurement) -> str:
-    """The simulator a row runs on: its hw-map key, and how its harness timed and chose kernels."""
-    return f"{key}\x00{row.timing}\x00{row.kernels}"
+def _variant_key(key: str, row: Measurement, path: str = "dense") -> str:
+    """The simulator a row's ``path`` kernel runs on: its hw-map key, how its harness timed and chose kernels,
+    and (sparse) what its 2:4 kernels were compiled for."""
+    isa = row.sparse_isa if path == "sparse" and row.sparse_isa != DEFAULT_SPARSE_ISA else ""  # native: one sim
+    return f"{key}\x00{row.timing}\x00{row.kernels}\x00{isa}"
 
 
-def row_hardware(hw: Hardware, row: Measurement) -> Hardware:
-    """``hw`` as the row's harness ran it: without the host launch cost for kernel-loop timings, with the
-    searched 2:4 tiles for a harness that searched the library's algorithms."""
+def row_hardware(hw: Hardware, row: Measurement, path: str = "dense") -> Hardware:
+    """``hw`` as the row's harness ran its ``path`` ('dense' | 'sparse') kernel: without the host launch cost for
+    kernel-loop timings, with the sm80 2:4 kernels (``core.compute.sm80_sparse``) for a sparse kernel compiled for
+    sm80, and with the searched 2:4 tiles for a harness that searched the library's algorithms."""
     if row.timing == "kernel-loop":  # the host / framework share of the fixed cost hides behind the loop
         hw = kernel_loop_hardware(hw)
+    if path == "sparse" and row.sparse_isa == "sm80":
+        hw = sm80_sparse_hardware(hw)
     if row.kernels == "searched":
         hw = searched_kernels_hardware(hw)
     return hw
+
+
+def sm80_sparse_hardware(hw: Hardware) -> Hardware:
+    """``hw`` running sm80 (Ampere mma.sp) 2:4 binaries: its ``core.compute.sm80_sparse`` where set (a part whose
+    own 2:4 instruction is another, e.g. Hopper's wgmma.sp), else ``hw`` (the sm80 instruction is its own).
+    For the 2:4 kernel only: the sm80 operand feed replaces the part's."""
+    comp = hw.core.compute
+    if getattr(comp, "sm80_sparse", None) is None:
+        return hw
+    comp = comp.with_sm80_sparse()  # type: ignore[union-attr]
+    return hw.model_copy(update={"core": hw.core.model_copy(update={"compute": comp})})
 
 
 def searched_kernels_hardware(hw: Hardware) -> Hardware:
@@ -256,9 +276,12 @@ def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
     sims: dict[str, Simulator] = {}
     for row in rows:
         key = match_row(row, hw_map)
-        if key is not None and _variant_key(key, row) not in sims:
-            sims[_variant_key(key, row)] = Simulator(row_hardware(hw_map[key], row),
-                                                     (hw_sources or {}).get(key, "<hardware>"))
+        if key is None:
+            continue
+        for path in ("dense", "sparse"):
+            if _variant_key(key, row, path) not in sims:
+                sims[_variant_key(key, row, path)] = Simulator(row_hardware(hw_map[key], row, path),
+                                                               (hw_sources or {}).get(key, "<hardware>"))
     out_rows = [_score(row, match_row(row, hw_map), hw_map, sims, sparsity, bound, main_regimes)
                 for row in rows]
     return _summarise(out_rows, tuple(main_regimes), bound, sparsity, hw_map, hw_sources)
@@ -283,7 +306,10 @@ def _lines(lines: Sequence[int], shown: int = 12) -> str:
     return head + (f" and {len(lines) - shown} more" if len(lines) > shown else "")
 
 
-def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float) -> list[str]:
+def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float,
+           sm80_keys: frozenset[str] = frozenset()) -> list[str]:
+    """What the tables cannot say: unscored rows and why, and the properties of the measurements applied
+    (``sm80_keys``: the hw-map keys whose config describes sm80 2:4 kernels)."""
     notes = []
     above = [r for r in rows if r.status == "above_bound"]
     notes.append(f"{len(above)} row(s) measured above the 2:4 bound ({bound:g}x) are reported but not scored "
@@ -327,6 +353,13 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float)
         notes.append(f"{len(searched)} row(s) from a harness that searched the library's 2:4 algorithms "
                      "(kernels=searched): their sparse kernels choose among core.compute.cta_tiles.sparse_searched "
                      "where the config lists it, the others run the default algorithm's cta_tiles.sparse")
+    sm80 = [r for r in rows if r.sparse_isa == "sm80" and r.hw_key is not None]
+    if sm80:
+        own = sorted({r.hw or "" for r in sm80 if r.hw_key not in sm80_keys})
+        notes.append(f"{len(sm80)} row(s) ran 2:4 kernels compiled for sm80 (sparse_isa=sm80; lines "
+                     f"{_lines([r.line for r in sm80])}): their 2:4 GEMM runs core.compute.sm80_sparse (Ampere's "
+                     "mma.sp fed through the shared-memory banks) where the config describes it"
+                     + (f"; {', '.join(own)} run(s) them as the part's own 2:4 kernels" if own else ""))
     typed = [r for r in rows if r.c_dtype and r.hw_key is not None]
     if typed:
         kinds = ", ".join(sorted({f"{r.dtype} -> {r.c_dtype}" for r in typed}))
@@ -362,4 +395,5 @@ def _summarise(rows: list[RowResult], main_regimes: tuple[str, ...], bound: floa
     return ValidationResult(sparsity=sparsity, bound=bound, main_regimes=main_regimes, hardware=hardware,
                             rows=tuple(rows), groups=tuple(groups), main=tuple(main),
                             overall=_group_metrics([r for r in rows if r.main]), unscored=tuple(unscored),
-                            notes=tuple(_notes(rows, main_regimes, bound)))
+                            notes=tuple(_notes(rows, main_regimes, bound, frozenset(
+                                k for k, hw in hw_map.items() if getattr(hw.core.compute, "sm80_sparse", None)))))

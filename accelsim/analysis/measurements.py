@@ -13,7 +13,9 @@ optional ``format`` column names the row's sparsity format (``64:2:8``, ``block3
 ``kernel-loop`` (see ``TIMINGS``), an optional ``kernels`` column (or ``kernels=X`` tag) which 2:4 kernels it ran:
 ``default`` or ``searched`` (see ``KERNEL_CHOICES``; rows of a harness known to search are ``searched``), and an
 optional ``c_dtype`` column (or ``c_dtype=X`` tag) what the dense and the 2:4 kernel wrote C as: ``int32/bf16``
-(dense / sparse) or one dtype for both (see ``outputs_of``; rows of a harness whose code fixes them get its types).
+(dense / sparse) or one dtype for both (see ``outputs_of``; rows of a harness whose code fixes them get its types),
+and an optional ``sparse_isa`` column (or ``sparse_isa=X`` tag) what the 2:4 kernels were compiled for: ``native``
+(the part's own 2:4 instruction) or ``sm80`` (Ampere's mma.sp binaries run on a later part; see ``SPARSE_ISAS``).
 """
 
 from __future__ import annotations
@@ -51,17 +53,27 @@ _PRESUMED = re.compile(r"^(?P<dtype>[a-z0-9_]+)\s*\(presumed\)$")
 # kernel's own prologue and epilogue (first loads, C write-back) are simulated as always.
 TIMINGS = ("framework", "kernel-loop")
 DEFAULT_TIMING = "framework"
-_TIMING_TAG = re.compile(r"(?:^|[;,\s])timing\s*=\s*([^;,\s]*)")  # an empty value is refused, not skipped
 # Which 2:4 kernels a row's harness ran (an optional ``kernels`` column, else a ``kernels=X`` notes tag, else the
 # harness its source names): ``default``, the kernel the library's default algorithm picks (PyTorch's calls), or
 # ``searched``, the fastest of the library's algorithms, each timed (the config's cta_tiles.sparse_searched).
 KERNEL_CHOICES = ("default", "searched")
 DEFAULT_KERNELS = "default"
-_KERNELS_TAG = re.compile(r"(?:^|[;,\s])kernels\s*=\s*([^;,\s]*)")
 # Harnesses whose code documents a search: SlideSparse's cusparselt_gemm.cu (github:bcacdwk/vllmbench,
 # slidesparse/benchmark_kernel/cuSPARSELt) times every cuSPARSELt algorithm id (up to
 # CUSPARSELT_MATMUL_ALG_CONFIG_MAX_ID) with split-k 1, 2, 4, ... and cusparseLtMatmulSearch's pick, keeps the fastest
-SEARCHING_SOURCES = ("github:bcacdwk/vllmbench",)
+# The CUTLASS profiler times every kernel compiled for an operation, and NVIDIA/cutlass#1335 compares "the best
+# times" of `--operation=gemm` and `--operation=spgemm`.
+SEARCHING_SOURCES = ("github:bcacdwk/vllmbench", "https://github.com/NVIDIA/cutlass/issues/1335")
+# What a row's 2:4 kernels were compiled for (an optional ``sparse_isa`` column, else a ``sparse_isa=X`` notes tag,
+# else the source's documented kernels): ``native``, the part's own 2:4 instruction (wgmma.sp on Hopper), or
+# ``sm80``, Ampere's mma.sp binaries running on a later part (operands through the warps' ldmatrix path: the
+# config's core.compute.sm80_sparse).
+SPARSE_ISAS = ("native", "sm80")
+DEFAULT_SPARSE_ISA = "native"
+# Sources whose 2:4 kernels are documented as sm80 binaries on a later part. NVIDIA/cutlass#1335 (H100, CUTLASS
+# profiler, CUDA 12.3, 2024-02): the maintainer answers that "we have optimized H100 kernels for dense Gemm but not
+# sparse yet" and the sparse kernels run were "Ampere ones recompiled for hopper".
+SM80_SPARSE_SOURCES = ("https://github.com/NVIDIA/cutlass/issues/1335",)
 # What a harness's dense and 2:4 kernels write C as, per input dtype, where its code fixes it (else C is written in
 # the input dtype). SlideSparse: cublaslt_gemm.cu writes int8 GEMMs' C as int32 (CUBLAS_COMPUTE_32I, "INT8 -> INT32")
 # and fp8's as bf16; cusparselt_gemm.cu writes both as bf16 (get_out_dtype: "INT8 -> BF16", "FP8 -> BF16")
@@ -99,6 +111,7 @@ class Measurement:
     timing: str = DEFAULT_TIMING  # how it was timed (TIMINGS): the `timing` column, else a `timing=X` notes tag
     kernels: str = DEFAULT_KERNELS  # which 2:4 kernels its harness ran (KERNEL_CHOICES): see kernels_of
     c_dtypes: tuple[str, str] | None = None  # C as the dense / the 2:4 kernel wrote it; None: the input dtype
+    sparse_isa: str = DEFAULT_SPARSE_ISA  # what its 2:4 kernels were compiled for (SPARSE_ISAS): see sparse_isa_of
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -110,6 +123,8 @@ class Measurement:
             del d["timing"]
         if self.kernels == DEFAULT_KERNELS:
             del d["kernels"]
+        if self.sparse_isa == DEFAULT_SPARSE_ISA:
+            del d["sparse_isa"]
         if self.c_dtypes is None:
             del d["c_dtypes"]
         else:
@@ -117,32 +132,38 @@ class Measurement:
         return d
 
 
+def _choice(name: str, column: str, notes: str, choices: tuple[str, ...], fallback: str, path: str,
+            line: int) -> str:
+    """A row's ``name`` property: its column, else a ``name=X`` tag in the notes, else ``fallback``; one of
+    ``choices`` (an empty column or tag value is refused, not skipped)."""
+    raw = (column or "").strip()
+    where = f"column {name}"
+    if not raw:
+        tag = re.search(rf"(?:^|[;,\s]){name}\s*=\s*([^;,\s]*)", notes or "")
+        raw, where = (tag.group(1), f"column notes ({name}=)") if tag else (fallback, "")
+    if raw.lower() not in choices:
+        raise MeasurementError(path, f"line {line}, {where}", f"unknown {name} {raw!r}; known: {', '.join(choices)}")
+    return raw.lower()
+
+
 def timing_of(column: str, notes: str, path: str, line: int) -> str:
     """The row's timing method: the ``timing`` column, else a ``timing=X`` notes tag, else ``framework``."""
-    raw = (column or "").strip()
-    where = "column timing"
-    if not raw:
-        tag = _TIMING_TAG.search(notes or "")
-        raw, where = (tag.group(1), "column notes (timing=)") if tag else (DEFAULT_TIMING, "")
-    if raw.lower() not in TIMINGS:
-        raise MeasurementError(path, f"line {line}, {where}", f"unknown timing {raw!r}; known: {', '.join(TIMINGS)}")
-    return raw.lower()
+    return _choice("timing", column, notes, TIMINGS, DEFAULT_TIMING, path, line)
 
 
 def kernels_of(column: str, notes: str, source_column: str, path: str, line: int) -> str:
     """The 2:4 kernels a row's harness ran: the ``kernels`` column, else a ``kernels=X`` notes tag, else
     ``searched`` for a source in SEARCHING_SOURCES, else ``default``."""
-    raw = (column or "").strip()
-    where = "column kernels"
-    if not raw:
-        tag = _KERNELS_TAG.search(notes or "")
-        searching = any(source_column.startswith(s) for s in SEARCHING_SOURCES)
-        raw, where = ((tag.group(1), "column notes (kernels=)") if tag else
-                      ("searched" if searching else DEFAULT_KERNELS, ""))
-    if raw.lower() not in KERNEL_CHOICES:
-        raise MeasurementError(path, f"line {line}, {where}",
-                               f"unknown kernels {raw!r}; known: {', '.join(KERNEL_CHOICES)}")
-    return raw.lower()
+    searching = any(source_column.startswith(s) for s in SEARCHING_SOURCES)
+    return _choice("kernels", column, notes, KERNEL_CHOICES, "searched" if searching else DEFAULT_KERNELS, path,
+                   line)
+
+
+def sparse_isa_of(column: str, notes: str, source_column: str, path: str, line: int) -> str:
+    """What a row's 2:4 kernels were compiled for: the ``sparse_isa`` column, else a ``sparse_isa=X`` notes tag,
+    else ``sm80`` for a source in SM80_SPARSE_SOURCES, else ``native``."""
+    sm80 = any(source_column.startswith(s) for s in SM80_SPARSE_SOURCES)
+    return _choice("sparse_isa", column, notes, SPARSE_ISAS, "sm80" if sm80 else DEFAULT_SPARSE_ISA, path, line)
 
 
 def outputs_of(column: str, notes: str, source_column: str, dtype: str, path: str,
@@ -301,6 +322,7 @@ def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
                                 format=(rec.get("format") or "").strip() or None,
                                 timing=timing_of(rec.get("timing") or "", notes, source, line),
                                 kernels=kernels_of(rec.get("kernels") or "", notes, src, source, line),
+                                sparse_isa=sparse_isa_of(rec.get("sparse_isa") or "", notes, src, source, line),
                                 c_dtypes=outputs_of(rec.get("c_dtype") or "", notes, src, dtype, source, line)))
     if not rows:
         raise MeasurementError(source, None, "no measurement rows after the header")

@@ -111,6 +111,7 @@ class RowResult:
     timing: str = "framework"  # how the row was timed (measurements.TIMINGS); kernel-loop: no fixed launch cost
     kernels: str = "default"  # which 2:4 kernels its harness ran (measurements.KERNEL_CHOICES)
     c_dtype: str = ""  # what its dense / 2:4 kernels wrote C as ("int32/bf16"); empty: the input dtype
+    sparse_isa: str = "native"  # what its 2:4 kernels were compiled for (measurements.SPARSE_ISAS)
 
 
 @dataclass(frozen=True)

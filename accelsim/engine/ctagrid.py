@@ -198,6 +198,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     reuse = comp.l2_reuse
     # cluster partners are cut to the grid (a one-row grid has no partner along m to multicast B to)
     cluster = (min(comp.cluster.m, grid_m // batch), min(comp.cluster.n, grid_n))
+    pair = comp.cluster.pair_mma and cluster[0] > 1 and extras is None and not kernel.load_sparse
     order, band = rasters[0][0], tc.raster_band(*rasters[0], grid_m // batch, grid_n, *cluster)
     capacity = 0.0
     settled = True
@@ -235,6 +236,8 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
                                              c_traffic / ctas, rate, kernel.compute_on == "vector")
         out = tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_traffic / ctas,
                             rate, kernel.sparse_datapath)
+        if pair:  # an MMA pair: each CTA holds its 1/m share of the B tile (tcgen05 cta_group::2)
+            out[:, tl.T_SRAM_B] /= cluster[0]
         if extras is not None:  # rows of B gathered by index per k-step (its k length, per panel), block indices
             out[:, tl.T_SRAM_B] *= extras.b_panels
             out[:, tl.T_GATHER] = out[:, tl.T_SRAM_B] / (bn * e)
@@ -258,8 +261,9 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         step = step_a + work[:, tl.T_SRAM_B]
         from_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META] + work[:, tl.T_DRAM_B]
         share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0) + drain
-        bw = tc.load_rate(step, share, tc.cluster_share(step_a, work[:, tl.T_SRAM_B], *cluster), active, fill,
-                          l2_bw, dram_bw)
+        # a pair's B shares are distinct: each is read from L2 for its CTA alone
+        bw = tc.load_rate(step, share, tc.cluster_share(step_a, work[:, tl.T_SRAM_B], 1 if pair else cluster[0],
+                                                        cluster[1]), active, fill, l2_bw, dram_bw)
         # transfers move the SRAM-side bytes; the DRAM columns only say where they came from
         xfer = work.copy()
         xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]
@@ -318,6 +322,8 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             c_unit = c_traffic / ctas * sk_tiles / units
             sk_base = tc.cta_k_loop(bm, bn, bk, unit_steps * bk, kernel.keep_n, kernel.group_m, mma[2], e, mbits,
                                     c_unit, rate, kernel.sparse_datapath)
+            if pair:
+                sk_base[:, tl.T_SRAM_B] /= cluster[0]
             a_unit = sk_base[:, tl.T_SRAM_A_VALUES].sum() + sk_base[:, tl.T_SRAM_A_META].sum()
             b_unit = sk_base[:, tl.T_SRAM_B].sum()
             # the units read from DRAM what the waves they replace read, no more (their k-steps round up)

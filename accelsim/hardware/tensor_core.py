@@ -131,6 +131,16 @@ class Cluster(Strict):
 
     m: PosInt = Field(1, description="CTAs of a cluster along m: they share each B tile (read from L2 once).")
     n: PosInt = Field(1, description="CTAs of a cluster along n: they share each A tile (read from L2 once).")
+    pair_mma: bool = Field(False, description="The m CTAs of a cluster run one MMA together (Blackwell's tcgen05 "
+                           "cta_group::2): each keeps only its 1/m share of the shared B tile in its shared memory, "
+                           "the tensor cores read the partners' shares across the cluster, so each CTA's B fills "
+                           "(and the L2 reads for them) are 1/m of the tile. False: each CTA's shared memory receives "
+                           "the whole B tile (TMA multicast saves the L2 reads only). Left out of the resolved "
+                           "config when False.")
+
+    @model_serializer(mode="wrap")
+    def _pair_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return drop_defaults(handler(self), {"pair_mma": False})
 
 
 UsableFraction = Annotated[float, Field(ge=0, le=1)]
@@ -175,6 +185,35 @@ class OperandFeed(Strict):
         return min(1.0, self.smem_bytes_per_cycle * cycles_at_peak / demand) if demand > 0 else 1.0
 
 
+class Sm80Sparse(Strict):
+    """2:4 kernels compiled for sm80 (Ampere's ``mma.sp``) run on a later part whose own 2:4 kernels use another
+    instruction (Hopper's ``wgmma.sp``): what a measurement whose ``sparse_isa`` is ``sm80`` ran (e.g. CUTLASS's
+    sparse GEMMs on H100 before it had Hopper sparse kernels). The mma.sp operands reach the tensor cores through
+    the warps' ldmatrix reads of shared memory (``operand_feed``); the main loop keeps the part's
+    ``efficiency.sparse``. Used by ``validate-hw`` and ``calibrate`` for such rows only."""
+
+    mma: Triple = Field(description="The sm80 2:4 MMA instruction tile [m, n, k] (logical k).")
+    cta_tiles: TileList = Field(description="CTA tiles of the default sm80 2:4 kernel.")
+    cta_tiles_searched: list[Triple] | None = Field(
+        None, min_length=1, description="The sm80 2:4 kernels' tiles when the harness searched them (a measurement's "
+        "``kernels: searched``); unset: cta_tiles.")
+    operand_feed: OperandFeed = Field(description="Shared-memory banks feeding mma.sp through ldmatrix.")
+
+    @model_serializer(mode="wrap")
+    def _searched_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``cta_tiles_searched`` out of the resolved config when absent."""
+        return drop_defaults(handler(self), {"cta_tiles_searched": None})
+
+    @model_validator(mode="after")
+    def _tiles_align(self) -> Sm80Sparse:
+        for where, tiles in (("cta_tiles", self.cta_tiles), ("cta_tiles_searched", self.cta_tiles_searched or [])):
+            for i, tile in enumerate(tiles):
+                if any(t % m for t, m in zip(tile, self.mma, strict=True)):
+                    raise configio.FieldError((where, i), f"CTA tile {tile} is not a multiple of the sm80 2:4 MMA "
+                                                          f"tile {self.mma}")
+        return self
+
+
 class TensorCoreCompute(Strict):
     """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
 
@@ -212,14 +251,33 @@ class TensorCoreCompute(Strict):
         description="CALIBRATED: fraction of peak tensor throughput the library's kernels sustain in their "
                     "main loop (issue limits, register pressure, clocks under load; the shared-memory "
                     "feed is operand_feed's when set), dense and sparse.")
+    sm80_sparse: Sm80Sparse | None = Field(
+        None, description="How sm80 (Ampere mma.sp) 2:4 binaries run on this part, for measurements that ran them "
+        "(`sparse_isa: sm80`); unset: such rows run the part's own 2:4 kernels (the sm80 instruction is its own, or "
+        "not described). Left out of the resolved config when unset.")
 
     @model_serializer(mode="wrap")
     def _stream_k_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``stream_k`` out of the resolved config when unset (configs read back as before)."""
+        """Leave ``stream_k`` and ``sm80_sparse`` out of the resolved config when unset (configs read back as
+        before)."""
         data = handler(self)
-        if data.get("stream_k", 0) is None:
-            data.pop("stream_k")
+        for key in ("stream_k", "sm80_sparse"):
+            if data.get(key, 0) is None:
+                data.pop(key)
         return data
+
+    def with_sm80_sparse(self) -> TensorCoreCompute:
+        """This compute with its 2:4 kernels replaced by the sm80 ones of ``sm80_sparse`` (itself when unset)."""
+        sm80 = self.sm80_sparse
+        if sm80 is None:
+            return self
+        tiles = self.cta_tiles.model_copy(update={"sparse": list(sm80.cta_tiles), "sparse_searched": (
+            list(sm80.cta_tiles_searched) if sm80.cta_tiles_searched is not None else None), "by_dtype": {
+            d: t.model_copy(update={"sparse": list(sm80.cta_tiles)}) for d, t in self.cta_tiles.by_dtype.items()}})
+        return self.model_copy(update={"mma": self.mma.model_copy(update={"sparse": list(sm80.mma)}),
+                                       "cta_tiles": tiles, "operand_feed": sm80.operand_feed,
+                                       "stream_k": None if self.stream_k is None else
+                                       self.stream_k.model_copy(update={"sparse": False})})
 
     @model_validator(mode="after")
     def _tiles_align(self) -> TensorCoreCompute:

@@ -21,7 +21,7 @@ CSV_FIELDS = ("line", "gpu", "hw", "dtype", "m", "n", "k", "regime", "main", "ba
               "measured_dense_us", "predicted_dense_us", "dense_time_err_pct", "measured_sparse_us",
               "predicted_sparse_us", "sparse_time_err_pct", "sparse_path", "sparse_reason", "dense_binding",
               "sparse_binding", "dense_tile", "sparse_tile", "dense_split_k", "status", "scored", "message", "source",
-              "format", "timing", "kernels", "c_dtype")
+              "format", "timing", "kernels", "c_dtype", "sparse_isa")
 
 
 def _f(x: float | None, fmt: str) -> str:
@@ -185,7 +185,7 @@ def _row_fields(r: RowResult) -> list[Any]:
             p.sparse_binding if p else "", tile(p.dense_tile if p else None),
             tile(p.sparse_tile if p else None), (p.dense_split_k if p else None) or "",
             r.status, int(r.scored), r.message or "", r.source, r.format or "", r.timing, r.kernels,
-            r.c_dtype]
+            r.c_dtype, r.sparse_isa]
 
 
 def format_search(result: Calibration5Result) -> str:
