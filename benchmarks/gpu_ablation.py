@@ -3,7 +3,8 @@
 For each variant (all mechanisms; without L2 reuse across waves; without the power-limited clock; without the
 shared-memory operand feed; without the searched 2:4 kernels, i.e. every row on the default algorithm's tile;
 without stream-K, i.e. Hopper's dense kernels data-parallel only; without the harness's C types, i.e. every row's C
-written in its input dtype; without the host per-call floor, i.e. no host.call_floor_us fitted) it refits
+written in its input dtype; without the host per-call floor, i.e. no host.call_floor_us fitted; without the sm80
+2:4 kernels, i.e. a row that ran Ampere binaries on Hopper (sparse_isa: sm80) runs Hopper's own) it refits
 the calibrated fields per family (ampere-datacenter on A100 rows, hopper on H100, ada on RTX 4090) and
 reports the in-sample MAE per family and pooled, then one fit shared by every family, then leave one GPU out.
 Prints a table; takes a few minutes on 2 cores. Usage: python benchmarks/gpu_ablation.py [--no-logo] [VARIANT ...]
@@ -38,9 +39,11 @@ VARIANTS: dict[str, tuple[list[str], Callable[[Hardware], Hardware]]] = {
     "without stream-K (Hopper dense)": (["core.compute.stream_k=null"], lambda hw: hw),
     "without the harness's C types": ([], lambda hw: hw),
     "without the host per-call floor": (["host.call_floor_us=0"], lambda hw: hw),
+    "without the sm80 2:4 kernels": ([], lambda hw: hw),
 }
 NO_C_TYPES = "without the harness's C types"  # a property of the measurement: rows keep C in their input dtype
 NO_FLOOR = "without the host per-call floor"  # no floor fitted: the fixed costs take the hosts' share
+NO_SM80 = "without the sm80 2:4 kernels"  # a property of the measurement: every row's 2:4 kernels the part's own
 
 
 def main() -> None:
@@ -54,6 +57,7 @@ def main() -> None:
         if only and name not in only:
             continue
         rows = [replace(r, c_dtypes=None) for r in measured] if name == NO_C_TYPES else measured
+        rows = [replace(r, sparse_isa="native") for r in rows] if name == NO_SM80 else rows
         floors = name != NO_FLOOR
         t0 = time.time()
         maes, total, weighted = [], 0, 0.0

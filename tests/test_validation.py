@@ -49,7 +49,7 @@ HEADER = "gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes\n"
 
 MAE_TARGET = 0.12
 RIGHT_SIDE_TARGET = 0.85
-MAE_NOW = 0.132  # what the shipped a100-like reaches with the ampere-datacenter family fit (0.131): a guard
+MAE_NOW = 0.130  # what the shipped a100-like reaches with the ampere-datacenter family fit (0.127): a guard
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +79,8 @@ def test_calibration_set_is_on_the_right_side_of_one(result) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "0.131 since L2 reuse across waves (issue 17): the A100 fp16 squares 16384^3-65536^3 measured 1.16-1.29x "
-    "are predicted 1.63x; dram.sustained_fraction 0.75 used to absorb that drop by making them DRAM-bound. "
+    "0.127 since L2 reuse across waves (issue 17): the A100 fp16 squares 16384^3-65536^3 measured 1.16-1.29x "
+    "are predicted 1.56-1.57x; dram.sustained_fraction 0.75 used to absorb that drop by making them DRAM-bound. "
     "A duration-dependent power limit was tested and rejected under physical energy estimates "
     "(benchmarks/power_duration_probe.py, docs/validation.md); the cause is not modelled"))
 def test_calibration_set_meets_the_mae_target(result) -> None:
