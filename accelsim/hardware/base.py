@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from accelsim.config import schema as configio
 from accelsim.dtypes import DtypeName  # noqa: F401 (re-exported: config sections name dtypes with it)
@@ -36,3 +36,15 @@ class Strict(BaseModel):
     """Base for config values: unknown keys rejected, YAML types taken as they are, floats finite, frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+class OmitsDefaults(Strict):
+    """A section with fields added after configs were written: while they hold their defaults (``omitted``:
+    key -> default) they stay out of the resolved config, which reads (and hashes) as before. Pydantic applies a
+    model's last serializer only: a subclass defines none of its own."""
+
+    omitted: ClassVar[Mapping[str, Any]] = {}
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return drop_defaults(handler(self), self.omitted)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 from accelsim.config import schema as configio
@@ -24,13 +24,13 @@ from accelsim.hardware.base import (  # noqa: F401 (re-exported: config sections
     Fraction,
     NonNegFloat,
     NonNegInt,
+    OmitsDefaults,
     PosFloat,
     PosFloatOrUnlimited,
     PosInt,
     Strict,
     Triple,
     Unlimited,
-    drop_defaults,
 )
 from accelsim.hardware.families import (
     EXTENDS_KEY,
@@ -127,7 +127,7 @@ class WeightMultiple(Strict):
 _OPTIONAL_FORMAT_SECTIONS = ("vnm", "block")
 
 
-class SparseSpec(Strict):
+class SparseSpec(OmitsDefaults):
     """The sparse datapath on operand A: native patterns and the metadata-decode stage."""
 
     patterns: dict[str, PatternSupport] = Field(description="Native N:M patterns, e.g. {\"2:4\": {}}.")
@@ -179,11 +179,9 @@ class SparseSpec(Strict):
                 raise ValueError(f"{key!r} is not a native pattern of the sparse datapath ({where})")
         return value
 
-    @model_serializer(mode="wrap")
-    def _formats_if_listed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``formats`` and the V:N:M / block sections out of the resolved config when absent (configs
-        written before them read the same). One serializer: pydantic applies only a model's last one."""
-        return drop_defaults(handler(self), dict.fromkeys(("formats", *_OPTIONAL_FORMAT_SECTIONS)))
+    # ``formats`` and the V:N:M / block sections stay out of the resolved config when absent (configs written
+    # before them read the same)
+    omitted = dict.fromkeys(("formats", *_OPTIONAL_FORMAT_SECTIONS))
 
     @model_validator(mode="after")
     def _vnm_runs_on_a_native_pattern(self) -> SparseSpec:
@@ -350,7 +348,7 @@ class HostSpec(Strict):
                                  "launch cycles. 0 = not modelled (the GPU is the bottleneck).")
 
 
-class Hardware(Strict):
+class Hardware(OmitsDefaults):
     """A complete accelerator description."""
 
     name: str = Field(min_length=1, description="Short name shown in results and charts.")
@@ -374,10 +372,8 @@ class Hardware(Strict):
                                       "device's copies and their interconnect; absent = one device, no "
                                       "communication.")
 
-    @model_serializer(mode="wrap")
-    def _system_if_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # single-device configs and configs without a host floor hash as before these sections
-        return drop_defaults(handler(self), {"system": None, "host": {"call_floor_us": 0.0}})
+    # single-device configs and configs without a host floor hash as before these sections
+    omitted = {"system": None, "host": {"call_floor_us": 0.0}}
 
     @property
     def devices(self) -> int:

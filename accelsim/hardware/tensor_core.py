@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from accelsim.config import schema as configio
-from accelsim.hardware.base import DtypeName, Fraction, PosFloat, PosInt, Strict, Triple, drop_defaults
+from accelsim.hardware.base import DtypeName, Fraction, OmitsDefaults, PosFloat, PosInt, Strict, Triple
 from accelsim.hardware.kinds import ComputeKind, TraceLabels
 
 
@@ -35,8 +35,10 @@ class DtypeTiles(Strict):
     sparse: TileList
 
 
-class CtaTiles(Strict):
+class CtaTiles(OmitsDefaults):
     """Candidate CTA tiles [BM, BN, BK] of the library's dense and sparse kernels."""
+
+    omitted = {"sparse_searched": None}
 
     dense: TileList
     sparse: TileList
@@ -50,11 +52,6 @@ class CtaTiles(Strict):
         "a benchmark harness does); `sparse` is what the library's default algorithm runs, and what `run`, `sweep` "
         "and `serve` use. Used by `validate-hw` and `calibrate` for measurement rows whose harness searched "
         "(`kernels` column or tag, or a known searching harness); unset: the same as `sparse`.")
-
-    @model_serializer(mode="wrap")
-    def _searched_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``sparse_searched`` out of the resolved config when absent (configs read back as before)."""
-        return drop_defaults(handler(self), {"sparse_searched": None})
 
     def for_path(self, path: str, dtype: str) -> list[list[int]]:
         """The candidate tiles of the ``path`` ('dense' | 'sparse') kernel for ``dtype``."""
@@ -125,7 +122,7 @@ class Raster(Strict):
         return out
 
 
-class Cluster(Strict):
+class Cluster(OmitsDefaults):
     """CTAs launched together as a thread-block cluster (Hopper and later): a tile several of them load is read
     from L2 once and multicast into each CTA's shared memory (TMA multicast)."""
 
@@ -138,9 +135,7 @@ class Cluster(Strict):
                            "the whole B tile (TMA multicast saves the L2 reads only). Left out of the resolved "
                            "config when False.")
 
-    @model_serializer(mode="wrap")
-    def _pair_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return drop_defaults(handler(self), {"pair_mma": False})
+    omitted = {"pair_mma": False}
 
 
 UsableFraction = Annotated[float, Field(ge=0, le=1)]
@@ -185,7 +180,7 @@ class OperandFeed(Strict):
         return min(1.0, self.smem_bytes_per_cycle * cycles_at_peak / demand) if demand > 0 else 1.0
 
 
-class Sm80Sparse(Strict):
+class Sm80Sparse(OmitsDefaults):
     """2:4 kernels compiled for sm80 (Ampere's ``mma.sp``) run on a later part whose own 2:4 kernels use another
     instruction (Hopper's ``wgmma.sp``): what a measurement whose ``sparse_isa`` is ``sm80`` ran (e.g. CUTLASS's
     sparse GEMMs on H100 before it had Hopper sparse kernels). The mma.sp operands reach the tensor cores through
@@ -199,10 +194,7 @@ class Sm80Sparse(Strict):
         "``kernels: searched``); unset: cta_tiles.")
     operand_feed: OperandFeed = Field(description="Shared-memory banks feeding mma.sp through ldmatrix.")
 
-    @model_serializer(mode="wrap")
-    def _searched_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``cta_tiles_searched`` out of the resolved config when absent."""
-        return drop_defaults(handler(self), {"cta_tiles_searched": None})
+    omitted = {"cta_tiles_searched": None}
 
     @model_validator(mode="after")
     def _tiles_align(self) -> Sm80Sparse:
@@ -214,7 +206,7 @@ class Sm80Sparse(Strict):
         return self
 
 
-class TensorCoreCompute(Strict):
+class TensorCoreCompute(OmitsDefaults):
     """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
 
     kind: Literal["tensor_core"] = Field(description="Compute model: tensor cores (GPU-like SM).")
@@ -256,15 +248,7 @@ class TensorCoreCompute(Strict):
         "(`sparse_isa: sm80`); unset: such rows run the part's own 2:4 kernels (the sm80 instruction is its own, or "
         "not described). Left out of the resolved config when unset.")
 
-    @model_serializer(mode="wrap")
-    def _stream_k_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``stream_k`` and ``sm80_sparse`` out of the resolved config when unset (configs read back as
-        before)."""
-        data = handler(self)
-        for key in ("stream_k", "sm80_sparse"):
-            if data.get(key, 0) is None:
-                data.pop(key)
-        return data
+    omitted = {"stream_k": None, "sm80_sparse": None}
 
     def with_sm80_sparse(self) -> TensorCoreCompute:
         """This compute with its 2:4 kernels replaced by the sm80 ones of ``sm80_sparse`` (itself when unset)."""

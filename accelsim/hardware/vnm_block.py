@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
-from accelsim.hardware.base import DtypeName, PosFloat, PosFloatOrUnlimited, PosInt, Strict, Triple, drop_defaults
+from accelsim.hardware.base import DtypeName, OmitsDefaults, PosFloat, PosFloatOrUnlimited, PosInt, Strict, Triple
 
 
-class VnmSupport(Strict):
+class VnmSupport(OmitsDefaults):
     """V:N:M on a native N:M datapath: per V-row block, the 4 selected rows of B of each group of M are
     gathered (``gather_rows_per_cycle``) and run N:4 inside on the native pattern ``runs_on``."""
 
@@ -41,10 +41,7 @@ class VnmSupport(Strict):
                           "at the tile's stages (Spatha's small 1-4 warp CTAs are built to share an SM); 1: one "
                           "CTA per core at a time, each wave paying its own prologue and write-back.")
 
-    @model_serializer(mode="wrap")
-    def _resident_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``resident_ctas`` out of the resolved config when absent (configs read back as before)."""
-        return drop_defaults(handler(self), {"resident_ctas": None})
+    omitted = {"resident_ctas": None}
 
 
 class BlockMultiple(Strict):
@@ -54,7 +51,7 @@ class BlockMultiple(Strict):
     k: PosInt = Field(1, description="Block columns (BK) must be a multiple of this (the dense MMA k).")
 
 
-class BlockSupport(Strict):
+class BlockSupport(OmitsDefaults):
     """Block sparsity on the dense datapath over the nonzero blocks (a BSR / blocked-ELL kernel)."""
 
     block_multiple: BlockMultiple = Field(
@@ -96,11 +93,7 @@ class BlockSupport(Strict):
         "load, two load latencies (dram.latency_ns each) in series per k-step; exposed where stages is 1 (PyTorch "
         "2.1 bsr_dense_mm loads col_indices, then the dense block it names, inside the loop without prefetch).")
 
-    @model_serializer(mode="wrap")
-    def _kernel_fields_if_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave the kernel fields out of the resolved config at their defaults (configs read back as before)."""
-        return drop_defaults(handler(self), {"cta_n": "library", "stages": None, "resident_ctas": None,
-                                             "index_load": "prefetched"})
+    omitted = {"cta_n": "library", "stages": None, "resident_ctas": None, "index_load": "prefetched"}
 
 
 def vnm_tile_rows(compute: Any, support: VnmSupport) -> tuple[int, ...]:
