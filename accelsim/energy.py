@@ -126,6 +126,14 @@ def op_energy(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, dram: 
             "avg_power_w": total / seconds if seconds else 0.0}
 
 
+def _pair_share(hw: Hardware) -> int:
+    """How many SMs' shares of a B tile one SM's tensor cores read: the cluster's m with 2-SM MMA pairs (each SM
+    holds 1/m of B: ``bytes.sram.b`` counts those fills), else 1. A grid of one CTA-row runs unpaired: its reads
+    are counted m times too (a tile of at most BM rows, where the count is small)."""
+    cluster = getattr(hw.core.compute, "cluster", None)
+    return int(cluster.m) if cluster is not None and cluster.pair_mma else 1
+
+
 def _terms(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, d: tuple, s: tuple, cycles: int,
            decode_groups: float, vector_ops: float, name: str,
            scale: float = 1.0) -> tuple[tuple, list[tuple], float, float]:
@@ -143,9 +151,11 @@ def _terms(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, d: tuple,
     l2_pj, dram_pj = spec.l2_pj_per_byte, spec.dram_pj_per_byte
     # a_values, a_metadata, b: filled into SRAM (from DRAM, or L2), read by the array;
     # c: the array writes C into SRAM, write-back reads it out
+    # an MMA pair (core.compute.cluster.pair_mma) fills 1/m of B per SM and reads all of it, its partners' too
+    b_reads = _pair_share(hw)
     mem = [((s[0] if has_l2 else d[0]) * wr + s[0] * rd, s[0] * l2_pj if has_l2 else 0.0, d[0] * dram_pj),
            ((s[1] if has_l2 else d[1]) * wr + s[1] * rd, s[1] * l2_pj if has_l2 else 0.0, d[1] * dram_pj),
-           ((s[2] if has_l2 else d[2]) * wr + s[2] * rd, s[2] * l2_pj if has_l2 else 0.0, d[2] * dram_pj),
+           ((s[2] if has_l2 else d[2]) * wr + s[2] * b_reads * rd, s[2] * l2_pj if has_l2 else 0.0, d[2] * dram_pj),
            (s[3] * wr + d[3] * rd, s[3] * l2_pj if has_l2 else 0.0, d[3] * dram_pj)]
     decode_pj = decode_groups * spec.decode_pj_per_group
     mac_pj = macs_executed * cast("dict[str, float]", table).get(dtype, 0.0)  # keyed by dtype names

@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from accelsim import load_hardware, load_workload, run
+from accelsim.energy import op_energy
 from accelsim.engine import classes as cl
 from accelsim.engine import l2reuse, simulate
 from accelsim.engine import tensorcore as tc
+from accelsim.errors import ConfigError
 from accelsim.lowering import lower
 from accelsim.workloads.model import workload_from_dict
 
@@ -290,8 +292,17 @@ def test_a_2_sm_mma_pair_keeps_half_of_b_per_sm() -> None:
     assert r2.bytes["sram"]["b"] == r1.bytes["sram"]["b"] // 2 and r2.bytes["sram"]["a_values"] == \
         r1.bytes["sram"]["a_values"]
     assert r1.binding == "memory" and r2.cycles["total"] < 0.8 * r1.cycles["total"]
+    sram_j = [op_energy(h, "fp16", False, r.macs_executed, r.bytes["dram"], r.bytes["sram"], r.cycles["total"], 0,
+                        0)["by_component_j"]["sram"] for h, r in ((multicast, r1), (pair, r2))]
+    spec = pair.energy
+    assert spec is not None  # half the B fills are saved; each SM's tensor cores still read the whole B tile
+    saved = r2.bytes["sram"]["b"] * spec.sram_write_pj_per_byte * 1e-12
+    assert sram_j[1] == pytest.approx(sram_j[0] - saved, rel=1e-9)
     h100 = load_hardware(HW / "h100-like.yaml")
     assert "pair_mma" not in h100.model_dump(mode="json")["core"]["compute"]["cluster"]  # hash as before
+    with pytest.raises(ConfigError, match=r"core\.compute\.cluster\.pair_mma: an MMA pair is two CTAs along m .*"
+                                          r"needs m = 2, got m = 4"):
+        load_hardware(HW / "b200-like.yaml", overrides=["core.compute.cluster.m=4"])
 
 
 def test_a_write_back_l2_drains_c_behind_the_loads() -> None:

@@ -90,12 +90,31 @@ def _hopper_with(sm80: dict) -> dict:
     return data
 
 
+def test_only_a_2_4_kernel_runs_as_sm80_and_only_in_mma_sp_types() -> None:
+    """A row tagged sm80 that runs another format, or falls back dense, runs the part's own kernels; an fp8 row
+    (sm80 mma.sp has no fp8) falls back dense and says why."""
+    hw = load_hardware(HW / "h100-like.yaml")
+    head = HEADER.replace("notes\n", "notes,format\n")
+    rows = parse_measurements(head + f"{ROW},src,kernel-gemm; sparse_isa=sm80,dense\n"
+                                     f"{ROW},src,kernel-gemm; sparse_isa=sm80,64:2:8\n"
+                                     f"{ROW},src,kernel-gemm,64:2:8\n"
+                                     f"{ROW.replace('bf16', 'fp8')},src,kernel-gemm; sparse_isa=sm80,\n", "x.csv")
+    dense, vnm_sm80, vnm, fp8 = (r.predicted for r in validate_hw(rows, {"H100": hw}).rows)
+    assert dense is not None and dense.speedup == 1.0
+    assert vnm_sm80 is not None and vnm is not None and vnm_sm80.speedup == vnm.speedup
+    assert fp8 is not None and fp8.path == "dense" and fp8.reason == "dtype_unsupported" and fp8.speedup == 1.0
+    tables = body_tables(rows[:1], hw, grid=(0.5, 1.0))
+    assert (tables.sparse == tables.dense).all()
+
+
 def test_sm80_tiles_must_be_whole_mma_tiles() -> None:
     feed = {"smem_bytes_per_cycle": 128, "warp_tile": [64, 64]}
     with pytest.raises(ConfigError, match=r"<hardware>: core\.compute\.sm80_sparse\.cta_tiles\[0\]: CTA tile "
                                           r"\[128, 128, 48\] is not a multiple of the sm80 2:4 MMA tile \[16, 8, 32\]"):
-        hardware_from_dict(_hopper_with({"mma": [16, 8, 32], "cta_tiles": [[128, 128, 48]], "operand_feed": feed}))
-    ok = hardware_from_dict(_hopper_with({"mma": [16, 8, 32], "cta_tiles": [[128, 128, 64]], "operand_feed": feed}))
+        hardware_from_dict(_hopper_with({"mma": [16, 8, 32], "cta_tiles": [[128, 128, 48]], "operand_feed": feed,
+                                                 "dtypes": ["fp16"]}))
+    ok = hardware_from_dict(_hopper_with({"mma": [16, 8, 32], "cta_tiles": [[128, 128, 64]], "operand_feed": feed,
+                                                        "dtypes": ["fp16"]}))
     assert ok.core.compute.sm80_sparse is not None  # type: ignore[union-attr]
 
 

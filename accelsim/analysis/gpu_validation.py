@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from accelsim.analysis.measurements import (
-    DEFAULT_SPARSE_ISA,
     KNOWN_REGIMES,
     MAIN_REGIMES,
     SPARSE_BOUND,
@@ -146,6 +145,8 @@ def predict_row(row: Measurement, hw: Hardware, simulator: Simulator | None = No
     sparse_sim = sparse_simulator or sim
     kd, _ = row_kernels(row, sim.hw, sparsity)
     _, ks = row_kernels(row, sparse_sim.hw, sparsity)
+    if not ks.sparse:  # a dense fallback (e.g. a type sm80 mma.sp lacks) runs on the part's own dense kernels
+        sparse_sim = sim
     dense, sparse = sim.settled(kd), sparse_sim.settled(ks)
     cyc_d, cyc_s = dense.cycles["total"], sparse.cycles["total"]
     to_us = 1.0 / (hw.clock_ghz * 1e3)
@@ -193,7 +194,7 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
         sparsity = row_sparsity(row, sparsity)
         bound = bound if fmt is None or fmt.dense_speedup <= 2.0 else fmt.dense_speedup
     sim = sims[_variant_key(key, row)]  # kernel-loop: no host launch cost; searched: the searched 2:4 tiles
-    sparse_sim = sims[_variant_key(key, row, "sparse")]  # ... and the 2:4 kernels' instruction set (sparse_isa)
+    sparse_sim = sims[_variant_key(key, row, "sparse", sparsity)]  # ... and sm80 2:4 kernels (sparse_isa)
     try:
         pred = predict_row(row, sim.hw, sim, sparsity, sparse_sim)
     except AccelsimError as exc:  # e.g. a dtype the config has no rate for
@@ -210,24 +211,28 @@ def _score(row: Measurement, key: str | None, hw_map: Mapping[str, Hardware], si
     return RowResult(**base, scored=True)
 
 
-def _variant_key(key: str, row: Measurement, path: str = "dense") -> str:
+def _variant_key(key: str, row: Measurement, path: str = "dense", sparsity: str = "2:4") -> str:
     """The simulator a row's ``path`` kernel runs on: its hw-map key, how its harness timed and chose kernels,
-    and (sparse) what its 2:4 kernels were compiled for."""
-    isa = row.sparse_isa if path == "sparse" and row.sparse_isa != DEFAULT_SPARSE_ISA else ""  # native: one sim
-    return f"{key}\x00{row.timing}\x00{row.kernels}\x00{isa}"
+    and whether it runs sm80 2:4 kernels."""
+    return f"{key}\x00{row.timing}\x00{row.kernels}\x00{'sm80' if runs_sm80(row, path, sparsity) else ''}"
 
 
-def row_hardware(hw: Hardware, row: Measurement, path: str = "dense") -> Hardware:
+def row_hardware(hw: Hardware, row: Measurement, path: str = "dense", sparsity: str = "2:4") -> Hardware:
     """``hw`` as the row's harness ran its ``path`` ('dense' | 'sparse') kernel: without the host launch cost for
-    kernel-loop timings, with the sm80 2:4 kernels (``core.compute.sm80_sparse``) for a sparse kernel compiled for
+    kernel-loop timings, with the sm80 2:4 kernels (``core.compute.sm80_sparse``) for a 2:4 kernel compiled for
     sm80, and with the searched 2:4 tiles for a harness that searched the library's algorithms."""
     if row.timing == "kernel-loop":  # the host / framework share of the fixed cost hides behind the loop
         hw = kernel_loop_hardware(hw)
-    if path == "sparse" and row.sparse_isa == "sm80":
+    if runs_sm80(row, path, sparsity):
         hw = sm80_sparse_hardware(hw)
     if row.kernels == "searched":
         hw = searched_kernels_hardware(hw)
     return hw
+
+
+def runs_sm80(row: Measurement, path: str, sparsity: str = "2:4") -> bool:
+    """Whether the row's ``path`` kernel is a 2:4 kernel compiled for sm80 (``sparse_isa``)."""
+    return path == "sparse" and row.sparse_isa == "sm80" and row_sparsity(row, sparsity) == "2:4"
 
 
 def sm80_sparse_hardware(hw: Hardware) -> Hardware:
@@ -235,10 +240,15 @@ def sm80_sparse_hardware(hw: Hardware) -> Hardware:
     own 2:4 instruction is another, e.g. Hopper's wgmma.sp), else ``hw`` (the sm80 instruction is its own).
     For the 2:4 kernel only: the sm80 operand feed replaces the part's."""
     comp = hw.core.compute
-    if getattr(comp, "sm80_sparse", None) is None:
+    sm80 = getattr(comp, "sm80_sparse", None)
+    if sm80 is None:
         return hw
-    comp = comp.with_sm80_sparse()  # type: ignore[union-attr]
-    return hw.model_copy(update={"core": hw.core.model_copy(update={"compute": comp})})
+    core = {"compute": comp.with_sm80_sparse()}  # type: ignore[union-attr]
+    if hw.core.sparse is not None:  # the types mma.sp runs (no fp8 before Hopper): others fall back dense
+        own = hw.core.sparse.dtypes
+        core["sparse"] = hw.core.sparse.model_copy(update={"dtypes": [d for d in sm80.dtypes
+                                                                      if own is None or d in own]})
+    return hw.model_copy(update={"core": hw.core.model_copy(update=core)})
 
 
 def searched_kernels_hardware(hw: Hardware) -> Hardware:
@@ -279,8 +289,8 @@ def validate_hw(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware], *,
         if key is None:
             continue
         for path in ("dense", "sparse"):
-            if _variant_key(key, row, path) not in sims:
-                sims[_variant_key(key, row, path)] = Simulator(row_hardware(hw_map[key], row, path),
+            if _variant_key(key, row, path, sparsity) not in sims:
+                sims[_variant_key(key, row, path, sparsity)] = Simulator(row_hardware(hw_map[key], row, path, sparsity),
                                                                (hw_sources or {}).get(key, "<hardware>"))
     out_rows = [_score(row, match_row(row, hw_map), hw_map, sims, sparsity, bound, main_regimes)
                 for row in rows]
@@ -353,7 +363,7 @@ def _notes(rows: Sequence[RowResult], main_regimes: Sequence[str], bound: float,
         notes.append(f"{len(searched)} row(s) from a harness that searched the library's 2:4 algorithms "
                      "(kernels=searched): their sparse kernels choose among core.compute.cta_tiles.sparse_searched "
                      "where the config lists it, the others run the default algorithm's cta_tiles.sparse")
-    sm80 = [r for r in rows if r.sparse_isa == "sm80" and r.hw_key is not None]
+    sm80 = [r for r in rows if r.sparse_isa == "sm80" and r.predicted is not None]
     if sm80:
         own = sorted({r.hw or "" for r in sm80 if r.hw_key not in sm80_keys})
         notes.append(f"{len(sm80)} row(s) ran 2:4 kernels compiled for sm80 (sparse_isa=sm80; lines "

@@ -128,14 +128,21 @@ class Cluster(OmitsDefaults):
 
     m: PosInt = Field(1, description="CTAs of a cluster along m: they share each B tile (read from L2 once).")
     n: PosInt = Field(1, description="CTAs of a cluster along n: they share each A tile (read from L2 once).")
-    pair_mma: bool = Field(False, description="The m CTAs of a cluster run one MMA together (Blackwell's tcgen05 "
-                           "cta_group::2): each keeps only its 1/m share of the shared B tile in its shared memory, "
-                           "the tensor cores read the partners' shares across the cluster, so each CTA's B fills "
-                           "(and the L2 reads for them) are 1/m of the tile. False: each CTA's shared memory receives "
-                           "the whole B tile (TMA multicast saves the L2 reads only). Left out of the resolved "
-                           "config when False.")
+    pair_mma: bool = Field(False, description="The two CTAs of a cluster along m (m = 2) run one MMA together "
+                           "(Blackwell's tcgen05 cta_group::2): each keeps half of the shared B tile in its shared "
+                           "memory and the tensor cores read the partner's half across the cluster, so each CTA's B "
+                           "fills (and the L2 reads for them) are half the tile, its B reads (energy) the whole "
+                           "tile. False: each CTA's shared memory receives the whole B tile (TMA multicast saves "
+                           "the L2 reads only). Left out of the resolved config when False.")
 
     omitted = {"pair_mma": False}
+
+    @model_validator(mode="after")
+    def _pairs_are_two(self) -> Cluster:
+        if self.pair_mma and self.m != 2:
+            raise configio.FieldError(("pair_mma",), f"an MMA pair is two CTAs along m (tcgen05 cta_group::2): "
+                                                      f"pair_mma needs m = 2, got m = {self.m}")
+        return self
 
 
 UsableFraction = Annotated[float, Field(ge=0, le=1)]
@@ -193,6 +200,9 @@ class Sm80Sparse(OmitsDefaults):
         None, min_length=1, description="The sm80 2:4 kernels' tiles when the harness searched them (a measurement's "
         "``kernels: searched``); unset: cta_tiles.")
     operand_feed: OperandFeed = Field(description="Shared-memory banks feeding mma.sp through ldmatrix.")
+    dtypes: Annotated[list[DtypeName], Field(min_length=1)] = Field(
+        description="Element types sm80 mma.sp runs; a row of another type (e.g. fp8) runs dense "
+                    "(dtype_unsupported).")
 
     omitted = {"cta_tiles_searched": None}
 

@@ -27,7 +27,7 @@ from accelsim.analysis.calibration.fields import (
     Calibration,
     with_calibration,
 )
-from accelsim.analysis.gpu_validation import row_hardware, row_kernels, row_sparsity, with_host_floor
+from accelsim.analysis.gpu_validation import row_hardware, row_kernels, row_sparsity, runs_sm80, with_host_floor
 from accelsim.analysis.measurements import Measurement
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
@@ -98,12 +98,15 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
     for gi, eff in enumerate(g):
         hw_e = with_host_floor(with_calibration(hw, Calibration(float(eff), float(eff), 0, 0,
                                                                 float(hw.dram.sustained_fraction))), 0.0)
-        sims: dict[tuple[str, str, str], Simulator] = {}
+        sims: dict[tuple[str, str], Simulator] = {}
         for ri, row in enumerate(rows):
             # as the row's harness ran each kernel (the searched 2:4 tiles, sm80 2:4 binaries), at no launch cost
-            sim_d, sim_s = (_row_sim(sims, hw_e, row, p) for p in ("dense", "sparse"))
-            kd, _ = row_kernels(row, sim_d.hw, row_sparsity(row, sparsity))  # C as the row's harness wrote it
-            _, ks = row_kernels(row, sim_s.hw, row_sparsity(row, sparsity))
+            fmt = row_sparsity(row, sparsity)
+            sim_d, sim_s = (_row_sim(sims, hw_e, row, p, sparsity) for p in ("dense", "sparse"))
+            kd, _ = row_kernels(row, sim_d.hw, fmt)  # C as the row's harness wrote it
+            _, ks = row_kernels(row, sim_s.hw, fmt)
+            if not ks.sparse:  # a dense fallback runs on the part's own dense kernels
+                sim_s = sim_d
             dense[gi, ri] = sim_d(kd).cycles["total"]
             sparse[gi, ri] = sim_s(ks).cycles["total"]
             path[ri] = ks.sparse
@@ -111,12 +114,13 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
                       hw.host.call_floor_us * 1e3 * hw.clock_ghz)
 
 
-def _row_sim(sims: dict[tuple[str, str, str], Simulator], hw: Hardware, row: Measurement, path: str) -> Simulator:
-    """The simulator of a row's ``path`` kernel on ``hw`` (no launch cost or host floor: the fit adds them), as
-    its harness ran it (``row_hardware``), one per distinct variant."""
-    key = (path, row.kernels, row.sparse_isa if path == "sparse" else "")
+def _row_sim(sims: dict[tuple[str, str], Simulator], hw: Hardware, row: Measurement, path: str,
+             sparsity: str) -> Simulator:
+    """The simulator of a row's ``path`` kernel on ``hw`` (no launch cost or host floor: the fit adds them, and
+    ``row_hardware``'s kernel-loop change is a no-op here), as its harness ran it, one per distinct variant."""
+    key = (row.kernels, "sm80" if runs_sm80(row, path, sparsity) else "")
     if key not in sims:
-        sims[key] = Simulator(row_hardware(hw, row, path))
+        sims[key] = Simulator(row_hardware(hw, row, path, sparsity))
     return sims[key]
 
 
