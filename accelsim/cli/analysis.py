@@ -306,7 +306,9 @@ def add_validate_hw(sub: options.Subparsers) -> None:
     vh = sub.add_parser("validate-hw", help="predicted vs measured 2:4 speedups on real GPUs")
     vh.add_argument("measurements", nargs="+",
                     help="CSV(s) in the format of shared/reference/gpu/a100_fp16_24_speedups.csv (line numbers "
-                         "in the output are per file)")
+                         "in the output are per file); optional columns, or key=value tags in notes, say how a row "
+                         "was measured: format, timing (framework / kernel-loop), kernels (default / searched), "
+                         "c_dtype (e.g. int32/bf16), sparse_isa (native / sm80); see docs/validation.md")
     vh.add_argument("--leave-one-gpu-out", action="store_true",
                     help="also fit the calibrated fields shared by all mapped GPUs but one and predict the one "
                          "left out (needs two or more GPUs; about a minute)")
