@@ -143,8 +143,9 @@ def predict_row(row: Measurement, hw: Hardware, simulator: Simulator | None = No
     speedup and the why. ``sparse_simulator`` runs the sparse kernel where it differs (``row_hardware``)."""
     sim = simulator or Simulator(hw)
     sparse_sim = sparse_simulator or sim
-    kd, _ = row_kernels(row, sim.hw, sparsity)
-    _, ks = row_kernels(row, sparse_sim.hw, sparsity)
+    kd, ks = row_kernels(row, sim.hw, sparsity)
+    if sparse_sim is not sim:
+        ks = row_kernels(row, sparse_sim.hw, sparsity)[1]
     if not ks.sparse:  # a dense fallback (e.g. a type sm80 mma.sp lacks) runs on the part's own dense kernels
         sparse_sim = sim
     dense, sparse = sim.settled(kd), sparse_sim.settled(ks)

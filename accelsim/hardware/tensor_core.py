@@ -28,6 +28,14 @@ class InstructionTiles(Strict):
 TileList = Annotated[list[Triple], Field(min_length=1)]
 
 
+def check_tiles_align(tiles: list[list[int]], mma: list[int], where: tuple[str | int, ...], what: str) -> None:
+    """Raise a field error at ``where`` + index for the first CTA tile that is not a multiple of the ``what`` MMA
+    tile ``mma``."""
+    for i, tile in enumerate(tiles):
+        if any(t % m for t, m in zip(tile, mma, strict=True)):
+            raise configio.FieldError((*where, i), f"CTA tile {tile} is not a multiple of the {what} MMA tile {mma}")
+
+
 class DtypeTiles(Strict):
     """The library's CTA tiles for one element type, dense and sparse."""
 
@@ -209,10 +217,7 @@ class Sm80Sparse(OmitsDefaults):
     @model_validator(mode="after")
     def _tiles_align(self) -> Sm80Sparse:
         for where, tiles in (("cta_tiles", self.cta_tiles), ("cta_tiles_searched", self.cta_tiles_searched or [])):
-            for i, tile in enumerate(tiles):
-                if any(t % m for t, m in zip(tile, self.mma, strict=True)):
-                    raise configio.FieldError((where, i), f"CTA tile {tile} is not a multiple of the sm80 2:4 MMA "
-                                                          f"tile {self.mma}")
+            check_tiles_align(tiles, self.mma, (where,), "sm80 2:4")
         return self
 
 
@@ -283,11 +288,7 @@ class TensorCoreCompute(OmitsDefaults):
             lists.append((("sparse_searched",), self.cta_tiles.sparse_searched))
         for where, tiles in lists:
             path = "sparse" if where[-1] == "sparse_searched" else where[-1]
-            mma = getattr(self.mma, path)
-            for i, tile in enumerate(tiles):
-                if any(t % m for t, m in zip(tile, mma, strict=True)):
-                    raise configio.FieldError(("cta_tiles", *where, i),
-                                              f"CTA tile {tile} is not a multiple of the {path} MMA tile {mma}")
+            check_tiles_align(tiles, getattr(self.mma, path), ("cta_tiles", *where), path)
         return self
 
 
@@ -309,11 +310,8 @@ class TensorCoreKind(ComputeKind):
     def check(self, hw: Any) -> None:
         """The V:N:M kernel's CTA tiles (core.sparse.vnm.cta_tiles) are whole sparse MMA tiles."""
         vnm = hw.core.sparse.vnm if hw.core.sparse is not None else None
-        mma = hw.core.compute.mma.sparse
-        for i, tile in enumerate((vnm.cta_tiles or []) if vnm is not None else []):
-            if any(t % m for t, m in zip(tile, mma, strict=True)):
-                raise configio.FieldError(("core", "sparse", "vnm", "cta_tiles", i),
-                                          f"CTA tile {tile} is not a multiple of the sparse MMA tile {mma}")
+        check_tiles_align((vnm.cta_tiles or []) if vnm is not None else [], hw.core.compute.mma.sparse,
+                          ("core", "sparse", "vnm", "cta_tiles"), "sparse")
 
     def slots_per_core(self, compute: Any) -> int:
         return int(compute.ctas_per_core)
