@@ -19,6 +19,7 @@ from accelsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 TPU = ROOT / "hwconfigs" / "tpu-like.yaml"
+H100 = ROOT / "hwconfigs" / "h100-like.yaml"
 GEMM = ROOT / "workloads" / "gemm-microbench.yaml"
 RESNET = ROOT / "workloads" / "resnet18.yaml"
 
@@ -362,6 +363,14 @@ def test_hw_set_unknown_key(capsys):
 def test_hw_set_bad_value(capsys, item, key, problem):
     line = fails(capsys, "run", "--hw", TPU, "--workload", GEMM, "--hw-set", item)
     assert_names(line, str(TPU), f"{key}: ", problem, f"--hw-set {item}")
+
+
+def test_hw_set_bad_list_item_names_the_override(capsys):
+    """A check on one item of a set list (its key ends in ``[i]``) still names the --hw-set that set it."""
+    item = "core.compute.cta_tiles.sparse=[[128, 128, 128], [100, 128, 64]]"
+    line = fails(capsys, "run", "--hw", H100, "--workload", GEMM, "--hw-set", item)
+    assert_names(line, str(H100), "core.compute.cta_tiles.sparse[1]: ", "not a multiple of the sparse MMA tile",
+                 f"--hw-set {item}")
 
 
 @pytest.mark.parametrize("item, key, problem", [

@@ -483,8 +483,8 @@ def _from_family(key: str | None, problem: str, hd: HardwareData) -> str:
 
 def _from_override(key: str | None, problem: str, set_by: dict[str, str]) -> str:
     """``problem``, naming the --hw-set that set ``key`` (or a key above or below it), if one did."""
-    for path, item in set_by.items():
-        if key and (key == path or key.startswith(path + ".") or path.startswith(key + ".")):
+    for path, item in set_by.items():  # a list item's key ends in its index: ``...cta_tiles.sparse[0]``
+        if key and (key == path or key.startswith((path + ".", path + "[")) or path.startswith(key + ".")):
             return f"{problem} (from --hw-set {item})"
     return problem
 
