@@ -230,11 +230,12 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             return known[1], known[2], None
     k_cta = min(k_slice, k_total)
 
-    def k_loop(k_len: int) -> np.ndarray:
+    def k_loop(k_len: int, c_cta: float = c_traffic / ctas) -> np.ndarray:
+        """One CTA's (or stream-K unit's) k-steps over ``k_len``, writing ``c_cta`` bytes of C."""
         if kernel.load_sparse:
             return ls.cta_k_loop_load_sparse(bm, bn, bk, k_len, mma[2], e, kernel.a_density, kernel.a_index_bits,
-                                             c_traffic / ctas, rate, kernel.compute_on == "vector")
-        out = tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_traffic / ctas,
+                                             c_cta, rate, kernel.compute_on == "vector")
+        out = tc.cta_k_loop(bm, bn, bk, k_len, kernel.keep_n, kernel.group_m, mma[2], e, mbits, c_cta,
                             rate, kernel.sparse_datapath)
         if pair:  # an MMA pair: each CTA holds its 1/m share of the B tile (tcgen05 cta_group::2)
             out[:, tl.T_SRAM_B] /= cluster[0]
@@ -320,10 +321,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             # the units write the stream-K tiles' C between them; the fix-up's fp32 partial tiles (units x BM x BN
             # x 4 B of workspace) stay in L2 and are not timed (echoed as tiling.stream_k.fixup)
             c_unit = c_traffic / ctas * sk_tiles / units
-            sk_base = tc.cta_k_loop(bm, bn, bk, unit_steps * bk, kernel.keep_n, kernel.group_m, mma[2], e, mbits,
-                                    c_unit, rate, kernel.sparse_datapath)
-            if pair:
-                sk_base[:, tl.T_SRAM_B] /= cluster[0]
+            sk_base = k_loop(unit_steps * bk, c_unit)  # no extras / load-sparse grid runs stream-K
             a_unit = sk_base[:, tl.T_SRAM_A_VALUES].sum() + sk_base[:, tl.T_SRAM_A_META].sum()
             b_unit = sk_base[:, tl.T_SRAM_B].sum()
             # the units read from DRAM what the waves they replace read, no more (their k-steps round up)
