@@ -220,9 +220,9 @@ def test_the_reality_ladder_names_the_host_floor_instead_of_hiding_it_in_later_r
     floored = reality_check(wl, RTX4090, "2:4")
     free = reality_check(wl, with_host_floor(RTX4090, 0.0), "2:4")
     keys = [r.rung for r in floored.rungs]
-    assert keys[:3] == ["nominal", "executed_pattern", "host_floor"]
+    assert keys[:4] == ["nominal", "executed_pattern", "amdahl", "host_floor"]  # the floor of the ops that ran sparse
     assert "host_floor" not in [r.rung for r in free.rungs]
-    floor_rung = floored.rungs[2]
+    floor_rung = floored.rungs[3]
     assert floor_rung.change is not None and floor_rung.change < -0.05  # the floored tiny calls gain nothing
     # the ladder still ends at the real run, and the simulated rungs do not take the floor's loss as their gain
     assert floored.rungs[-1].speedup == pytest.approx(floored.bars.real_speedup, rel=1e-9)

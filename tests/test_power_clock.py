@@ -310,3 +310,34 @@ def test_a_capped_result_reads_back_byte_identical() -> None:
     back = RunResult.from_json(res.to_json())
     assert back.to_json() == res.to_json() and back.totals["clock"] == res.totals["clock"]
     assert back.totals["clock"]["power_capped_layers"] > 0
+
+
+def test_the_reality_ladder_runs_at_the_nominal_clock_and_ends_in_a_power_rung() -> None:
+    """Under a cap that slows kernels, every rung but the last is the uncapped ladder's (no rung climbs above
+    nominal by taking the clock difference for its own); the last compares the two real (capped) runs."""
+    from accelsim.analysis.reality import RealityCheck, reality_check
+
+    model = load_workload(WL / "bert-base.yaml", {"batch": 16, "seq": 128})
+    hw = _with_cap(A100, tdp_w=120.0)
+    capped, free = reality_check(model, hw, "2:4"), reality_check(model, A100, "2:4")
+    keys = [r.rung for r in capped.rungs]
+    assert keys[-1] == "power_clock" and keys[:-1] == [r.rung for r in free.rungs]
+    for a, b in zip(capped.rungs[:-1], free.rungs, strict=True):
+        assert a.speedup == pytest.approx(b.speedup, rel=1e-12)
+    assert all(r.speedup <= capped.bars.nominal_speedup + 1e-9 for r in capped.rungs)
+    sparse, dense = run(model, hw, "2:4"), run(model, hw, "dense")
+    assert capped.rungs[-1].speedup == pytest.approx(dense.total_cycles / sparse.total_cycles, rel=1e-12)
+    assert capped.sparse_total_cycles == sparse.total_cycles and capped.dense_total_cycles == dense.total_cycles
+    assert capped.clock is not None and capped.clock["sparse_run"]["power_capped_layers"] > 0
+    assert capped.clock["dense_run"]["effective_ghz"] < A100.clock_ghz
+    assert free.clock is None and "clock" not in free.to_dict()
+    assert RealityCheck.from_dict(json.loads(json.dumps(capped.to_dict()))) == capped
+
+
+def test_reality_check_cli_notes_the_cap(capsys) -> None:
+    argv = ["reality-check", "--hw", str(HW / "a100-like.yaml"), "--workload", str(WL / "gemm-microbench.yaml"),
+            "--sparsity", "2:4", "--hw-set", "energy.power_cap.tdp_w=120"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "+ power-limited clocks = real" in out and "note: power cap 120 W" in out
+    assert "fixed cost = real" not in out  # only the last rung is the real run

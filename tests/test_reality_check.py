@@ -383,3 +383,30 @@ def test_a_quantized_workload_says_so_in_the_title_and_the_json() -> None:
     _, _, plain = _case("bert-base-b4/a100")
     assert "quantization" not in plain.to_dict() and quantized_note(plain) == ""
     assert "quantized" not in subtitle(plain) and "quantized" not in text_bars(plain)
+
+
+def test_a_run_where_nothing_ran_sparse_puts_the_whole_gap_on_the_fallbacks(capsys, tmp_path) -> None:
+    """fp4 asks 2:4 on a part that runs fp4 sparse only as 4:8-paired: every layer falls back; the Amdahl rung
+    takes the gap (not the host floor), the explanation says so and the run's warning is kept and printed."""
+    from accelsim.cli import main
+
+    rtx = load_hardware(HW / "rtx5090-like.yaml")
+    model = workload_from_dict({"name": "fp4", "dtype": "fp4", "layers": [
+        {"name": f"g{i}", "op": "gemm", "m": 256 << i, "n": 256, "k": 512} for i in range(4)]})
+    rc = reality_check(model, rtx, "2:4")
+    assert rc.sparse_layers == 0 and rc.bars.real_speedup == pytest.approx(1.0)
+    amdahl = next(loss for loss in rc.losses if loss.rung == "amdahl")
+    assert amdahl.share_of_gap == pytest.approx(1.0)
+    assert "host_floor" not in [r.rung for r in rc.rungs]
+    assert rc.explanation and rc.explanation[0].startswith("no layer ran sparse") and "pattern_unsupported" in \
+        rc.explanation[0]
+    assert any("4:8-paired" in w for w in rc.warnings)
+    assert RealityCheck.from_dict(json.loads(json.dumps(rc.to_dict()))) == rc
+    wl = tmp_path / "fp4.yaml"
+    wl.write_text(json.dumps({"name": "fp4", "dtype": "fp4", "layers": [
+        {"name": "g", "op": "gemm", "m": 512, "n": 256, "k": 512}]}))
+    assert main(["reality-check", "--hw", str(HW / "rtx5090-like.yaml"), "--workload", str(wl),
+                 "--sparsity", "2:4", "-o", str(tmp_path / "rc")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: fp4 runs sparse on this hardware only as 4:8-paired" in err
+    assert json.loads((tmp_path / "rc" / "reality_check.json").read_text())["warnings"]

@@ -23,10 +23,14 @@ one real effect at a time, so the speedups telescope exactly from nominal to rea
 On a tensor-parallel system (a system config) the ladder runs on one device's shard and gains a rung after
 2, ``communication``: the collectives (all-reduces after each block, accelsim.workloads.tensor_parallel) keep
 their time, since sparsity shrinks the GEMMs and the weights but not the activations they all-reduce.
-Where a host per-call floor (``host.call_floor_us`` > 0) binds an op, a ``host_floor`` rung follows: no op's
-call finishes before the host issues the next, so an op that the floor binds gains nothing; from there on the
-arithmetic rungs shrink the GPU's own time (the dense run without the floor) and floor each op again, and the
-simulated rungs run with the floor, as the real run does.
+Where a host per-call floor (``host.call_floor_us`` > 0) binds an op, a ``host_floor`` rung follows 3 (the ops
+that ran sparse): no op's call finishes before the host issues the next, so a sparse op that the floor binds
+gains nothing; the arithmetic rungs shrink the GPU's own time (the dense run without the floor) and floor each
+op again, and the simulated rungs run with the floor, as the real run does.
+
+Where a power cap (``energy.power_cap.tdp_w``) slows a kernel of either real run, every rung up to 9 runs without
+the cap (each kernel at the nominal clock) and a last rung, ``power_clock``, is the real run: dense and sparse
+kernels each at the clock the cap lets them sustain (the dense baseline changes with it; ``clock`` echoes both).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from accelsim.energy import uncapped
 from accelsim.errors import AccelsimError
 from accelsim.formats import parse_format
 from accelsim.hardware.kinds import kind_of
@@ -64,7 +69,8 @@ RUNGS = [
 ]
 
 COMMUNICATION_RUNG = ("communication", "+ communication (all-reduces do not shrink)")  # systems only, after 2
-HOST_FLOOR_RUNG = ("host_floor", "+ host per-call floor (no call beats it)")  # host.call_floor_us > 0, before 3
+HOST_FLOOR_RUNG = ("host_floor", "+ host per-call floor (no call beats it)")  # host.call_floor_us > 0, after 3
+POWER_RUNG = ("power_clock", "+ power-limited clocks = real")  # a power cap slows a kernel: the last rung
 _HUGE = 1e18
 
 
@@ -172,6 +178,9 @@ class RealityCheck(Record):
     layers: int
     slower_sparse_layers: tuple[str, ...]
     explanation: tuple[str, ...]
+    # the real runs' clocks where a power cap slowed a kernel (the run's totals.clock, dense run's beside it)
+    clock: Mapping[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    warnings: tuple[str, ...] = ()  # the real sparse run's warnings (fallbacks, host floor, memory)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RealityCheck:
@@ -195,7 +204,9 @@ class RealityCheck(Record):
                 energy=None if energy is None else RealityEnergy(
                     **{**energy, "sparse_by_component_j": freeze(energy["sparse_by_component_j"])}),
                 sparse_layers=data["sparse_layers"], layers=data["layers"],
-                slower_sparse_layers=tuple(data["slower_sparse_layers"]), explanation=tuple(data["explanation"]))
+                slower_sparse_layers=tuple(data["slower_sparse_layers"]), explanation=tuple(data["explanation"]),
+                clock=None if data.get("clock") is None else freeze(data["clock"]),
+                warnings=tuple(data.get("warnings", ())))
         except (KeyError, TypeError) as exc:
             raise AccelsimError(f"reality-check data: missing or unexpected field ({exc})") from None
 
@@ -260,14 +271,19 @@ def _ideal_ratio(executed: str | None) -> float:
 def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *,
                   policy: str = "sparse-if-supported", hw_source: str = "<hardware>") -> RealityCheck:
     """Simulate the ladder; return rungs, losses, the three bars and the reasons."""
-    real = run(model, hw, sparsity, policy=policy, hw_source=hw_source)
-    dense = run(model, hw, "dense", hw_source=hw_source)
+    real_run = run(model, hw, sparsity, policy=policy, hw_source=hw_source)
+    dense_run = run(model, hw, "dense", hw_source=hw_source)
+    capped = _capped(real_run) or _capped(dense_run)
+    # the rungs before the last compare kernels at the nominal clock; a power cap is the last rung's
+    base_hw = uncapped(hw) if capped else hw
+    real = run(model, base_hw, sparsity, policy=policy, hw_source=hw_source) if capped else real_run
+    dense = run(model, base_hw, "dense", hw_source=hw_source) if capped else dense_run
     dense_t = [lay.cycles["total"] for lay in dense.layers]
     dense_total = sum(dense_t)
     sparse_total = real.total_cycles
     is_comm = [lay.path == "communication" for lay in real.layers]  # collectives of a system's shard
-    shard_model = split(model, hw.devices).workload if hw.devices > 1 else model  # one device's share
-    shard = iter(lower(shard_model, hw, sparsity))
+    shard_model = split(model, base_hw.devices).workload if base_hw.devices > 1 else model  # one device's share
+    shard = iter(lower(shard_model, base_hw, sparsity))
     kernels: list[Kernel | None] = [None if c else next(shard) for c in is_comm]
     on_sparse = [lay.path == "sparse" for lay in real.layers]
     patterns = sorted({lay.pattern_executed for lay in real.layers if lay.path == "sparse" and lay.pattern_executed})
@@ -279,9 +295,9 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     dense_compute = [lay.cycles["compute"] for lay in dense.layers]
     # the host's per-call floor is a max, not a sum: from its own rung on, the arithmetic rungs shrink the GPU's own
     # time (the dense run without the floor) and floor each op again, so a host-bound op gains nothing
-    floor = math.ceil(hw.host.call_floor_us * 1e3 * hw.clock_ghz - 1e-6) if hw.host.call_floor_us else 0
+    floor = math.ceil(base_hw.host.call_floor_us * 1e3 * base_hw.clock_ghz - 1e-6) if base_hw.host.call_floor_us else 0
     gpu_t = dense_t if not floor else [lay.cycles["total"] for lay in
-                                       run(model, with_host_floor(hw, 0.0), "dense", hw_source=hw_source).layers]
+                                       run(model, with_host_floor(base_hw, 0.0), "dense", hw_source=hw_source).layers]
     op_floor = [0 if is_comm[i] or kernels[i] is None or kernels[i].absorbed else floor  # type: ignore[union-attr]
                 for i in range(len(kernels))]
 
@@ -290,7 +306,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
 
     # the executed pattern's ideal ratio per op (M'/N' of the native pattern it runs on)
     exec_ratio = [nominal if lay.path != "sparse" else _ideal_ratio(lay.pattern_executed) for lay in real.layers]
-    sparse_eff_ratio = kind_of(hw).sparse_efficiency_ratio(hw.core.compute)
+    sparse_eff_ratio = kind_of(base_hw).sparse_efficiency_ratio(base_hw.core.compute)
 
     def sparse_times(variant: Hardware) -> list[float]:
         """Per-op times of the sparse run under ``variant`` (fallback / vector ops: real dense time). The ops are
@@ -311,29 +327,31 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         "executed_pattern": sum(dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
         # the collectives keep their time (systems only; the other ops as in executed_pattern)
         "communication": sum(dense_t[i] if is_comm[i] else dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
-        # no op's call beats the host's floor (host.call_floor_us > 0 only): the GPU's own time gains, then is floored
-        "host_floor": sum(dense_t[i] if is_comm[i] else floored(i, gpu_t[i] / exec_ratio[i])
-                          for i in range(len(kernels))),
-        # only ops that run sparse gain; the others keep their dense time
-        "amdahl": per_op(lambda i: floored(i, gpu_t[i] / exec_ratio[i])),
+        # only ops that run sparse gain (the GPU's own time); the others keep their dense time
+        "amdahl": per_op(lambda i: gpu_t[i] / exec_ratio[i]),
+        # no call beats the host's floor (host.call_floor_us > 0 only): a floored sparse op gains nothing
+        "host_floor": per_op(lambda i: floored(i, gpu_t[i] / exec_ratio[i])),
         # only the MAC time of sparse ops shrinks; their stalls and fixed costs stay
         "non_mac_time": per_op(lambda i: floored(i, gpu_t[i] - dense_compute[i] * (1.0 - 1.0 / exec_ratio[i]))),
         # the MAC time becomes the real sparse kernel's (padding, tile shape), at dense efficiency
         "padding": per_op(lambda i: floored(i, gpu_t[i] - dense_compute[i] + real_compute[i] * sparse_eff_ratio)),
-        "data_movement": sum(sparse_times(_variant(hw, free_metadata=True, dense_efficiency=True,
+        "data_movement": sum(sparse_times(_variant(base_hw, free_metadata=True, dense_efficiency=True,
                                                    dense_launch=True))),
-        "metadata": sum(sparse_times(_variant(hw, dense_efficiency=True, dense_launch=True))),
-        "efficiency": sum(sparse_times(_variant(hw, dense_launch=True))),
+        "metadata": sum(sparse_times(_variant(base_hw, dense_efficiency=True, dense_launch=True))),
+        "efficiency": sum(sparse_times(_variant(base_hw, dense_launch=True))),
         "fixed_cost": float(sparse_total),
+        "power_clock": float(real_run.total_cycles),
     }
     rungs: list[Rung] = []
     prev = None
-    before_floor = "communication" if any(is_comm) else "executed_pattern"
-    floor_binds = bool(floor) and totals["host_floor"] != totals[before_floor]  # a rung only where an op waits
-    ladder = [*RUNGS[:2], *([COMMUNICATION_RUNG] if any(is_comm) else []),
-              *([HOST_FLOOR_RUNG] if floor_binds else []), *RUNGS[2:]]
+    floor_binds = bool(floor) and totals["host_floor"] != totals["amdahl"]  # a rung only where an op waits
+    ladder = [*RUNGS[:2], *([COMMUNICATION_RUNG] if any(is_comm) else []), RUNGS[2],
+              *([HOST_FLOOR_RUNG] if floor_binds else []), *RUNGS[3:], *([POWER_RUNG] if capped else [])]
+    baseline = {"power_clock": float(dense_run.total_cycles)}  # the last rung compares the two real runs
     for key, label in ladder:
-        speedup = dense_total / totals[key] if totals[key] else 1.0
+        if capped and key == "fixed_cost":  # the real run is the power rung's
+            label = label.removesuffix(" = real")
+        speedup = baseline.get(key, dense_total) / totals[key] if totals[key] else 1.0
         rungs.append(Rung(rung=key, label=label, sparse_cycles=round(totals[key], 3), speedup=speedup,
                           change=None if prev is None else speedup - prev))
         prev = speedup
@@ -347,16 +365,21 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         losses.append(Loss(rung=rung.rung, label=rung.label, loss=loss,
                            share_of_gap=loss / gap if abs(gap) > 1e-12 else 0.0,
                            kind="gain" if loss < 0 else ("loss" if loss > 0 else "none")))
-    fallback = [lay for lay in real.layers if lay.pattern_requested and lay.path != "sparse"]
+    sparse_total, dense_total = real_run.total_cycles, dense_run.total_cycles  # the real runs, as the bars say
+    fallback = [lay for lay in real_run.layers if lay.pattern_requested and lay.path != "sparse"]
     fallback_cycles = sum(lay.cycles["total"] for lay in fallback)
     reasons: dict[str, list[int]] = {}
     for lay in fallback:
         r = reasons.setdefault(lay.reason or "none", [0, 0])
         r[0] += 1
         r[1] += lay.cycles["total"]
-    slower = [lay.name for lay in real.layers if lay.path == "sparse" and lay.speedup_vs_dense < 1.0]
+    slower = [lay.name for lay in real_run.layers if lay.path == "sparse" and lay.speedup_vs_dense < 1.0]
     explanation = []
     real_speedup = rungs[-1].speedup
+    if fallback and not any(on_sparse):
+        codes = ", ".join(f"{k} ({n})" for k, (n, _) in sorted(reasons.items()))
+        explanation.append(f"no layer ran sparse: all {len(fallback)} layer(s) that asked for a pattern fell back "
+                           f"to dense ({codes}); see the warnings")
     if real_speedup < 1.0:
         worst = max(losses, key=lambda x: x.loss)
         explanation.append(f"sparse is slower than dense ({real_speedup:.3f}x); the largest loss is "
@@ -387,9 +410,17 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
                                  by_reason=freeze({k: ReasonCount(layers=n, cycles=c)
                                                    for k, (n, c) in sorted(reasons.items())}),
                                  reason_codes=tuple(FALLBACK_REASONS)),
-        energy=_energy_summary(real, dense),
+        energy=_energy_summary(real_run, dense_run),
         sparse_layers=sum(on_sparse),
         layers=len(kernels) - sum(is_comm),
         slower_sparse_layers=tuple(slower),
         explanation=tuple(explanation),
+        clock=freeze({"sparse_run": real_run.totals["clock"], "dense_run": dense_run.totals["clock"]})
+        if capped else None,
+        warnings=tuple(real_run.warnings),
     )
+
+
+def _capped(res: RunResult) -> bool:
+    """Whether a power cap slowed any kernel of the run."""
+    return any(lay.clock is not None and lay.clock.get("power_capped") for lay in res.layers)

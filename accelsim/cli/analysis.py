@@ -17,7 +17,15 @@ from accelsim.analysis.deployment import DeploymentReport, build_report
 from accelsim.analysis.power import power_limited
 from accelsim.analysis.reality import reality_check
 from accelsim.cli import options
-from accelsim.cli.common import command_line, load_pair, progress_bar, refuse_input_as_output, require_folder, wrote
+from accelsim.cli.common import (
+    command_line,
+    load_pair,
+    progress_bar,
+    refuse_input_as_output,
+    require_folder,
+    warn,
+    wrote,
+)
 from accelsim.cli.validate_hw import validate_hw_command
 from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError
@@ -42,6 +50,7 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
                             f"(e.g. 2:4)")
     require_folder(args.out)
     data = reality_check(model, hw, sparsity, policy=args.policy, hw_source=args.hw)
+    warn(list(data.warnings))
     print(text_bars(data))
     if args.out:
         out = Path(args.out)

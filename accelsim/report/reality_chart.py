@@ -356,7 +356,7 @@ def text_bars(data: RealityCheck, width: int = 40) -> str:
         shares = {loss.rung: loss.share_of_gap for loss in data.losses}
         rw = max(len(r.label) for r in rungs)
         lines.append("")
-        lines.append("ladder (one real effect added per rung; speedup over the real dense run):")
+        lines.append(_ladder_header(data))
         for rung in rungs:
             line = f"  {rung.label:<{rw}}  {float(rung.speedup):.2f}x"
             if rung.change is not None:
@@ -364,10 +364,30 @@ def text_bars(data: RealityCheck, width: int = 40) -> str:
                 line += f"  ({_signed(float(rung.change))}, {_percent(share)} of the gap)"
             lines.append(line)
     explanation = data.explanation
-    if _executed_note(data) or explanation:
+    if _executed_note(data) or explanation or data.clock is not None:
         lines.append("")
     if _executed_note(data):
         lines.append(f"note: {_executed_note(data)}")
+    if data.clock is not None:
+        lines.append(f"note: {clock_note(data)}")
     if explanation:
         lines.extend(f"why: {printable(e)}" for e in explanation)
     return "\n".join(lines)
+
+
+def _ladder_header(data: RealityCheck) -> str:
+    if data.clock is None:
+        return "ladder (one real effect added per rung; speedup over the real dense run):"
+    return ("ladder (one real effect added per rung; speedup over the dense run at the nominal clock, "
+            "the last rung over the real dense run):")
+
+
+def clock_note(data: RealityCheck) -> str:
+    """What the power cap did to the two real runs (``data.clock`` set: it slowed a kernel)."""
+    clock = data.clock or {}
+    sparse, dense = clock.get("sparse_run") or {}, clock.get("dense_run") or {}
+    return (f"power cap {float(sparse.get('tdp_w', 0.0)):g} W (energy.power_cap.tdp_w): the sparse run at an "
+            f"effective {float(sparse.get('effective_ghz', 0.0)):.3f} GHz ({int(sparse.get('power_capped_layers', 0))} "
+            f"layer(s) capped), the dense run at {float(dense.get('effective_ghz', 0.0)):.3f} GHz "
+            f"({int(dense.get('power_capped_layers', 0))}), nominal {float(sparse.get('nominal_ghz', 0.0)):g} GHz; "
+            "the rungs before the last run every kernel at the nominal clock")
