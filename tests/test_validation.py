@@ -230,9 +230,12 @@ def test_validate_hw_command_writes_its_outputs(tmp_path) -> None:
     assert not list(out.glob(".*.tmp"))
 
 
-def test_validate_hw_command_with_no_match_exits_1() -> None:
-    code, text = validate_hw_command(CSV, [f"H100={HW / 'h100-like.yaml'}"])
-    assert code == 1 and "no hardware matched" in text
+def test_validate_hw_command_with_no_match_is_an_error_naming_the_gpus() -> None:
+    """A map that matches no row (a typo, A10 for A100) is bad input: one line naming the map and the rows' GPUs."""
+    with pytest.raises(AccelsimError) as err:
+        validate_hw_command(CSV, [f"H100={HW / 'h100-like.yaml'}"])
+    assert "no row of the measurements matches any mapped GPU (H100)" in str(err.value)
+    assert "A100" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_scatter_is_a_figure_without_pyplot(result, tmp_path) -> None:

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from accelsim.config.schema import MAX_DIM
 from accelsim.errors import ConfigError
 from accelsim.workloads.model import DTYPE_BYTES
 
@@ -82,7 +83,6 @@ HARNESS_OUTPUTS: dict[str, dict[str, tuple[str, str]]] = {
     "github:bcacdwk/vllmbench": {"int8": ("int32", "bf16"), "fp8": ("bf16", "bf16")},
 }
 OUTPUT_DTYPES = ("fp32", "int32", "fp16", "bf16", "int8", "fp8")  # what a GEMM's C may be written as
-_OUTPUTS_TAG = re.compile(r"(?:^|[;,\s])c_dtype\s*=\s*([^;,\s]*)")
 
 
 class MeasurementError(ConfigError):
@@ -138,12 +138,25 @@ def _choice(name: str, column: str, notes: str, choices: tuple[str, ...], fallba
     ``choices`` (an empty column or tag value is refused, not skipped)."""
     raw = (column or "").strip()
     where = f"column {name}"
+    tag = notes_tag(name, notes, path, line)
+    if raw and tag is not None and tag.lower() != raw.lower():
+        raise MeasurementError(path, f"line {line}, column {name}", f"{raw!r} disagrees with the notes tag "
+                                                                    f"{name}={tag} (give one)")
     if not raw:
-        tag = re.search(rf"(?:^|[;,\s]){name}\s*=\s*([^;,\s]*)", notes or "")
-        raw, where = (tag.group(1), f"column notes ({name}=)") if tag else (fallback, "")
+        raw, where = (tag, f"column notes ({name}=)") if tag is not None else (fallback, "")
     if raw.lower() not in choices:
         raise MeasurementError(path, f"line {line}, {where}", f"unknown {name} {raw!r}; known: {', '.join(choices)}")
     return raw.lower()
+
+
+def notes_tag(name: str, notes: str, path: str, line: int) -> str | None:
+    """The value of a ``name=X`` tag in a row's notes (the key in any case), None without one; a tag given twice
+    with different values is refused."""
+    values = re.findall(rf"(?:^|[;,\s]){name}\s*=\s*([^;,\s]*)", notes or "", flags=re.IGNORECASE)
+    if len({v.lower() for v in values}) > 1:
+        raise MeasurementError(path, f"line {line}, column notes", f"the tag {name}= is given {len(values)} times "
+                                                                   f"with different values ({', '.join(values)})")
+    return values[0] if values else None
 
 
 def timing_of(column: str, notes: str, path: str, line: int) -> str:
@@ -173,14 +186,17 @@ def outputs_of(column: str, notes: str, source_column: str, dtype: str, path: st
     (the input dtype)."""
     raw = (column or "").strip()
     where = "column c_dtype"
+    tag = notes_tag("c_dtype", notes, path, line)
+    if raw and tag is not None and tag.lower() != raw.lower():
+        raise MeasurementError(path, f"line {line}, column c_dtype", f"{raw!r} disagrees with the notes tag "
+                                                                     f"c_dtype={tag} (give one)")
     if not raw:
-        tag = _OUTPUTS_TAG.search(notes or "")
         if tag is None:
             for source, table in HARNESS_OUTPUTS.items():
                 if source_column.startswith(source) and dtype in table:
                     return table[dtype]
             return None
-        raw, where = tag.group(1), "column notes (c_dtype=)"
+        raw, where = tag, "column notes (c_dtype=)"
     parts = [p.strip().lower() for p in raw.split("/")]
     if len(parts) not in (1, 2) or any(p not in OUTPUT_DTYPES for p in parts):
         raise MeasurementError(path, f"line {line}, {where}", f"expected DTYPE or DENSE/SPARSE with dtypes from "
@@ -240,6 +256,13 @@ def source_label(source: str) -> str:
     return first[:40]
 
 
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# What a measured row may hold: a dimension up to accelsim's per-dimension limit, a time between a nanosecond and
+# about eleven days (in us), a speedup between 1e-4 and 1e4 (outside those a number is a typo or an overflow).
+TIME_RANGE_US = (1e-3, 1e12)
+SPEEDUP_RANGE = (1e-4, 1e4)
+
+
 def _number(text: str, path: str, line: int, column: str, kind: type, required: bool) -> Any:
     raw = (text or "").strip()
     if not raw:
@@ -248,6 +271,8 @@ def _number(text: str, path: str, line: int, column: str, kind: type, required: 
         return None
     value: float | int | None
     try:
+        if not _PLAIN_NUMBER.fullmatch(raw):  # float() also takes "6_4", "nan", "infinity"
+            raise ValueError(raw)
         value = float(raw)
         if kind is int:
             if not value.is_integer():
@@ -260,12 +285,20 @@ def _number(text: str, path: str, line: int, column: str, kind: type, required: 
         raise MeasurementError(path, f"line {line}, column {column}", f"expected {what}, got {raw!r}")
     if value <= 0:
         raise MeasurementError(path, f"line {line}, column {column}", f"must be greater than 0, got {raw!r}")
+    low, high = ((1, MAX_DIM) if kind is int else SPEEDUP_RANGE if column == "speedup" else TIME_RANGE_US)
+    shown = f"{low:,} .. {high:,}" if kind is int else f"{low:g} .. {high:g}"
+    if not low <= value <= high:
+        raise MeasurementError(path, f"line {line}, column {column}", f"{raw} is outside {shown}"
+                                                                      + (" (accelsim's per-dimension limit)"
+                                                                         if kind is int else ""))
     return value
 
 
 def parse_measurements(text: str, source: str = "<measurements>") -> list[Measurement]:
     """Parse measurement rows from CSV text; raise :class:`MeasurementError` naming the line and column."""
-    reader = csv.DictReader(io.StringIO(text, newline=""))  # the csv module's own line endings: \r\n, \n, \r
+    # the csv module's own line endings (\r\n, \n, \r); strict: an unterminated quote is an error, not a field that
+    # swallows the rows after it
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:
         return _parse_rows(reader, source)
     except csv.Error as exc:  # e.g. a stray quote or carriage return inside a field
@@ -287,7 +320,8 @@ def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
                                                  + ",".join(COLUMNS))
     rows: list[Measurement] = []
     for rec in reader:
-        line = reader.line_num
+        # a quoted field may span lines: the row is named by the line it starts on
+        line = reader.line_num - sum(len(_LINE_BREAK.findall(v)) for v in rec.values() if isinstance(v, str))
         if None in rec:  # more fields than the header
             raise MeasurementError(source, f"line {line}", f"{len(header) + len(rec[None])} fields, the header "
                                                            f"has {len(header)} (quote fields that contain commas)")
@@ -329,11 +363,19 @@ def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
     return rows
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+MAX_CSV_BYTES = 64 << 20  # a measurement file larger than this is not a table of GEMM timings
+
+
 def read_measurements(path: str | Path) -> list[Measurement]:
     """Read a measurement CSV file (see the module docstring for the format)."""
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8-sig")
+        with p.open("rb") as fh:
+            data = fh.read(MAX_CSV_BYTES + 1)
+        if len(data) > MAX_CSV_BYTES:
+            raise MeasurementError(str(path), None, f"larger than {MAX_CSV_BYTES >> 20} MB: not a measurement table")
+        text = data.decode("utf-8-sig")
     except FileNotFoundError:
         raise MeasurementError(str(path), None, "file not found") from None
     except IsADirectoryError:

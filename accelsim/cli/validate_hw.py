@@ -9,7 +9,7 @@ from pathlib import Path
 
 from accelsim.analysis.calibration.across_gpus import leave_one_gpu_out
 from accelsim.analysis.gpu_validation import validate_hw
-from accelsim.analysis.measurements import Measurement, read_measurements
+from accelsim.analysis.measurements import Measurement, match_row, read_measurements
 from accelsim.errors import AccelsimError
 from accelsim.fileio import figure_files, write_all
 from accelsim.hardware.model import Hardware, load_hardware
@@ -50,20 +50,50 @@ def read_all(paths: str | Path | Sequence[str | Path]) -> list[Measurement]:
     return [row for path in paths for row in read_measurements(path)]
 
 
+OUTPUT_NAMES = ("validation.json", "validation.csv", "validation_scatter.png", "validation_scatter.svg")
+
+
+def _check_out(out_dir: str | Path, inputs: Sequence[str | Path], logo: bool) -> None:
+    """Refuse, before any work, an ``--out`` that is empty, not a folder, or would replace one of the inputs."""
+    if not str(out_dir).strip():
+        raise AccelsimError("--out: empty path (give a directory)")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise AccelsimError(f"--out {out}: exists and is not a folder (--out takes a directory)")
+    names = (*OUTPUT_NAMES, *(("leave_one_gpu_out.csv",) if logo else ()))
+    for name in names:
+        target = out / name
+        for path in inputs:
+            try:
+                same = target.exists() and Path(path).exists() and target.samefile(path)
+            except OSError:
+                same = False
+            if same:
+                raise AccelsimError(f"--out {out}: its {name} is this command's input {path} (the result would "
+                                    "replace it); write elsewhere")
+
+
 def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_map: Sequence[str],
                         out_dir: str | Path | None = None, *, logo: bool = False,
                         progress: Callable[[str], None] | None = None) -> tuple[int, str]:
     """Handler for ``accelsim validate-hw MEASUREMENTS.csv --hw-map GPU=CONFIG... [--out DIR]``.
 
     Returns (exit code, text report). Exit 0 when at least one row was scored, 1 when none could
-    be (no GPU matched, or every row was unscored). With ``out_dir`` it writes validation.json
-    (the whole result), validation.csv (one line per row) and validation_scatter.png/.svg, and with ``logo``
-    leave_one_gpu_out.csv (each left-out GPU's rows as its fold predicts them, then the in-sample fit's).
+    be (every matched row was unscored; a map that matches no row is an error). With ``out_dir`` it writes
+    validation.json (the whole result), validation.csv (one line per row) and validation_scatter.png/.svg, and
+    with ``logo`` leave_one_gpu_out.csv (each left-out GPU's rows as its fold predicts them, then the in-sample fit's).
     User errors (bad CSV, bad map, bad config) raise :class:`~accelsim.errors.AccelsimError`
     with a one-line message naming the file, line and column.
     """
+    inputs = [measurements_csv] if isinstance(measurements_csv, str | Path) else list(measurements_csv)
+    if out_dir is not None:
+        _check_out(out_dir, [*inputs, *(item.rpartition("=")[2].strip() for item in hw_map)], logo)
     rows = read_all(measurements_csv)
     hws, sources = parse_hw_map(list(hw_map))
+    if rows and not any(match_row(r, list(hws)) is not None for r in rows):
+        names = sorted({r.gpu for r in rows})
+        raise AccelsimError(f"--hw-map: no row of the measurements matches any mapped GPU ({', '.join(hws)}); "
+                            f"the rows' GPUs: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}")
     label = measurements_csv if isinstance(measurements_csv, str | Path) else ", ".join(map(str, measurements_csv))
     result = replace(validate_hw(rows, hws, hw_sources=sources), measurements=str(label))
     text = format_report(result)
@@ -72,8 +102,6 @@ def validate_hw_command(measurements_csv: str | Path | Sequence[str | Path], hw_
         text += "\n\n" + format_logo(folds)
     if out_dir is not None:
         out = Path(out_dir)
-        if out.exists() and not out.is_dir():
-            raise AccelsimError(f"--out {out}: exists and is not a folder (--out takes a directory)")
         from accelsim.report.validation_plots import BASENAME, DPI, scatter_figure  # matplotlib: only when drawing
 
         files: dict[str | os.PathLike[str], bytes | str] = {

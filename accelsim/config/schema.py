@@ -270,9 +270,10 @@ def _exponent_hint(value: Any) -> str:
     number = float(value)
     if not math.isfinite(number):  # '1e999': no number to suggest
         return f" (YAML 1.1 reads {value.strip()} as text; as a number it would overflow)"
-    plain = f"{int(number)}" if number.is_integer() and abs(number) < 1e16 else f"{number!r}"
     mantissa, exponent = f"{number:e}".split("e")
-    return f" (YAML 1.1 reads {value.strip()} as text; write {plain} or {float(mantissa)!r}e{exponent})"
+    dotted = f"{float(mantissa)!r}e{exponent}"  # a dot and a signed exponent: a float in YAML 1.1
+    plain = f"{int(number)}" if number.is_integer() and abs(number) < 1e16 else None
+    return f" (YAML 1.1 reads {value.strip()} as text; write {f'{plain} or ' if plain else ''}{dotted})"
 
 
 def validation_error(src: str, exc: ValidationError, model: type[BaseModel], data: Any,

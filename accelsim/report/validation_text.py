@@ -188,6 +188,11 @@ def _row_fields(r: RowResult) -> list[Any]:
             r.c_dtype, r.sparse_isa]
 
 
+def _time_pct(value: float | None, width: int) -> str:
+    """A time error in % (``-``: the rows published no times)."""
+    return f"{value:{width}.1f}" if value is not None else f"{'-':>{width}s}"
+
+
 def format_search(result: Calibration5Result) -> str:
     """The outer search of :func:`~accelsim.analysis.calibration.calibrate5` as a text table."""
     hdr = (f"{'fraction':>8s}  {'eff dense/sparse':>16s}  {'launch dense/sparse':>19s}  {'MAE':>6s}  "
@@ -200,10 +205,10 @@ def format_search(result: Calibration5Result) -> str:
         c, a = e.fitted, e.after
         line = (f"{e.fraction:8.2f}  {c.efficiency_dense:7.2f} / {c.efficiency_sparse:<6.2f}  "
                 f"{c.launch_dense:8d} / {c.launch_sparse:<8d}  {a.mae:6.4f}  {e.objective:9.4f}  "
-                f"{a.dense_time_mape:8.1f}% / {a.sparse_time_mape:5.1f}%     "
+                f"{_time_pct(a.dense_time_mape, 8)}% / {_time_pct(a.sparse_time_mape, 5)}%     "
                 f"{a.right_side_rows:3d}/{a.n:<3d}   ")
-        if has_loso:
-            line += f"  {e.loso.mae if e.loso else None:8.3f}"
+        if has_loso:  # a fold without rows of another source has no score
+            line += f"  {e.loso.mae:8.3f}" if e.loso is not None and e.loso.mae is not None else f"  {'-':>8s}"
         lines.append(line + ("  <- best" if e.best else ""))
     if result.loso_nested is not None:
         nest = result.loso_nested

@@ -165,6 +165,10 @@ def leave_one_gpu_out(rows: Sequence[Measurement], hw_map: Mapping[str, Hardware
     fit_rows = {k: select_rows(rows, k, keys, main_regimes=main_regimes, bound=bound) for k in keys}
     parts = {g: {k: hw_map[k] for k in keys if gpu_name(k) == g} for g in gpus}
     own_rows = {g: [r for r in rows if (k := match_row(r, keys)) is not None and gpu_name(k) == g] for g in gpus}
+    empty = [g for g in gpus if not any(fit_rows[k] for k in keys if gpu_name(k) == g)]
+    if empty:
+        raise AccelsimError(f"leave-one-GPU-out: no main-regime row of the measurements matches {', '.join(empty)} "
+                            f"(mapped in the hardware map); every mapped GPU needs rows to fit on and to predict")
     folds = []
     for gpu in gpus:
         if progress:

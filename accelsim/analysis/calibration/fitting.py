@@ -89,6 +89,7 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
     """
     if not rows:
         raise AccelsimError("calibration: no rows to fit")
+    _check_fit_size(len(rows))
     g = np.array(sorted(set(float(x) for x in grid)))
     if len(g) < 2 or g[0] <= 0 or g[-1] > 1:
         raise AccelsimError("calibration: the efficiency grid needs at least two values in (0, 1]")
@@ -103,13 +104,18 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
             # as the row's harness ran each kernel (the searched 2:4 tiles, sm80 2:4 binaries), at no launch cost
             fmt = row_sparsity(row, sparsity)
             sim_d, sim_s = (_row_sim(sims, hw_e, row, p, sparsity) for p in ("dense", "sparse"))
-            kd, ks = row_kernels(row, sim_d.hw, fmt)  # C as the row's harness wrote it
-            if sim_s is not sim_d:  # sm80 2:4 kernels: lowered on their own hardware
-                ks = row_kernels(row, sim_s.hw, fmt)[1]
-            if not ks.sparse:  # a dense fallback runs on the part's own dense kernels
-                sim_s = sim_d
-            dense[gi, ri] = sim_d(kd).cycles["total"]
-            sparse[gi, ri] = sim_s(ks).cycles["total"]
+            try:
+                kd, ks = row_kernels(row, sim_d.hw, fmt)  # C as the row's harness wrote it
+                if sim_s is not sim_d:  # sm80 2:4 kernels: lowered on their own hardware
+                    ks = row_kernels(row, sim_s.hw, fmt)[1]
+                if not ks.sparse:  # a dense fallback runs on the part's own dense kernels
+                    sim_s = sim_d
+                dense[gi, ri] = sim_d(kd).cycles["total"]
+                sparse[gi, ri] = sim_s(ks).cycles["total"]
+            except AccelsimError as exc:  # e.g. a dtype the config has no rate for: name the row
+                raise AccelsimError(f"calibration: the row at line {row.line} ({row.gpu}, {row.dtype} "
+                                    f"{row.m}x{row.n}x{row.k}) cannot run on {hw.name}: {exc}; drop it or map its "
+                                    f"GPU to a config that runs it") from None
             path[ri] = ks.sparse
     return BodyTables(g, dense, sparse, path, tuple(rows), float(hw.clock_ghz), float(hw.dram.sustained_fraction),
                       hw.host.call_floor_us * 1e3 * hw.clock_ghz)
@@ -182,6 +188,9 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
     """
     if not len(tables.rows):
         raise AccelsimError("calibration: no rows to fit")
+    _check_fit_size(len(tables.rows))
+    if not math.isfinite(penalty) or penalty < 0:
+        raise AccelsimError(f"calibration: the time-error penalty must be a finite number >= 0, got {penalty:g}")
     lo, hi = eff_bounds
     if not (0.0 < lo < hi <= 1.0):
         raise AccelsimError(f"calibration: efficiency bounds must satisfy 0 < low < high <= 1, got {eff_bounds}")
@@ -219,6 +228,16 @@ def fit(tables: BodyTables, *, penalty: float = 0.1, eff_bounds: tuple[float, fl
                       tables.dram_sustained_fraction)
     return FitResult(cal, obj, mae, tde, tse, float(((d / s > 1.0) == (meas > 1.0)).mean()), len(tables.rows),
                      penalty, (lo, hi), launch_max, tuple(int(f) for f in floors))
+
+
+# The search holds (efficiencies x fixed costs x rows) arrays: about 0.2 MB per row, ~1 GB at this many rows
+MAX_FIT_ROWS = 5000
+
+
+def _check_fit_size(rows: int) -> None:
+    if rows > MAX_FIT_ROWS:
+        raise AccelsimError(f"calibration: {rows:,} rows to fit, at most {MAX_FIT_ROWS:,} (the fit's search holds "
+                            f"about 0.2 MB per row); fit on a sample, or drop repeated rows")
 
 
 MAX_TURNS = 6  # alternations of the floor scans and the four-field search

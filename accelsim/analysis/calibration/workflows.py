@@ -107,6 +107,10 @@ def calibrate5(rows: Sequence[Measurement], hw: Hardware, gpu: str,
     use = select_rows(rows, gpu, keys, main_regimes=main_regimes, bound=bound)
     if not use:
         raise _no_rows(main_regimes, gpu)
+    sources = sorted({r.source for r in use})
+    if loso and len(sources) < 2:
+        raise AccelsimError(f"calibration: leave-one-source-out needs {gpu} rows from two or more sources, "
+                            f"all {len(use)} fitted row(s) come from one ({sources[0]})")
     given = {round(float(k), 6): v for k, v in (tables or {}).items()}
     search: list[FractionFit] = []
     folds_per_fraction = len(set(r.source for r in use)) if loso else 0
