@@ -135,3 +135,10 @@ def test_the_yaml_number_hint_never_suggests_the_refused_spelling(capsys) -> Non
     line = _fails(capsys, "run", "--workload", WL / "gemm-microbench.yaml", "--hw",
                   HW / "h100-like.yaml", "--hw-set", "energy.power_cap.tdp_w=1e-300")
     assert "write 1.0e-300)" in line and "write 1e-300" not in line
+
+
+def test_a_column_spelled_like_a_known_one_is_refused_others_are_the_users_own() -> None:
+    _refused(HEAD.rstrip("\n") + ",sparse_iza\n" + ROW.rstrip("\n") + ",sm80\n", "header",
+             "unknown column 'sparse_iza': did you mean 'sparse_isa'?")
+    rows = parse_measurements(HEAD.rstrip("\n") + ",comment\n" + ROW.rstrip("\n") + ",checked twice\n", "x.csv")
+    assert len(rows) == 1

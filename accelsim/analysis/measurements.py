@@ -21,6 +21,7 @@ and an optional ``sparse_isa`` column (or ``sparse_isa=X`` tag) what the 2:4 ker
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
 import re
@@ -35,6 +36,8 @@ from accelsim.workloads.model import DTYPE_BYTES
 
 COLUMNS = ("gpu", "dtype", "m", "n", "k", "dense_time_us", "sparse_time_us", "speedup", "source", "notes")
 REQUIRED = ("gpu", "dtype", "m", "n", "k", "speedup", "source", "notes")
+# Columns that say how a row was measured (each also a ``name=X`` notes tag, except regime and format)
+OPTIONAL = ("regime", "format", "timing", "kernels", "sparse_isa", "c_dtype")
 KNOWN_REGIMES = ("kernel-gemm", "inference-linear", "decode-regime linear", "training fwd+bwd")
 # Pure-GEMM regimes: what a one-kernel GEMM model should predict. The others are scored in their own
 # table: a decode linear is a GEMV-like kernel with padding, training adds runtime pruning and backward GEMMs.
@@ -314,6 +317,12 @@ def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
     twice = sorted({h for h in header if h and header.count(h) > 1})
     if twice:  # csv.DictReader would keep the last one without a word
         raise MeasurementError(source, "header", f"column(s) {', '.join(twice)} appear more than once")
+    for name in header:  # other columns are the user's own; one spelled like a known column is a typo
+        if name not in COLUMNS + OPTIONAL:
+            near = difflib.get_close_matches(name.lower(), COLUMNS + OPTIONAL, n=1, cutoff=0.8)
+            if near:
+                raise MeasurementError(source, "header", f"unknown column {name!r}: did you mean {near[0]!r}? "
+                                                         f"(a column of another name is ignored)")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise MeasurementError(source, "header", f"missing column(s) {', '.join(missing)}; expected "
