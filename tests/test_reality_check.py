@@ -410,3 +410,16 @@ def test_a_run_where_nothing_ran_sparse_puts_the_whole_gap_on_the_fallbacks(caps
     err = capsys.readouterr().err
     assert "warning: fp4 runs sparse on this hardware only as 4:8-paired" in err
     assert json.loads((tmp_path / "rc" / "reality_check.json").read_text())["warnings"]
+
+
+def test_reality_check_takes_dtype_as_run_does(capsys) -> None:
+    from accelsim.cli import main
+
+    argv = ["--hw", str(HW / "h100-like.yaml"), "--workload", str(WL / "gemm-microbench.yaml"), "--sparsity", "2:4"]
+    assert main(["reality-check", *argv, "--dtype", "fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "fp8 on h100-like" in out.splitlines()[0]
+    assert main(["run", *argv, "--dtype", "fp8", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    real = next(line for line in out.splitlines() if line.startswith("real speedup"))
+    assert f"{body['totals']['speedup_vs_dense']:.2f}x" in real

@@ -38,12 +38,14 @@ from accelsim.report.reality_chart import chart_files, render_reality_check, tex
 from accelsim.report.trace import DEFAULT_MAX_EVENTS, stream_trace
 from accelsim.results import RunResult, dumps_finite
 from accelsim.simulation import run
-from accelsim.workloads.model import load_workload
+from accelsim.workloads.model import load_workload, with_dtype
 
 
 def cmd_reality_check(args: argparse.Namespace) -> int:
     """Nominal vs real sparse speedup as text bars; with -o, the chart and its data."""
     hw, model, sparsity = load_pair(args)
+    if args.dtype is not None:
+        model = with_dtype(model, args.dtype)
     if sparsity == "dense" or (sparsity is None and not model.planned_patterns()):
         plan = "runs dense" if sparsity == "dense" else "has no sparsity plan"
         raise AccelsimError(f"reality-check needs a pattern: {args.workload} {plan}; pass --sparsity N:M "
@@ -269,6 +271,7 @@ def add_reality_check(sub: options.Subparsers) -> None:
     options.add_target(rc, options.SPARSITY_PLAN)
     options.add_overrides(rc)
     options.add_policy(rc)
+    options.add_dtype(rc, "run every layer in this element type instead of the workload's dtype (as run --dtype)")
     options.add_out(rc, "directory for reality_check.png/.svg/.json")
     rc.set_defaults(func=cmd_reality_check)
 
