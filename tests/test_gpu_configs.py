@@ -88,6 +88,7 @@ def test_a_typo_in_a_tensor_rate_is_caught_on_load(tmp_path: Path) -> None:
         load_hardware(tmp_path / "h100.yaml")
     assert str(exc.value).splitlines()[0].startswith(f"{tmp_path / 'h100.yaml'}: core.compute.macs_per_cycle.fp8: ")
     assert "1978.9" in str(exc.value) and "2 %" in str(exc.value)
+    assert "tensor_tflops.fp8.sparse" not in str(exc.value)  # the sparse rate follows the same typo: one problem
     load_hardware(tmp_path / "h100.yaml", ["clock_ghz=1.5"])  # an explicit override is a what-if, not a typo
 
 

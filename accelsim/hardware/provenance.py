@@ -253,6 +253,7 @@ def peak_problems(hw: Hardware, prov: Provenance) -> list[tuple[str, str]]:
             out.append((f"core.compute.macs_per_cycle.{dtype}", f"{hw.cores} cores x {macs[dtype]:g} x 2 x "
                         f"{hw.clock_ghz:g} GHz = {peak:.1f} TFLOPS, published {rate.dense:g} "
                         f"({PROVENANCE_KEY}.tensor_tflops.{dtype}.dense): more than 2 % apart"))
+            continue  # the sparse rate is derived from the same dense peak: one problem, not two
         runs = [p for p in sparse.native() if sparse.runs(p, dtype)] if sparse is not None else []
         native = next((p for p in runs if str(p) == "2:4"), runs[0] if runs else None)
         if rate.sparse is not None and native is not None and sparse is not None:
