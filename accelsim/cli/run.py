@@ -117,7 +117,10 @@ def format_table(result: RunResult) -> str:
                      f"metadata; dense {_fmt_int(fp['weights_dense_bytes'])}), peak activations "
                      f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
                      + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else "")
-                     + (f" (over by {_fmt_int(fp['over_capacity_bytes'])})" if fp.get("over_capacity_bytes") else ""))
+                     + (f" (over by {_fmt_int(fp['over_capacity_bytes'])})" if fp.get("over_capacity_bytes") else "")
+                     + (f"; its dense baseline DOES NOT FIT (over by "
+                        f"{_fmt_int(fp['dense_baseline_over_capacity_bytes'])})"
+                        if fp.get("dense_baseline_over_capacity_bytes") else ""))
     sysinfo = body.get("system")
     if sysinfo:  # a tensor-parallel system: the layers are one device's shard
         comm, split = sysinfo["communication"], sysinfo["split"]
