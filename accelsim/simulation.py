@@ -20,7 +20,7 @@ from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware, TensorCoreCompute
 from accelsim.limits import SizeLimitError, check_total
-from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, lower
+from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, dtype_unsupported_note, lower
 from accelsim.results import TILE_DTYPE, KernelResult, KernelTotals, RunResult, build_meta, rounded
 from accelsim.system import collective_seconds
 from accelsim.workloads.model import Conv2d, Gemm, Workload
@@ -234,10 +234,7 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         if progress is not None:
             progress(i + 1, len(kernels))
     _check_model_totals(model.name, results, dense_total)
-    warnings = []
-    note = dtype_fallback_note(kernels, model.dtype, hw)
-    if note:
-        warnings.append(note)
+    warnings = [n for n in (dtype_fallback_note(kernels, model.dtype, hw), dtype_unsupported_note(kernels, hw)) if n]
     pruned = sum(1 for k in kernels if k.sparse and k.rows_kept)
     if pruned:
         warnings.append(f"{pruned:,} layer(s) run channel-pruned (fewer output rows); assumption "
