@@ -304,8 +304,9 @@ class ServeResult:
 
     @property
     def overloaded(self) -> bool:
-        """Whether any run's offered load is above its capacity (then ``warnings`` says which)."""
-        return bool(self.warnings)
+        """Whether any run's offered load is above its capacity (then ``warnings`` says which; other warnings,
+        from the simulated runs, do not count)."""
+        return any(run.load.overloaded for run in self.results.values())
 
     def to_dict(self) -> dict[str, Any]:
         """The plain data ``accelsim serve --format json`` prints (less the written ``files``)."""
