@@ -39,8 +39,9 @@ Power-limited clock (``energy.power_cap``; one governor, two time scales). Assum
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -48,7 +49,8 @@ import numpy as np
 from accelsim.errors import ConfigError
 from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware, PowerCap
-from accelsim.results import CAPPED_LIMITS, KernelResult, KernelTotals, rounded, sum_energy  # noqa: F401
+from accelsim.records import Record, freeze
+from accelsim.results import CAPPED_LIMITS, KernelResult, KernelTotals, RunResult, rounded, sum_energy  # noqa: F401
 
 PJ = 1e-12
 COMPONENTS = ("mac", "vector", "decode", "sram", "l2", "dram", "static")
@@ -325,6 +327,39 @@ def uncapped(hw: Hardware) -> Hardware:
         return hw
     assert hw.energy is not None
     return hw.model_copy(update={"energy": hw.energy.model_copy(update={"power_cap": None})})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RunClock(Record):
+    """The clocks one run, or several together, ran at: ``accelsim run``'s ``totals.clock``
+    (:meth:`~accelsim.results.RunResult.clock_totals`) with its ``layers`` and ``runs`` counted. Over several
+    runs (a service's simulated shapes, each once) the clocks are time-weighted over all their layers."""
+
+    nominal_ghz: float
+    effective_ghz: float
+    by_path: Mapping[str, float]
+    dense_baseline_ghz: float
+    power_capped_layers: int
+    governor: str
+    tdp_w: float | None
+    layers: int
+    runs: int = 1
+
+    @property
+    def capped(self) -> bool:
+        """Whether the power cap lowered any layer's clock."""
+        return self.power_capped_layers > 0
+
+
+def run_clock(runs: Sequence[RunResult]) -> RunClock | None:
+    """The clocks of ``runs`` (on one hardware) taken together, as one run of all their layers; None without
+    runs or for results written before clocks were echoed."""
+    layers = [lay for res in runs for lay in res.layers]
+    if not layers or layers[0].clock is None:
+        return None
+    whole = dataclasses.replace(runs[0], layers=layers, dense_total_cycles=sum(r.dense_total_cycles for r in runs))
+    c = whole.clock_totals()
+    return RunClock(**{**c, "by_path": freeze(c["by_path"])}, layers=len(layers), runs=len(runs))
 
 
 def at_clock(hw: Hardware, fraction: float) -> Hardware:

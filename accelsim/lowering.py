@@ -371,6 +371,23 @@ def dtype_fallback_note(kernels: list[Kernel], dtype: str, hw: Hardware | Loweri
     return text + (f"; ask for {runs[0]} to run them sparse" if runs else "")
 
 
+def dtype_unsupported_note(kernels: list[Kernel], hw: Hardware | LoweringTarget) -> str | None:
+    """A warning when layers asked for a pattern the hardware runs, but not in their element type: the sparse
+    datapath (or the block kernel) does not list it, so they ran dense (dtype_unsupported). Names the key."""
+    target = lowering_target(hw)
+    out = []
+    for dtype in sorted({k.dtype for k in kernels if k.reason == "dtype_unsupported" and k.pattern_requested}):
+        hit = [k for k in kernels if k.reason == "dtype_unsupported" and k.pattern_requested and k.dtype == dtype]
+        block = all(getattr(parse_format(str(k.pattern_requested)), "key", None) == "block" for k in hit)
+        key, listed = (("core.sparse.block.dtypes", target.block_dtypes) if block
+                       else ("core.sparse.dtypes", target.sparse_dtypes))
+        asked = ", ".join(sorted({str(k.pattern_requested) for k in hit}))
+        out.append(f"the sparse datapath does not run {dtype} in this config ({key}: {', '.join(listed or ())}): "
+                   f"{len(hit):,} layer(s) asking for {asked} ran dense (dtype_unsupported); {key} (and the "
+                   f"pattern's own dtypes, where it lists them) would have to list {dtype} to run them sparse")
+    return "; ".join(out) or None
+
+
 def _vector_kernel(layer: Any, dtype: str, e: float, target: LoweringTarget, requested: str | None,
                    reason: str | None, cache_bytes: float | None = None) -> Kernel:
     ops_table = dict(target.vector_ops_per_element)

@@ -20,7 +20,7 @@ from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware, TensorCoreCompute
 from accelsim.limits import SizeLimitError, check_total
-from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, lower
+from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, dtype_unsupported_note, lower
 from accelsim.results import TILE_DTYPE, KernelResult, KernelTotals, RunResult, build_meta, rounded
 from accelsim.system import collective_seconds
 from accelsim.workloads.model import Conv2d, Gemm, Workload
@@ -234,10 +234,7 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
         if progress is not None:
             progress(i + 1, len(kernels))
     _check_model_totals(model.name, results, dense_total)
-    warnings = []
-    note = dtype_fallback_note(kernels, model.dtype, hw)
-    if note:
-        warnings.append(note)
+    warnings = [n for n in (dtype_fallback_note(kernels, model.dtype, hw), dtype_unsupported_note(kernels, hw)) if n]
     pruned = sum(1 for k in kernels if k.sparse and k.rows_kept)
     if pruned:
         warnings.append(f"{pruned:,} layer(s) run channel-pruned (fewer output rows); assumption "
@@ -286,17 +283,28 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
             fp["kv_room_bytes"] = cap - fp["weights_deployed_bytes"] - fixed
             fp["kv_room_dense_bytes"] = cap - fp["weights_dense_bytes"] - fixed
     if fp["fits"] is False:
-        over = fp["over_capacity_bytes"]
-        warnings.append(f"memory footprint {fp['total_bytes']:,} bytes (weights as deployed, peak activations, "
-                        f"KV cache) exceeds dram.capacity_bytes {fp['dram_capacity_bytes']:,} by {over:,} bytes "
-                        f"({over / fp['dram_capacity_bytes']:.1%}; at least {fp['min_devices']} such devices to "
-                        "hold it): simulated as if one device held it all" if plan is None else
-                        f"per device's shard of {hw.devices} ({over / fp['dram_capacity_bytes']:.1%}): simulated "
-                        "as if each device held its shard")
+        warnings.append(_over_capacity("memory footprint", "weights as deployed", fp, hw.devices))
+    elif fp["fits"] and any(k.sparse for k in kernels):  # the speedup's dense baseline holds dense weights
+        dense_fp = footprint(model, [k.as_dense() for k in kernels], hw)
+        if dense_fp["fits"] is False:
+            fp["dense_baseline_over_capacity_bytes"] = dense_fp["over_capacity_bytes"]
+            warnings.append(_over_capacity("the dense baseline's memory footprint", "dense weights", dense_fp,
+                                           hw.devices) + " (the speedup compares against it)")
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
     return RunResult(hardware=hw.to_dict(), workload=summary, sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,
                      dense_total_cycles=dense_total, policy=policy, footprint=fp, warnings=warnings, system=system)
+
+
+def _over_capacity(what: str, weights: str, fp: dict[str, Any], devices: int) -> str:
+    """The warning for a footprint that exceeds dram.capacity_bytes: by how much, and how it was simulated."""
+    over, cap = fp["over_capacity_bytes"], fp["dram_capacity_bytes"]
+    head = (f"{what} {fp['total_bytes']:,} bytes ({weights}, peak activations, KV cache) exceeds dram.capacity_bytes "
+            f"{cap:,} by {over:,} bytes")
+    if devices == 1:
+        return (f"{head} ({over / cap:.1%}; at least {fp['min_devices']} such devices to hold it): simulated as if "
+                "one device held it all")
+    return f"{head} per device's shard of {devices} ({over / cap:.1%}): simulated as if each device held its shard"
 
 
 def communication_result(name: str, kind: str, message_bytes: int, hw: Hardware, producer_cycles: int) -> KernelResult:

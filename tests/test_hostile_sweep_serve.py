@@ -227,6 +227,12 @@ def test_serve_overload_is_flagged(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(out)
     assert data["overloaded"] is False and data["results"]["dense"]["load"]["offered_over_capacity"] < 0.1
     assert "warning" not in err
+    # a run's own warnings (here the host's per-call floor, on bert-base) are not an overload
+    code, out, err = cli(capsys, "serve", "--hw", ROOT / "hwconfigs/rtx5090-like.yaml", "--workload", BERT,
+                         "--rate", "50", "--duration", "0.5", "--set", "seq=128", "--format", "json")
+    data = json.loads(out)
+    assert data["warnings"] and "per-call floor" in data["warnings"][0] and "per-call floor" in err
+    assert data["overloaded"] is False and not any(r["load"]["overloaded"] for r in data["results"].values())
 
 
 # -- B6: serve's numeric arguments are bounded ---------------------------------------------------------------

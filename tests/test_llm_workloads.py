@@ -15,7 +15,7 @@ from accelsim.errors import ConfigError
 from accelsim.hardware.model import load_hardware
 from accelsim.lowering import lower
 from accelsim.simulation import footprint, run
-from accelsim.workloads.model import Workload, load_workload, workload_from_dict
+from accelsim.workloads.model import Workload, load_workload, with_dtype, workload_from_dict
 from accelsim.workloads.moe import tokens_per_expert
 
 LLM = ["llama3-8b-prefill.yaml", "llama3-8b-decode.yaml", "llama3-70b-prefill.yaml", "llama3-70b-decode.yaml",
@@ -228,6 +228,28 @@ def test_llama3_70b_does_not_fit_one_a100_and_says_by_how_much():
     assert res.layers and res.total_cycles > 0
     fits = run(wl("llama3-8b-decode.yaml"), a100()).footprint
     assert fits["fits"] is True and "over_capacity_bytes" not in fits
+
+
+def test_a_sparse_run_says_when_its_dense_baseline_does_not_fit(capsys):
+    """llama3-8b at bf16 on a 12 GiB rtx3060-like: 2:4 weights fit, dense ones do not. The sparse run's speedup is
+    against that dense run, simulated as if it fit: the run warns, as the dense run itself does."""
+    hw = load_hardware(HW / "rtx3060-like.yaml")
+    w = with_dtype(wl("llama3-8b-decode.yaml"), "bf16")
+    sparse, dense = run(w, hw, "2:4"), run(w, hw, "dense")
+    assert sparse.footprint["fits"] is True and dense.footprint["fits"] is False
+    over = dense.footprint["over_capacity_bytes"]
+    assert sparse.footprint["dense_baseline_over_capacity_bytes"] == over
+    (warning,) = [x for x in sparse.warnings if "footprint" in x]
+    assert warning.startswith(f"the dense baseline's memory footprint {dense.footprint['total_bytes']:,} bytes")
+    assert f"exceeds dram.capacity_bytes {hw.dram.capacity_bytes:,} by {over:,} bytes" in warning
+    assert "(the speedup compares against it)" in warning
+    assert "dense baseline" not in " ".join(dense.warnings)
+    assert "dense_baseline_over_capacity_bytes" not in run(wl("llama3-8b-decode.yaml"), a100(), "2:4").footprint
+    assert main(["run", "--hw", str(HW / "rtx3060-like.yaml"), "--workload", str(WL / "llama3-8b-decode.yaml"),
+                 "--dtype", "bf16", "--sparsity", "2:4"]) == 0
+    out, err = capsys.readouterr()
+    assert f"fits; its dense baseline DOES NOT FIT (over by {over:,})" in out
+    assert "warning: the dense baseline's memory footprint" in err
 
 
 def test_idle_experts_still_take_memory():

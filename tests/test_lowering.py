@@ -73,6 +73,22 @@ def test_patterns_on_2to4_and_flexible_engines() -> None:
         assert (flex["q"].path, flex["q"].pattern_executed, flex["q"].reason) == ("sparse", pat, None)
 
 
+def test_a_dtype_the_sparse_datapath_does_not_run_is_said() -> None:
+    """tf32 with a pattern on a100-like: every config lists no tf32 under core.sparse.dtypes, so those layers run
+    dense (dtype_unsupported), and the run says so and names the key (as fp4 / int4 2:4 runs do)."""
+    gemm = {"name": "g", "dtype": "tf32", "layers": [{"name": "g", "op": "gemm", "m": 512, "n": 512, "k": 512},
+                                                      {"name": "n", "op": "layernorm", "elements": 512}]}
+    for pat in ("1:2", "2:4"):
+        res = run(workload_from_dict(gemm), A100, pat)
+        assert res.layers[0].reason == "dtype_unsupported" and res.layers[0].path == "dense"
+        (note,) = [w for w in res.warnings if "dtype_unsupported" in w]
+        assert note.startswith("the sparse datapath does not run tf32 in this config (core.sparse.dtypes: fp16, "
+                               f"bf16, int8, int4): 1 layer(s) asking for {pat} ran dense (dtype_unsupported)")
+        assert "would have to list tf32 to run them sparse" in note
+    fp16 = run(workload_from_dict({**gemm, "dtype": "fp16"}), A100, "2:4")
+    assert fp16.layers[0].path == "sparse" and not any("dtype_unsupported" in w for w in fp16.warnings)
+
+
 def test_dtype_and_shape_rules_of_the_sparse_library() -> None:
     data = yaml.safe_load((HW / "tpu-like.yaml").read_text())
     data["core"]["sparse"]["dtypes"] = ["int8"]

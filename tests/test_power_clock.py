@@ -19,6 +19,7 @@ from conftest import HW, WL
 from accelsim import load_hardware, load_workload, run
 from accelsim.analysis.deployment import build_report
 from accelsim.cli import main
+from accelsim.cli.serve import format_serve
 from accelsim.energy import (
     POWER_TOLERANCE,
     apply_power_cap,
@@ -34,6 +35,8 @@ from accelsim.energy import (
 from accelsim.engine import simulate, simulate_totals
 from accelsim.hardware.model import Hardware, hardware_from_dict
 from accelsim.lowering import Kernel
+from accelsim.report.deploy import render_markdown, summary_lines
+from accelsim.serving import ServeRequest, ServeResult, serve
 from accelsim.serving.service import SimulatedService
 from accelsim.sweep import METRICS, load_results, run_sweep, spec_from_dict
 from accelsim.sweep.rows import WorkContext, run_points
@@ -277,6 +280,41 @@ def test_the_cap_changes_serve_and_report(tmp_path: Path) -> None:
     capped_rep = build_report(model, _with_cap(A100, tdp_w=120.0), "2:4")
     assert capped_rep.summary.sparse.latency_us > free_rep.summary.sparse.latency_us
     assert capped_rep.summary.dense.latency_us > free_rep.summary.dense.latency_us
+    # the report says so: both runs' clocks in report.json (summary.clock) and one line in the summary
+    clocks = capped_rep.summary.clock
+    assert clocks is not None and clocks.sparse_run.capped and clocks.dense_run.capped
+    capped_run = run(model, _with_cap(A100, tdp_w=120.0), "2:4")
+    assert clocks.sparse_run.effective_ghz == capped_run.totals["clock"]["effective_ghz"] < A100.clock_ghz
+    assert clocks.sparse_run.layers == len(capped_run.layers) and clocks.sparse_run.tdp_w == 120.0
+    assert capped_rep.to_dict()["summary"]["clock"]["dense_run"]["power_capped_layers"] > 0
+    assert free_rep.summary.clock is None and "clock" not in free_rep.to_dict()["summary"]
+    line = (f"Power-limited clock {A100.clock_ghz:g} GHz nominal | sparse run: power cap 120 W bound "
+            f"{clocks.sparse_run.power_capped_layers} of {clocks.sparse_run.layers} layers: effective "
+            f"{clocks.sparse_run.effective_ghz:.3f} GHz")
+    assert line in render_markdown(capped_rep) and line in "\n".join(summary_lines(capped_rep))
+    assert "Power-limited" not in render_markdown(free_rep)
+
+
+def test_the_cap_is_echoed_by_serve() -> None:
+    """serve's service times come from capped runs; its JSON and table say at which clocks (not when uncapped)."""
+    def served(hw: Hardware) -> ServeResult:
+        return serve(ServeRequest(hw=hw, workload=WL / "bert-base.yaml", rate=20.0, duration_s=0.5,
+                                  sparsity="2:4", set_params={"seq": 128}, max_batch=2))
+
+    free, capped = served(A100), served(_with_cap(A100, tdp_w=120.0))
+    assert capped.results["dense"].latency_ms.p50 > free.results["dense"].latency_ms.p50
+    assert free.clock is None and "clock" not in free.to_dict()
+    assert not any(x.startswith("clock ") for x in format_serve(free).splitlines())
+    assert capped.clock is not None and set(capped.clock) == {"dense", "2:4"}
+    body = capped.to_dict()["clock"]
+    dense = body["dense"]
+    assert 0 < dense["power_capped_layers"] <= dense["layers"] and dense["effective_ghz"] < A100.clock_ghz
+    assert all(c["tdp_w"] == 120.0 and c["runs"] >= 1 for c in body.values())
+    line = next(x for x in format_serve(capped).splitlines() if x.startswith("clock "))
+    assert f"dense: power cap 120 W bound {dense['power_capped_layers']:,} of {dense['layers']:,} layers" in line
+    sparse = body["2:4"]  # at this load the sparse kernels stay under the cap: said, too
+    assert (f"2:4: power cap 120 W bound {sparse['power_capped_layers']:,} of" if sparse["power_capped_layers"]
+            else "2:4: every layer at it: power cap 120 W not reached") in line
 
 
 def test_cli_run_reports_the_clock(capsys) -> None:

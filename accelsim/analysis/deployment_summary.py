@@ -18,13 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from accelsim.analysis.reality import RealityCheck
+from accelsim.energy import RunClock, run_clock
 from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import KernelResult, RunResult
 from accelsim.workloads.model import Workload
 
-__all__ = ["FLATTEN_FRACTION", "BytesMoved", "EnergyFigures", "FallbackShare", "LayerRow", "Latency", "MatrixCell",
-           "MatrixPattern", "MetadataCost", "Occupancy", "OccupancyPair", "PruningSchedule", "SchedulePeak",
-           "ScheduleRow", "Summary", "SupportMatrix", "layer_rows", "pruning_schedule", "summarise",
+__all__ = ["FLATTEN_FRACTION", "BytesMoved", "Clocks", "EnergyFigures", "FallbackShare", "LayerRow", "Latency",
+           "MatrixCell", "MatrixPattern", "MetadataCost", "Occupancy", "OccupancyPair", "PruningSchedule",
+           "SchedulePeak", "ScheduleRow", "Summary", "SupportMatrix", "layer_rows", "pruning_schedule", "summarise",
            "support_matrix"]
 
 FLATTEN_FRACTION = 0.9
@@ -106,6 +107,14 @@ class EnergyFigures(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Clocks(Record):
+    """The clocks the sparse and the dense run ran at (each ``accelsim run``'s ``totals.clock``, layers counted)."""
+
+    sparse_run: RunClock
+    dense_run: RunClock
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Summary(Record):
     dense: Latency
     sparse: Latency
@@ -118,6 +127,8 @@ class Summary(Record):
     energy: EnergyFigures | None
     footprint: Mapping[str, Any]
     warnings: tuple[str, ...]
+    # set only where the power cap lowered a kernel's clock in either run (uncapped reports do not carry it)
+    clock: Clocks | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 def _occupancy(res: RunResult) -> Occupancy:
@@ -142,6 +153,14 @@ def _bytes_levels(res: RunResult) -> dict[str, dict[str, int]]:
     for level, by in res.totals["bytes"].items():
         out[level] = {**by, "total": sum(by.values())}
     return out
+
+
+def _clocks(real: RunResult, dense: RunResult) -> Clocks | None:
+    """Both runs' clocks, when the power cap lowered a kernel's clock in either; else None."""
+    sparse_clock, dense_clock = run_clock([real]), run_clock([dense])
+    if sparse_clock is None or dense_clock is None or not (sparse_clock.capped or dense_clock.capped):
+        return None
+    return Clocks(sparse_run=sparse_clock, dense_run=dense_clock)
 
 
 def summarise(real: RunResult, dense: RunResult, rc: RealityCheck) -> Summary:
@@ -185,6 +204,7 @@ def summarise(real: RunResult, dense: RunResult, rc: RealityCheck) -> Summary:
             by_component_j=freeze(energy["by_component_j"])),
         footprint=freeze(real.footprint),
         warnings=tuple(real.warnings),
+        clock=_clocks(real, dense),
     )
 
 

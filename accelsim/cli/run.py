@@ -18,6 +18,7 @@ from accelsim.cli.common import (
     warn,
 )
 from accelsim.fileio import resolve_target
+from accelsim.report.clock_text import clock_line
 from accelsim.results import RunResult
 from accelsim.simulation import run
 from accelsim.textsafe import printable
@@ -116,7 +117,10 @@ def format_table(result: RunResult) -> str:
                      f"metadata; dense {_fmt_int(fp['weights_dense_bytes'])}), peak activations "
                      f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
                      + (f" | DRAM {_fmt_int(cap)}: {'fits' if fp['fits'] else 'DOES NOT FIT'}" if cap else "")
-                     + (f" (over by {_fmt_int(fp['over_capacity_bytes'])})" if fp.get("over_capacity_bytes") else ""))
+                     + (f" (over by {_fmt_int(fp['over_capacity_bytes'])})" if fp.get("over_capacity_bytes") else "")
+                     + (f"; its dense baseline DOES NOT FIT (over by "
+                        f"{_fmt_int(fp['dense_baseline_over_capacity_bytes'])})"
+                        if fp.get("dense_baseline_over_capacity_bytes") else ""))
     sysinfo = body.get("system")
     if sysinfo:  # a tensor-parallel system: the layers are one device's shard
         comm, split = sysinfo["communication"], sysinfo["split"]
@@ -132,24 +136,6 @@ def format_table(result: RunResult) -> str:
                      f"({len(moe['layers'])} moe layer(s), {moe['experts_run']} experts run in each)")
     lines += [f"why: {note.text()}" for note in traffic_notes(body)]
     return "\n".join(lines) + "\n"
-
-
-_NOMINAL_WHY = {"no_power_cap": "the config has no energy.power_cap, so no power limit applies",
-                "no_energy": "no energy figures for this config / dtype, so the power cap cannot apply"}
-
-
-def clock_line(c: dict, layers: int, dtype: str) -> str:
-    """The table's clock line: nominal and effective clocks, and what governed them (said also when nothing did)."""
-    head = f"clock {c['nominal_ghz']:g} GHz nominal"
-    if c["governor"] in _NOMINAL_WHY:
-        why = _NOMINAL_WHY[c["governor"]] + (f" ({dtype})" if c["governor"] == "no_energy" and dtype else "")
-        return f"{head}, every layer at it: {why}"
-    paths = ", ".join(f"{p} {g:.3f}" for p, g in c["by_path"].items())
-    if not c["power_capped_layers"]:
-        return f"{head}, every layer at it: power cap {c['tdp_w']:g} W not reached"
-    return (f"{head} | power cap {c['tdp_w']:g} W bound {c['power_capped_layers']:,} of {layers:,} layers: "
-            f"effective {c['effective_ghz']:.3f} GHz (time-weighted; {paths}; dense baseline "
-            f"{c['dense_baseline_ghz']:.3f})")
 
 
 CSV_FIELDS = ["name", "op", "m", "n", "k", "path", "pattern_requested", "pattern_executed", "reason",

@@ -10,6 +10,7 @@ from pathlib import Path
 from accelsim.cli import options
 from accelsim.cli.common import finish_folder_command, progress_bar, require_folder, warn
 from accelsim.fileio import figure_bytes
+from accelsim.report.clock_text import capped_clocks_line
 from accelsim.results import dumps_finite
 from accelsim.serving import ServeRequest, ServeResult, ServingRun, serve
 from accelsim.textsafe import printable
@@ -58,6 +59,10 @@ def format_serve(result: ServeResult) -> str:
         lines.append(f"OVERLOADED ({', '.join(over)}): offered load above capacity; the queue grows for the whole "
                      "run, so these percentiles are not steady-state (they grow with --duration)")
     lines += [f"note: {n}" for n in result.notes]
+    if result.clock is not None:
+        runs = ", ".join(f"{lab} {c.runs:,}" for lab, c in result.clock.items())
+        lines.append(capped_clocks_line({lab: c.to_dict() for lab, c in result.clock.items()},
+                                        f", over the shapes simulated, each once ({runs})"))
     cap = result.capacity
     if cap:
         lines.append("")

@@ -20,6 +20,7 @@ from accelsim.fileio import figure_bytes
 from accelsim.report.deploy_charts import png_bytes, render_schedule_chart
 from accelsim.report.deploy_html import render_html
 from accelsim.report.deploy_markdown import render_markdown
+from accelsim.report.deploy_prose import MARKDOWN, power_clock_line
 from accelsim.report.deploy_text import (
     HEADER_BEGIN,
     HEADER_END,
@@ -71,6 +72,8 @@ def strip_header(text: str) -> str:
 def summary_lines(report: DeploymentReport) -> list[str]:
     """A few lines for the terminal: guardrail first, then the headline numbers and the contradictions."""
     lines = [guardrail_line(report), f"{report.subject.title}: {headline(report)}", report.quality_labels.line]
+    clock = power_clock_line(report.summary, MARKDOWN)
+    lines += [clock] if clock else []
     sched = report.pruning_schedule
     if sched.layers_to_flatten is not None:
         lines.append(f"pruning schedule: {sched.layers_to_flatten} of {sched.layers} sparse ops reach "

@@ -98,6 +98,8 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
            HEADER_END]
     out += ["<h2>Summary</h2>",
             f"<p>{prose.subject_line(sub, HTML)}</p>", _html_table(*t["summary"])]
+    clock = prose.power_clock_line(report.summary, HTML)
+    out += [f"<p>{clock}</p>"] if clock else []
     out += ["<ul>"] + [f"<li>{_esc(f)}</li>" for f in findings(report)]
     out += [f"<li>warning: {_esc(w)}</li>" for w in report.summary.warnings] + ["</ul>"]
     out += ["<h3>Reality check</h3>", _img(charts["reality_check"], "reality check: nominal vs real speedup and "

@@ -108,6 +108,8 @@ def render_markdown(report: DeploymentReport) -> str:
     out += [HEADER_END, ""]
     out += ["## Summary", "", prose.subject_line(sub, MD), ""]
     out += md_table(*t["summary"])
+    clock = prose.power_clock_line(report.summary, MD)
+    out += ["", clock] if clock else []
     out += [""] + [f"- {f}" for f in findings(report)] + [""]
     for w in report.summary.warnings:
         out.append(f"- warning: {w}")

@@ -10,19 +10,20 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from accelsim.report.clock_text import capped_clocks_line
 from accelsim.report.deploy_text import SCHEDULE_ROWS, SYNTHETIC_LABEL, fmt_int, fmt_pct, fmt_x, group_name
 
 if TYPE_CHECKING:
     from accelsim.analysis.deployment import DeploymentReport, Subject
     from accelsim.analysis.deployment_fallback import FallbackImpact, ReasonImpact
     from accelsim.analysis.deployment_quality import NumericProxy, QualityEvidence
-    from accelsim.analysis.deployment_summary import PruningSchedule
+    from accelsim.analysis.deployment_summary import PruningSchedule, Summary
     from accelsim.analysis.sensitivity import Sensitivity
 
 __all__ = ["HTML", "MARKDOWN", "Markup", "all_removed", "conflicts_intro", "contradiction", "contradictions_line",
-           "evidence_line", "fallback_intro", "footer", "labels_intro", "proxy_line", "reason_line",
-           "schedule_cut", "schedule_intro", "sensitivity_line", "source_line", "subject_line", "synthetic_line",
-           "unused_arrays_line"]
+           "evidence_line", "fallback_intro", "footer", "labels_intro", "power_clock_line", "proxy_line",
+           "reason_line", "schedule_cut", "schedule_intro", "sensitivity_line", "source_line", "subject_line",
+           "synthetic_line", "unused_arrays_line"]
 
 
 class Markup:
@@ -76,6 +77,15 @@ def contradictions_line(report: DeploymentReport, mk: Markup) -> str:
 
 def subject_line(sub: Subject, mk: Markup) -> str:
     return f"Policy {mk.code(sub.policy)}, dtype {mk.text(sub.dtype)}, {sub.layers} ops, {mk.text(sub.clock_ghz)} GHz."
+
+
+def power_clock_line(summary: Summary, mk: Markup) -> str | None:
+    """Where the power cap lowered a kernel's clock: both runs' clocks (``run``'s wording); None where it did not."""
+    c = summary.clock
+    if c is None:
+        return None
+    line = capped_clocks_line({"sparse run": c.sparse_run.to_dict(), "dense run": c.dense_run.to_dict()})
+    return mk.text(f"Power-limited {line}. The latencies and speedup above are at these clocks.")
 
 
 def schedule_intro(sched: PruningSchedule, mk: Markup) -> str:

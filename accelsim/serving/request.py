@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from accelsim.config import schema as configio
 from accelsim.config.templating import parse_sets
+from accelsim.energy import RunClock, run_clock
 from accelsim.hardware.model import Hardware
 from accelsim.serving.arrivals import parse_size_spec
 from accelsim.serving.capacity import compare, find_max_rate, latency_vs_load
@@ -132,7 +133,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         notes=tuple(n for n in (first.info.get("note"), _group_note(hw_obj)) if n), comparison=side_by_side,
         warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results)), capacity=capacity,
         quality=quality,
-        latency_vs_load=curves)
+        latency_vs_load=curves, clock=_service_clocks(models))
 
 
 def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeRequest, run_kw: dict[str, Any],
@@ -160,6 +161,18 @@ def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeReq
         ratio = round(b / a, 6) if a else None
     return CapacitySummary(budget_ms=budget_ms, metric=next(iter(caps.values())).metric, results=caps,
                            sparse_over_dense=ratio)
+
+
+def _service_clocks(models: Mapping[str, ServingModel]) -> dict[str, RunClock] | None:
+    """The clocks of the runs each deployment's service times come from (prefill and decode together, each
+    simulated shape once), by label; None unless the power cap lowered a kernel's clock in one of them."""
+    clocks = {}
+    for lab, m in models.items():
+        runs = [r for svc in (m.service, m.decode_service) for r in getattr(svc, "runs", None) or ()]
+        clock = run_clock(runs)
+        if clock is not None:
+            clocks[lab] = clock
+    return clocks if any(c.capped for c in clocks.values()) else None
 
 
 _ENERGY_ONLY = ("interconnect energy is not modelled", "no energy figures")  # run warnings serving has no use for

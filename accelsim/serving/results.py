@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from accelsim.energy import RunClock
 from accelsim.serving.run_record import ServingRun
 
 __all__ = ["CapacityEval", "CapacityResult", "LoadPoint", "LoadCurve", "Comparison", "CompareResult",
@@ -274,7 +275,8 @@ class CapacitySummary:
 @dataclass(frozen=True)
 class ServeResult:
     """Everything ``accelsim serve`` reports: dense and sparse side by side, overload warnings, and when
-    asked for, capacity at SLA, quality at equal budget and latency-vs-load curves."""
+    asked for, capacity at SLA, quality at equal budget and latency-vs-load curves. ``clock``: the clocks of
+    the runs behind each label's service times, where the power cap lowered a kernel's clock (else None)."""
 
     hardware: str
     workload: str
@@ -293,6 +295,7 @@ class ServeResult:
     capacity: CapacitySummary | None = None
     quality: QualityResult | None = None
     latency_vs_load: Mapping[str, LoadCurve] | None = None
+    clock: Mapping[str, RunClock] | None = None  # by label, where the power cap lowered a kernel's clock
 
     @property
     def results(self) -> Mapping[str, ServingRun]:
@@ -301,8 +304,9 @@ class ServeResult:
 
     @property
     def overloaded(self) -> bool:
-        """Whether any run's offered load is above its capacity (then ``warnings`` says which)."""
-        return bool(self.warnings)
+        """Whether any run's offered load is above its capacity (then ``warnings`` says which; other warnings,
+        from the simulated runs, do not count)."""
+        return any(run.load.overloaded for run in self.results.values())
 
     def to_dict(self) -> dict[str, Any]:
         """The plain data ``accelsim serve --format json`` prints (less the written ``files``)."""
@@ -314,6 +318,8 @@ class ServeResult:
             "variability_enabled": self.variability_enabled, "notes": list(self.notes),
             **self.comparison.to_dict(), "warnings": list(self.warnings), "overloaded": self.overloaded,
         }
+        if self.clock is not None:
+            out["clock"] = {lab: c.to_dict() for lab, c in self.clock.items()}
         if self.capacity is not None:
             out["capacity"] = self.capacity.to_dict()
         if self.quality is not None:

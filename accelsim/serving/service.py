@@ -15,6 +15,7 @@ from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
+from accelsim.results import RunResult
 from accelsim.serving.config import ServingError
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload, workload_from_dict
@@ -62,6 +63,7 @@ class SimulatedService:
         self._footprints: dict[tuple[int, Any], dict[str, Any]] = {}
         self.simulations = 0
         self.warnings: tuple[str, ...] | None = None  # the first simulated run's (the workload's structure: TP split)
+        self.runs: list[RunResult] = []  # every shape's run, once each (the clocks they ran at: energy.run_clock)
 
     def check_set_params(self, how: str = "--set") -> None:
         """Refuse set parameters serving would override or truncate without a word: the batch (the scheduler
@@ -106,6 +108,7 @@ class SimulatedService:
         if hit is None:
             res = run(self.workload(batch, size), self.hw, self.sparsity, policy=self.policy, simulator=self.sim)
             self.simulations += 1
+            self.runs.append(res)
             if self.warnings is None:
                 self.warnings = tuple(res.warnings)
             hit = res.total_cycles / (self.hw.clock_ghz * 1e9)
