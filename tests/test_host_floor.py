@@ -224,6 +224,8 @@ def test_the_reality_ladder_names_the_host_floor_instead_of_hiding_it_in_later_r
     assert "host_floor" not in [r.rung for r in free.rungs]
     floor_rung = floored.rungs[3]
     assert floor_rung.change is not None and floor_rung.change < -0.05  # the floored tiny calls gain nothing
+    amdahl = floored.rungs[2]  # ops that did not run sparse can only take speedup away, never add it
+    assert amdahl.change is not None and amdahl.change <= 1e-12
     # the ladder still ends at the real run, and the simulated rungs do not take the floor's loss as their gain
     assert floored.rungs[-1].speedup == pytest.approx(floored.bars.real_speedup, rel=1e-9)
     by_key = {r.rung: r.change for r in floored.rungs}

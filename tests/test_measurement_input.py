@@ -142,3 +142,28 @@ def test_a_column_spelled_like_a_known_one_is_refused_others_are_the_users_own()
              "unknown column 'sparse_iza': did you mean 'sparse_isa'?")
     rows = parse_measurements(HEAD.rstrip("\n") + ",comment\n" + ROW.rstrip("\n") + ",checked twice\n", "x.csv")
     assert len(rows) == 1
+
+
+@pytest.mark.parametrize("column", ["dense_us", "sparse_us", "dense_time_ms"])
+def test_a_time_column_in_another_name_or_unit_is_refused_naming_the_unit(column: str) -> None:
+    _refused(HEAD.rstrip("\n") + f",{column}\n" + ROW.rstrip("\n") + ",4\n", "header",
+             f"unknown column '{column}': times go in dense_time_us and sparse_time_us, in microseconds")
+
+
+def test_calibrate_refuses_more_rows_than_its_search_holds(tmp_path, monkeypatch) -> None:
+    from accelsim.analysis.calibration import fitting
+    from accelsim.analysis.calibration.fitting import body_tables
+    from accelsim.errors import AccelsimError
+    from accelsim.hardware.model import load_hardware
+
+    monkeypatch.setattr(fitting, "MAX_FIT_ROWS", 3)
+    rows = parse_measurements(HEAD + ROW * 4, "x.csv")
+    with pytest.raises(AccelsimError, match="4 rows to fit, at most 3"):
+        body_tables(rows, load_hardware(HW / "a100-like.yaml"))
+
+
+def test_calibrate_family_refuses_fractions(capsys, tmp_path) -> None:
+    csv = tmp_path / "one.csv"
+    csv.write_text(HEAD + ROW)
+    assert "--fractions apply only to one config" in _fails(capsys, "calibrate", csv, "--hw-map", A100,
+                                                             "--fractions", "0.7")

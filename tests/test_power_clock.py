@@ -379,3 +379,20 @@ def test_reality_check_cli_notes_the_cap(capsys) -> None:
     out = capsys.readouterr().out
     assert "+ power-limited clocks = real" in out and "note: power cap 120 W" in out
     assert "fixed cost = real" not in out  # only the last rung is the real run
+
+
+def test_under_a_cap_the_ladder_keeps_each_layer_on_the_path_the_real_run_chose() -> None:
+    """--policy fastest picks sparse or dense per layer by the capped clocks: the ladder's layer counts, patterns
+    and rungs follow those choices (the uncapped ladder must not re-choose and then book the switch as a clock
+    effect)."""
+    from accelsim.analysis.reality import reality_check
+
+    model = load_workload(WL / "bert-base.yaml", {"batch": 4, "seq": 128})
+    hw = _with_cap(A100, tdp_w=100.0)
+    rc = reality_check(model, hw, "2:4", policy="fastest")
+    real = run(model, hw, "2:4", policy="fastest")
+    sparse = [lay for lay in real.layers if lay.path == "sparse"]
+    asked = [lay for lay in real.layers if lay.pattern_requested]
+    assert rc.sparse_layers == len(sparse) and rc.sparse_layers + rc.fallback.layers == len(asked)
+    assert rc.rungs[-1].rung == "power_clock"
+    assert rc.rungs[-1].speedup == pytest.approx(real.dense_total_cycles / real.total_cycles, rel=1e-12)

@@ -320,6 +320,9 @@ def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
     for name in header:  # other columns are the user's own; one spelled like a known column is a typo
         if name not in COLUMNS + OPTIONAL:
             near = difflib.get_close_matches(name.lower(), COLUMNS + OPTIONAL, n=1, cutoff=0.8)
+            if _TIME_LIKE.search(name.lower()):  # dense_us, sparse_ms, dense_time_ms: not one of the time columns
+                raise MeasurementError(source, "header", f"unknown column {name!r}: times go in dense_time_us and "
+                                                         f"sparse_time_us, in microseconds")
             if near:
                 raise MeasurementError(source, "header", f"unknown column {name!r}: did you mean {near[0]!r}? "
                                                          f"(a column of another name is ignored)")
@@ -372,6 +375,7 @@ def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
     return rows
 
 
+_TIME_LIKE = re.compile(r"(^|_)time(_|$)|^(dense|sparse).*_[mun]?s$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 MAX_CSV_BYTES = 64 << 20  # a measurement file larger than this is not a table of GEMM timings
 

@@ -276,18 +276,22 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     capped = _capped(real_run) or _capped(dense_run)
     # the rungs before the last compare kernels at the nominal clock; a power cap is the last rung's
     base_hw = uncapped(hw) if capped else hw
-    real = run(model, base_hw, sparsity, policy=policy, hw_source=hw_source) if capped else real_run
     dense = run(model, base_hw, "dense", hw_source=hw_source) if capped else dense_run
+    real_layers = real_run.layers
+    if capped:  # each layer on the path the real (capped) run chose ('fastest' may choose by the capped clocks)
+        every = run(model, base_hw, sparsity, hw_source=hw_source).layers  # every layer that can, sparse
+        real_layers = [s if r.path == "sparse" else d for r, s, d in zip(real_run.layers, every, dense.layers,
+                                                                         strict=True)]
     dense_t = [lay.cycles["total"] for lay in dense.layers]
     dense_total = sum(dense_t)
-    sparse_total = real.total_cycles
-    is_comm = [lay.path == "communication" for lay in real.layers]  # collectives of a system's shard
+    sparse_total = sum(lay.cycles["total"] for lay in real_layers)
+    is_comm = [lay.path == "communication" for lay in real_layers]  # collectives of a system's shard
     shard_model = split(model, base_hw.devices).workload if base_hw.devices > 1 else model  # one device's share
     shard = iter(lower(shard_model, base_hw, sparsity))
     kernels: list[Kernel | None] = [None if c else next(shard) for c in is_comm]
-    on_sparse = [lay.path == "sparse" for lay in real.layers]
-    patterns = sorted({lay.pattern_executed for lay in real.layers if lay.path == "sparse" and lay.pattern_executed})
-    requested = sorted({lay.pattern_requested for lay in real.layers if lay.pattern_requested})
+    on_sparse = [lay.path == "sparse" for lay in real_layers]
+    patterns = sorted({lay.pattern_executed for lay in real_layers if lay.path == "sparse" and lay.pattern_executed})
+    requested = sorted({lay.pattern_requested for lay in real_run.layers if lay.pattern_requested})
     nominal_pat = parse_format(sparsity) if sparsity not in (None, "dense") else (
         parse_format(requested[0]) if requested else None)
     nominal = nominal_pat.dense_speedup if nominal_pat else 1.0
@@ -305,7 +309,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         return max(float(op_floor[i]), t)
 
     # the executed pattern's ideal ratio per op (M'/N' of the native pattern it runs on)
-    exec_ratio = [nominal if lay.path != "sparse" else _ideal_ratio(lay.pattern_executed) for lay in real.layers]
+    exec_ratio = [nominal if lay.path != "sparse" else _ideal_ratio(lay.pattern_executed) for lay in real_layers]
     sparse_eff_ratio = kind_of(base_hw).sparse_efficiency_ratio(base_hw.core.compute)
 
     def sparse_times(variant: Hardware) -> list[float]:
@@ -320,15 +324,15 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     def per_op(sparse_time: Callable[[int], float]) -> float:
         return sum(sparse_time(i) if on_sparse[i] else float(dense_t[i]) for i in range(len(kernels)))
 
-    real_compute = [lay.cycles["compute"] for lay in real.layers]
+    real_compute = [lay.cycles["compute"] for lay in real_layers]
     totals = {
         "nominal": dense_total / nominal,
         # every op gains the ratio of the pattern it really runs (non-sparse ops: the nominal one)
         "executed_pattern": sum(dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
         # the collectives keep their time (systems only; the other ops as in executed_pattern)
         "communication": sum(dense_t[i] if is_comm[i] else dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
-        # only ops that run sparse gain (the GPU's own time); the others keep their dense time
-        "amdahl": per_op(lambda i: gpu_t[i] / exec_ratio[i]),
+        # only ops that run sparse gain; the others keep their dense time
+        "amdahl": per_op(lambda i: dense_t[i] / exec_ratio[i]),
         # no call beats the host's floor (host.call_floor_us > 0 only): a floored sparse op gains nothing
         "host_floor": per_op(lambda i: floored(i, gpu_t[i] / exec_ratio[i])),
         # only the MAC time of sparse ops shrinks; their stalls and fixed costs stay

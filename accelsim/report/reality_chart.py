@@ -46,6 +46,7 @@ SHORT_NAMES = {
     "metadata": "metadata",
     "efficiency": "kernel efficiency",
     "fixed_cost": "fixed cost",
+    "power_clock": "power-limited clocks",
 }
 
 _LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "pad": 1.0, "alpha": 0.85}
@@ -223,6 +224,7 @@ def why_lines(data: RealityCheck) -> list[str]:
     At most MAX_WHY_LINES lines of at most WHY_LINE_CHARS characters; what is cut says where the rest is.
     """
     lines = ([f"note: {_executed_note(data)}"] if _executed_note(data) else [])
+    lines += [f"note: {clock_note(data)}"] if data.clock is not None else []
     lines += [f"why: {printable(e)}" for e in data.explanation]
     cut = [line if len(line) <= WHY_LINE_CHARS else line[: WHY_LINE_CHARS - 3] + "..." for line in lines]
     if len(cut) > MAX_WHY_LINES:
