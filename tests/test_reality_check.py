@@ -9,7 +9,7 @@ import math
 import matplotlib
 import numpy as np
 import pytest
-from conftest import HW, WL
+from conftest import HW, ROOT, WL
 from matplotlib.image import imread
 
 from accelsim import load_hardware, load_workload, run
@@ -423,3 +423,17 @@ def test_reality_check_takes_dtype_as_run_does(capsys) -> None:
     body = json.loads(capsys.readouterr().out)
     real = next(line for line in out.splitlines() if line.startswith("real speedup"))
     assert f"{body['totals']['speedup_vs_dense']:.2f}x" in real
+
+
+EXAMPLES = ROOT / "examples" / "reality"
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
+def test_the_shipped_example_reality_checks_are_what_the_model_says_today(folder: str) -> None:
+    """examples/reality/<workload>-b<batch>-a100-2to4: the JSON a reader opens equals a fresh run (regenerate with
+    the command in examples/reality/README.md when the model moves)."""
+    name, batch = folder.removesuffix("-a100-2to4").rsplit("-b", 1)
+    model = load_workload(WL / f"{name}.yaml", {"batch": int(batch)})
+    fresh = reality_check(model, A100, "2:4", hw_source=str(HW / "a100-like.yaml")).to_dict()
+    shipped = json.loads((EXAMPLES / folder / "reality_check.json").read_text())
+    assert shipped == json.loads(json.dumps(fresh)), f"{folder} is stale: regenerate it"
