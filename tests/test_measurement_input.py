@@ -128,7 +128,7 @@ def test_calibrate_names_a_row_its_config_cannot_run(capsys, tmp_path) -> None:
     csv.write_text(HEAD + ROW + "A100,fp32,4096,4096,4096,,,1.1,src,kernel-gemm\n")
     line = _fails(capsys, "calibrate", csv, "--hw", HW / "a100-like.yaml", "--gpu", "A100", "--grid", "coarse",
                   "--fractions", "0.75")
-    assert "the row at line 3 (A100, fp32 4096x4096x4096) cannot run on a100-like" in line
+    assert f"{csv}: line 3 (A100, fp32 4096x4096x4096) cannot run on a100-like" in line
 
 
 def test_the_yaml_number_hint_never_suggests_the_refused_spelling(capsys) -> None:

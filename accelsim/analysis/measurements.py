@@ -115,9 +115,11 @@ class Measurement:
     kernels: str = DEFAULT_KERNELS  # which 2:4 kernels its harness ran (KERNEL_CHOICES): see kernels_of
     c_dtypes: tuple[str, str] | None = None  # C as the dense / the 2:4 kernel wrote it; None: the input dtype
     sparse_isa: str = DEFAULT_SPARSE_ISA  # what its 2:4 kernels were compiled for (SPARSE_ISAS): see sparse_isa_of
+    file: str = ""  # the CSV it was read from, for messages (not in to_dict: results name the file once)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["file"]
         if self.dtype_written is None:
             del d["dtype_written"]
         if self.format is None:
@@ -369,7 +371,8 @@ def _parse_rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
                                 timing=timing_of(rec.get("timing") or "", notes, source, line),
                                 kernels=kernels_of(rec.get("kernels") or "", notes, src, source, line),
                                 sparse_isa=sparse_isa_of(rec.get("sparse_isa") or "", notes, src, source, line),
-                                c_dtypes=outputs_of(rec.get("c_dtype") or "", notes, src, dtype, source, line)))
+                                c_dtypes=outputs_of(rec.get("c_dtype") or "", notes, src, dtype, source, line),
+                                file=source))
     if not rows:
         raise MeasurementError(source, None, "no measurement rows after the header")
     return rows

@@ -113,9 +113,9 @@ def body_tables(rows: Sequence[Measurement], hw: Hardware, grid: Sequence[float]
                 dense[gi, ri] = sim_d(kd).cycles["total"]
                 sparse[gi, ri] = sim_s(ks).cycles["total"]
             except AccelsimError as exc:  # e.g. a dtype the config has no rate for: name the row
-                raise AccelsimError(f"calibration: the row at line {row.line} ({row.gpu}, {row.dtype} "
-                                    f"{row.m}x{row.n}x{row.k}) cannot run on {hw.name}: {exc}; drop it or map its "
-                                    f"GPU to a config that runs it") from None
+                raise AccelsimError(f"{row.file or 'measurements'}: line {row.line} ({row.gpu}, {row.dtype} "
+                                    f"{row.m}x{row.n}x{row.k}) cannot run on {hw.name}: {exc}; drop the row or map "
+                                    f"its GPU to a config that runs it") from None
             path[ri] = ks.sparse
     return BodyTables(g, dense, sparse, path, tuple(rows), float(hw.clock_ghz), float(hw.dram.sustained_fraction),
                       hw.host.call_floor_us * 1e3 * hw.clock_ghz)
