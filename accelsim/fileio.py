@@ -21,6 +21,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
@@ -110,6 +111,31 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, fsync: bool
 Files = Mapping[str, bytes | str] | Mapping[Path, bytes | str] | Mapping[str | os.PathLike[str], bytes | str]
 
 
+# The files a command reads (set by the CLI for one command): no output may replace one of them
+_INPUTS: ContextVar[tuple[Path, ...]] = ContextVar("accelsim_command_inputs", default=())
+
+
+@contextlib.contextmanager
+def inputs_protected(paths: Iterable[str | os.PathLike[str]]) -> Iterator[None]:
+    """Within the block, :func:`write_all` refuses a target that is one of ``paths`` (the command's inputs)."""
+    token = _INPUTS.set(tuple(Path(p) for p in paths))
+    try:
+        yield
+    finally:
+        _INPUTS.reset(token)
+
+
+def _refuse_an_input(given: Path, target: Path) -> None:
+    for path in _INPUTS.get():
+        try:
+            same = target.exists() and path.exists() and target.samefile(path)
+        except OSError:
+            same = False
+        if same:
+            raise OutputError(str(given), f"it is this command's input {path} (the result would replace it); "
+                                          "write elsewhere")
+
+
 def write_all(files: Files, *, fsync: bool = False) -> list[Path]:
     """Write several files all-or-nothing; return their paths as given, in order.
 
@@ -126,6 +152,7 @@ def write_all(files: Files, *, fsync: bool = False) -> list[Path]:
         if target in seen:
             raise ValueError(f"write_all: {given} is given twice")
         seen.add(target)
+        _refuse_an_input(given, target)
         plan.append((given, target, data.encode("utf-8") if isinstance(data, str) else data))
     for given, target, _ in plan:
         _make_parent(given, target)

@@ -403,3 +403,30 @@ def test_validate_stops_at_bad_file(capsys, bad_hw):
     line = err.rstrip("\n")
     assert "\n" not in line and "Traceback" not in err
     assert_names(line, str(path), "core.compute.rows")
+
+
+@pytest.mark.parametrize("command, name, extra", [
+    ("serve", "serve.json", ["--rate", "100", "--duration", "1"]),
+    ("patterns", "patterns.json", []),
+], ids=["serve", "patterns"])
+def test_a_folder_command_never_replaces_its_own_input(capsys, tmp_path, command, name, extra):
+    """An input that sits in the -o folder under an output's name is refused, as run -o refuses it."""
+    src = tmp_path / name
+    src.write_text((ROOT / "workloads" / "gemm-microbench.yaml").read_text())
+    before = src.read_bytes()
+    line = fails(capsys, command, "--hw", TPU, "--workload", src, "-o", tmp_path, *extra)
+    assert f"{src}: cannot write: it is this command's input" in line
+    assert src.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_write_all_refuses_a_protected_input_and_writes_nothing(tmp_path) -> None:
+    from accelsim.errors import OutputError
+    from accelsim.fileio import inputs_protected, write_all
+
+    kept = tmp_path / "b.json"
+    kept.write_text("input")
+    with inputs_protected([kept]), pytest.raises(OutputError, match="this command's input"):
+        write_all({tmp_path / "a.json": "x", kept: "y"})
+    assert kept.read_text() == "input" and not (tmp_path / "a.json").exists()
+    write_all({tmp_path / "a.json": "x", kept: "y"})  # outside a command nothing is protected
+    assert kept.read_text() == "y"

@@ -7,6 +7,7 @@ share declared once in :mod:`.options`; :func:`main` turns every failure into on
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from accelsim.cli.analysis import add_plot, add_reality_check, add_report, add_trace, add_validate_hw
@@ -22,6 +23,7 @@ from accelsim.cli.run import CSV_FIELDS, add_run, format_by_op_type, format_csv,
 from accelsim.cli.serve import add_serve, format_serve
 from accelsim.cli.sweep import add_sweep, add_sweep_plot
 from accelsim.errors import AccelsimError
+from accelsim.fileio import inputs_protected
 from accelsim.version import __version__
 
 __all__ = ["CSV_FIELDS", "build_parser", "format_by_op_type", "format_csv", "format_serve", "format_table", "main"]
@@ -43,12 +45,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _input_files(args: argparse.Namespace) -> list[str]:
+    """Every existing file an argument other than ``-o`` names (``GPU=CONFIG`` items by their path): what no output
+    may replace."""
+    found = []
+    for key, value in vars(args).items():
+        if key == "out":  # the output itself (an existing file it replaces, by design)
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str | os.PathLike):
+                continue
+            for candidate in (str(item), str(item).rpartition("=")[2]):
+                if candidate and os.path.isfile(candidate):
+                    found.append(candidate)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run `accelsim ARGV`; return the exit code (argparse exits 2 itself on a usage error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with inputs_protected(_input_files(args)):
+            return int(args.func(args) or 0)
     except AccelsimError as exc:
         for line in exc.lines():  # one per problem, control characters escaped
             print(f"accelsim: error: {line}", file=sys.stderr)

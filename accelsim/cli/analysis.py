@@ -52,14 +52,16 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
                             f"(e.g. 2:4)")
     require_folder(args.out)
     data = reality_check(model, hw, sparsity, policy=args.policy, hw_source=args.hw)
-    warn(list(data.warnings))
-    print(text_bars(data))
-    if args.out:
+    written: list[Path] = []
+    if args.out:  # written before the bars are printed: a refused output prints nothing but its error
         out = Path(args.out)
         fig, _ = render_reality_check(data)
         files: dict[str | os.PathLike[str], bytes | str] = {p: b for p, b in chart_files(fig, out).items()}
         files[out / "reality_check.json"] = dumps_finite(data.to_dict(), "reality-check", indent=2) + "\n"
-        wrote(write_all(files))  # all three or none
+        written = write_all(files)  # all three or none
+    warn(list(data.warnings))
+    print(text_bars(data))
+    wrote(written)
     return 0
 
 

@@ -26,13 +26,15 @@ def cmd_patterns(args: argparse.Namespace) -> int:
     bar, update = progress_bar(unit="run")
     with bar:
         data = compare_patterns(model, hw, levels, hw_source=args.hw, progress=update)
-    print(patterns_table(data))
-    if args.out:
+    written: list[Path] = []
+    if args.out:  # written before the table is printed: a refused output prints nothing but its error
         out = Path(args.out)
         files: dict[str | os.PathLike[str], bytes | str] = {p: b for p, b in chart_files(render_patterns(data),
                                                                                           out).items()}
         files[out / "patterns.json"] = dumps_finite(data.to_dict(), "patterns", indent=2) + "\n"
-        wrote(write_all(files))  # all three or none
+        written = write_all(files)  # all three or none
+    print(patterns_table(data))
+    wrote(written)
     return 0
 
 
