@@ -207,3 +207,15 @@ def test_bert_splits_by_its_own_names_and_says_what_is_uneven() -> None:
     assert by["encoder.0.scores"].batch == 2  # 12 heads over 8 devices: the largest shard holds 2
     assert any("attention batch x heads 12 is not divisible by 8" in n for n in plan.notes)
     assert any("gemm layers without a tensor-parallel role" in n for n in plan.notes)  # pooler, qa_outputs
+
+
+def test_the_system_line_never_prints_a_missing_kv_split(capsys) -> None:
+    """bert-base's K/V projections are split by columns (no grouped K/V heads): the text says so, not 'None'."""
+    from accelsim.cli import main
+
+    assert main(["run", "--hw", str(HW / "8xh100-like.yaml"), "--workload", str(WL / "bert-base.yaml")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("system:"))
+    assert "None" not in line and "split by columns, not by head" in line
+    assert main(["run", "--hw", str(HW / "8xh100-like.yaml"), "--workload", str(WL / "llama3-8b-decode.yaml")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("system:"))
+    assert "1 of 8 KV heads per device" in line

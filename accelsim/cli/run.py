@@ -124,9 +124,11 @@ def format_table(result: RunResult) -> str:
     sysinfo = body.get("system")
     if sysinfo:  # a tensor-parallel system: the layers are one device's shard
         comm, split = sysinfo["communication"], sysinfo["split"]
+        kv = (f"{split['kv_heads_per_device']} of {split['kv_heads']} KV heads per device"
+              f"{', replicated' if split['kv_replicated'] else ''}" if split.get("kv_heads") is not None else
+              "K/V projections split by columns, not by head")
         lines.append(f"system: {sysinfo['devices']} x {printable(sysinfo['device'])}, tensor parallel "
-                     f"({split['scheme']}; {split['kv_heads_per_device']} of {split['kv_heads']} KV heads per device"
-                     f"{', replicated' if split['kv_replicated'] else ''}); layers and footprint per device | "
+                     f"({split['scheme']}; {kv}); layers and footprint per device | "
                      f"communication {_fmt_int(comm['cycles'])} cycles in {comm['collectives']:,} collectives "
                      f"({comm['share_of_time'] * 100:.1f}% of time, overlap {sysinfo['interconnect']['overlap']})")
     for moe in wl.get("moe") or []:  # the routing assumption of the moe ops (accelsim.workloads.moe)
