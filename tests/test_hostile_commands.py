@@ -71,7 +71,9 @@ def test_mistyped_number_named_before_provenance(tmp_path: Path) -> None:
 # -- patterns --levels -----------------------------------------------------------------------------------
 
 def test_levels_bounded_ascii_and_distinct_as_shown() -> None:
-    assert parse_levels("50%, 0.5, 50.0000001%, 87.5%") == (0.5, 0.875)  # one label each
+    assert parse_levels("50%, 87.5%") == (0.5, 0.875)
+    with pytest.raises(AccelsimError, match="50% is given twice"):  # one label each: 50%, 0.5 and 50.0000001%
+        parse_levels("50%, 0.5, 50.0000001%, 87.5%")
     with pytest.raises(AccelsimError, match=f"at most {MAX_LEVELS}"):  # 999 levels ran for minutes
         parse_levels(",".join(f"{i / 1000}" for i in range(1, 1000)))
     with pytest.raises(AccelsimError, match="shows as 100% at six significant digits"):

@@ -342,3 +342,12 @@ def test_sweep_point_reports_every_problem_of_the_point(tmp_path: Path, capsys: 
     assert "grid.core.compute.rows: grid point 0" in lines[0] and "greater than 0, got 0" in lines[0]
     assert "grid.dram.bandwidth_gb_s: grid point 0" in lines[1] and "got -5" in lines[1]
     assert not (tmp_path / "out").exists()
+
+
+def test_the_sweep_summary_says_when_repeated_points_were_dropped(tmp_path: Path, capsys) -> None:
+    spec = tmp_path / "dup.yaml"
+    spec.write_text(f"name: dup\nhardware: {ROOT / 'hwconfigs' / 'tpu-like.yaml'}\n"
+                    f"workloads: [{ROOT / 'workloads' / 'gemm-microbench.yaml'}]\nsparsity: [dense]\n"
+                    "grid: {dram.bandwidth_gb_s: [100, 100, 200]}\n")
+    code, out, _ = cli(capsys, "sweep", spec, "-o", tmp_path / "res", "--workers", "1")
+    assert code == 0 and "sweep: 2 configs" in out and "1 repeated point(s) dropped" in out

@@ -38,7 +38,7 @@ MAX_LEVELS = 32  # each level runs every format family on the whole workload
 
 
 def parse_levels(text: str) -> tuple[float, ...]:
-    """``"50%,75%,90%"`` (or ``"0.5,0.75"``) as shares of zeros in (0, 1), in the order given, duplicates removed.
+    """``"50%,75%,90%"`` (or ``"0.5,0.75"``) as shares of zeros in (0, 1), in the order given, each once.
 
     A level is rounded to what its label shows (six significant digits of the percentage), so two levels never
     share a label (results are keyed by it) and none shows as 0 % or 100 %; at most MAX_LEVELS levels."""
@@ -61,8 +61,9 @@ def parse_levels(text: str) -> tuple[float, ...]:
             raise AccelsimError(f"--levels: {item!r} shows as {level_label(value)} at six significant digits; give "
                                 "a level further from 0% and 100%")
         value = shown / 100.0
-        if value not in out:
-            out.append(value)
+        if value in out:
+            raise AccelsimError(f"--levels: {level_label(value)} is given twice (each level once)")
+        out.append(value)
     if not out:
         raise AccelsimError("--levels: give at least one sparsity level, e.g. 50%,75%,90%")
     if len(out) > MAX_LEVELS:

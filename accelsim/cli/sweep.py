@@ -52,8 +52,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     warn(list(res.warnings))
-    print(f"sweep: {res.points} configs, {res.rows} rows ({res.infeasible_rows} infeasible) in {res.wall_s:.1f} s "
-          f"({res.configs_per_s:,.0f} configs/s)")
+    dropped = f", {res.duplicates_dropped:,} repeated point(s) dropped" if res.duplicates_dropped else ""
+    print(f"sweep: {res.points} configs, {res.rows} rows ({res.infeasible_rows} infeasible{dropped}) in "
+          f"{res.wall_s:.1f} s ({res.configs_per_s:,.0f} configs/s)")
     wrote(res.files)
     return 0
 
