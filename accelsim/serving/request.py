@@ -158,7 +158,8 @@ def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeReq
     ratio = None
     if len(caps) == 2:
         a, b = (caps[lab].max_rate_rps for lab in labels)
-        ratio = round(b / a, 6) if a else None
+        bounded = not any(c.lower_bound_only for c in caps.values())
+        ratio = round(b / a, 6) if a and bounded else None
     return CapacitySummary(budget_ms=budget_ms, metric=next(iter(caps.values())).metric, results=caps,
                            sparse_over_dense=ratio)
 
