@@ -1,0 +1,91 @@
+"""Audit fixes to ``accelsim serve`` (nothing silently wrong): the capacity search is bounded by the
+deployment's capacity and never divides lower bounds; a per-layer sparsity plan is served; trace runs say
+their own duration and keep booleans; variability bounds; size-spec errors in the flag's own words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from accelsim.cli import main
+from accelsim.cli.serve import format_serve
+from accelsim.serving import RuntimeConfig, ServeRequest, ServingModel, find_max_rate, serve
+from accelsim.serving.results import CapacityResult, CapacitySummary
+
+ROOT = Path(__file__).resolve().parents[1]
+A100 = str(ROOT / "hwconfigs/a100-like.yaml")
+BERT = str(ROOT / "workloads/bert-base.yaml")
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("accelsim: error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# -- 1: capacity at SLA is bounded by the capacity ---------------------------------------------------------
+
+def _synthetic() -> ServingModel:
+    return ServingModel(lambda b, s: 1e-3 + 2e-4 * b, RuntimeConfig(max_batch=8, max_wait_ms=0.0))
+
+
+def test_loose_budget_search_stops_at_capacity() -> None:
+    """A 10 s budget outlasts the drain of 2,000 requests at any rate (~0.65 s at 3,077 req/s), so the
+    quantile alone never fails: the search used to double to ~1e18 req/s and call it 'unbounded'."""
+    model = _synthetic()
+    capacity = 8 / (1e-3 + 2e-4 * 8)  # full batches back to back: 3,077 req/s
+    cap = find_max_rate(model, 10_000.0, requests=2_000)
+    assert cap.status == "ok" and not cap.lower_bound_only
+    assert 0.5 * capacity < cap.max_rate_rps <= capacity * (1 + 1e-6)
+    assert all(e.rate_rps < 4.1 * capacity for e in cap.evaluations)
+    failing = [e for e in cap.evaluations if not e.holds]
+    assert failing and all(e.overloaded for e in failing)
+    assert all(e.to_dict()["overloaded"] == e.overloaded for e in cap.evaluations)
+
+
+def _cap(status: str, rate: float) -> CapacityResult:
+    return CapacityResult(name="m", sparsity=None, metric="latency", quantile="p99", budget_ms=10.0,
+                          max_rate_rps=rate, bracket_rps=(rate, None), value_at_max_ms=1.0, rtol=0.005,
+                          requests_per_eval=100, seed=0, status=status, evaluations=())
+
+
+def test_unbounded_capacity_is_a_lower_bound_with_no_ratio() -> None:
+    summary = CapacitySummary(budget_ms=10.0, metric="latency",
+                              results={"dense": _cap("unbounded", 2.9e18), "2:4": _cap("ok", 14.0)},
+                              sparse_over_dense=None)
+    d = summary.to_dict()
+    assert d["sparse_over_dense"] is None and "lower bound" in d["ratio_note"]
+    assert d["results"]["dense"]["lower_bound_only"] is True and d["results"]["2:4"]["lower_bound_only"] is False
+    text = "\n".join(ln for ln in _capacity_lines(summary))
+    assert "> 2,900,000,000,000,000,000.0 req/s (unbounded)" in text and "sparse / dense" not in text
+    assert "no sparse/dense ratio" in text
+
+
+def _capacity_lines(summary: CapacitySummary) -> list[str]:
+    """The capacity block of the serve table for ``summary`` (the rest of the table from a tiny real run)."""
+    import dataclasses
+
+    result = serve(ServeRequest(A100, BERT, 50.0, None, 0.2, 0, 1, 0.0))
+    text = format_serve(dataclasses.replace(result, capacity=summary))
+    return text.split("capacity at p99", 1)[1].splitlines()
+
+
+def test_serve_find_max_rate_loose_budget_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro B: bert-base, p99 <= 10 s: capacity near the full-batch figure (~3,354 req/s), not 1.9e21."""
+    code, out, _ = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--rate", "500", "--duration", "1",
+                       "--sparsity", "2:4", "--sla-p99", "10000", "--find-max-rate", "--format", "json")
+    assert code == 0
+    cap = json.loads(out)["capacity"]
+    for lab, c in cap["results"].items():
+        full = json.loads(out)["results"][lab]["load"]["capacity_rps"]
+        assert c["status"] == "ok" and c["max_rate_rps"] <= full * (1 + 1e-6)
+    assert cap["sparse_over_dense"] is not None
