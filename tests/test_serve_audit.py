@@ -89,3 +89,53 @@ def test_serve_find_max_rate_loose_budget_is_bounded(capsys: pytest.CaptureFixtu
         full = json.loads(out)["results"][lab]["load"]["capacity_rps"]
         assert c["status"] == "ok" and c["max_rate_rps"] <= full * (1 + 1e-6)
     assert cap["sparse_over_dense"] is not None
+
+
+# -- 2: a per-layer sparsity plan is served beside dense ----------------------------------------------------
+
+LAYER_PLAN = """name: gemms
+dtype: fp16
+params: {batch: 1}
+layers:
+  - {name: a, op: gemm, m: 4096, n: "batch*128", k: 4096, sparsity: "2:4"}
+  - {name: b, op: gemm, m: 4096, n: "batch*128", k: 4096, sparsity: "2:4"}
+"""
+
+
+def test_per_layer_plan_is_served_beside_dense(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Layers that each say 2:4 (no top-level sparsity) used to be served dense only, silently."""
+    from accelsim.hardware.model import load_hardware
+    from accelsim.simulation import run
+    from accelsim.workloads.model import load_workload
+
+    wl = tmp_path / "gemms.yaml"
+    wl.write_text(LAYER_PLAN)
+    code, out, _ = cli(capsys, "serve", "--hw", A100, "--workload", wl, "--rate", "300", "--duration", "0.5",
+                       "--max-batch", "1", "--format", "json")
+    assert code == 0
+    res = json.loads(out)
+    assert res["sparsities"] == ["dense", "workload plan"]
+    assert any(n.startswith("workload plan: the workload's own per-layer sparsity plan") for n in res["notes"])
+    hw = load_hardware(A100)
+    planned = run(load_workload(str(wl)), hw, None)  # what `accelsim run` does with no --sparsity
+    dense = run(load_workload(str(wl)), hw, "dense")
+    svc = {lab: r["service_ms"]["mean_per_batch"] for lab, r in res["results"].items()}
+    assert svc["workload plan"] == pytest.approx(planned.total_cycles / (hw.clock_ghz * 1e9) * 1e3, abs=1e-6)
+    assert svc["dense"] == pytest.approx(dense.total_cycles / (hw.clock_ghz * 1e9) * 1e3, abs=1e-6)
+    assert res["results"]["workload plan"]["sparsity"] == "workload plan"
+
+
+# -- 3: a replayed trace: booleans stay booleans, the duration is the trace's own --------------------------
+
+@pytest.mark.parametrize("gap_s", [0.02, 1e-5])
+def test_trace_run_overloaded_is_bool_and_duration_is_its_span(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               gap_s: float) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,size\n" + "".join(f"{i * gap_s:.6f},128\n" for i in range(200)))
+    code, out, _ = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--trace", trace, "--format", "json")
+    assert code == 0
+    res = json.loads(out)
+    over = res["results"]["dense"]["load"]["overloaded"]
+    assert over is (gap_s < 1e-4) and res["overloaded"] is over  # a bool, as in Poisson mode, not 0.0 / 1.0
+    assert res["duration_s"] == pytest.approx(199 * gap_s, abs=1e-6)  # not the --duration default (10 s)
+    assert res["results"]["dense"]["arrivals"]["span_s"] == res["duration_s"]

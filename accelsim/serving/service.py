@@ -21,7 +21,10 @@ from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload, workload_from_dict
 from accelsim.workloads.tensor_parallel import split
 
-__all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token"]
+__all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token", "PLAN_LABEL",
+           "has_layer_plan"]
+
+PLAN_LABEL = "workload plan"  # a deployment run on the workload's own per-layer sparsity plan (no one pattern)
 
 
 class SimulatedService:
@@ -127,6 +130,16 @@ class SimulatedService:
     def cache_entries(self) -> int:
         """Distinct (batch, size) shapes simulated so far."""
         return len(self._cache)
+
+
+def has_layer_plan(workload: str | Path) -> bool:
+    """Whether ``workload``'s own plan asks some layer for an N:M pattern without a top-level ``sparsity``
+    (layers that each say their own), at the file's default parameters."""
+    data, _ = configio.read_yaml(workload)
+    if "layers" not in data or canonical_pattern(data.get("sparsity")) not in (None, "dense"):
+        return False
+    data = {k: v for k, v in data.items() if k != "quality" or "quality" in Workload.model_fields}
+    return workload_from_dict(data, str(workload), {}).planned_patterns()
 
 
 def canonical_pattern(value: Any) -> str | None:
