@@ -139,3 +139,17 @@ def test_trace_run_overloaded_is_bool_and_duration_is_its_span(tmp_path: Path, c
     assert over is (gap_s < 1e-4) and res["overloaded"] is over  # a bool, as in Poisson mode, not 0.0 / 1.0
     assert res["duration_s"] == pytest.approx(199 * gap_s, abs=1e-6)  # not the --duration default (10 s)
     assert res["results"]["dense"]["arrivals"]["span_s"] == res["duration_s"]
+
+
+# -- 4: jitter sigma is bounded ------------------------------------------------------------------------------
+
+def test_jitter_sigma_above_two_is_refused_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """sigma 100 used to run: every batch's factor ~exp(-5000), service 0.0 ms, utilisation 0.0."""
+    cfg = tmp_path / "rt.yaml"
+    cfg.write_text("variability: {jitter: {enabled: true, sigma: 100}}\n")
+    code, _, err = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--rate", "100", "--duration", "0.2",
+                       "--runtime-config", cfg)
+    line = one_line_error(err)
+    assert code == 2 and str(cfg) in line and "variability.jitter.sigma" in line and "2" in line
+    edge = RuntimeConfig.from_dict({"variability": {"jitter": {"enabled": True, "sigma": 2.0}}})
+    assert edge.variability.jitter.sigma == 2.0
