@@ -153,3 +153,14 @@ def test_jitter_sigma_above_two_is_refused_naming_the_key(tmp_path: Path, capsys
     assert code == 2 and str(cfg) in line and "variability.jitter.sigma" in line and "2" in line
     edge = RuntimeConfig.from_dict({"variability": {"jitter": {"enabled": True, "sigma": 2.0}}})
     assert edge.variability.jitter.sigma == 2.0
+
+
+# -- 5: size-spec errors quote the flag's own text ----------------------------------------------------------
+
+@pytest.mark.parametrize(("spec", "why"), [("fixed:0", "value must be >= 1"),
+                                           ("uniform:5:2", "need 1 <= low <= high"),
+                                           ("choice:0,3", "choice needs values >= 1")])
+def test_size_spec_errors_quote_the_flag_text(capsys: pytest.CaptureFixture[str], spec: str, why: str) -> None:
+    code, _, err = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--rate", "10", "--sizes", spec)
+    line = one_line_error(err)
+    assert code == 2 and line == f"accelsim: error: --sizes: size spec {spec!r}: {why}"  # no dict repr
