@@ -164,3 +164,19 @@ def test_size_spec_errors_quote_the_flag_text(capsys: pytest.CaptureFixture[str]
     code, _, err = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--rate", "10", "--sizes", spec)
     line = one_line_error(err)
     assert code == 2 and line == f"accelsim: error: --sizes: size spec {spec!r}: {why}"  # no dict repr
+
+
+# -- 6: decide on a tensor-parallel system says what an instance is ----------------------------------------
+
+def test_decide_on_a_tensor_parallel_system_notes_the_group(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    variants = tmp_path / "v.yaml"
+    variants.write_text(f"metric: accuracy\nbudget_ms: 50\nrate_rps: 20\nrequests: 100\nvariants:\n"
+                        f"  - {{name: bert-dense, workload: {BERT}, sparsity: dense}}\n")
+    code, out, _ = cli(capsys, "decide", "--hw", ROOT / "hwconfigs/8xa100-like.yaml", "--variants", variants,
+                       "--format", "json")
+    assert code == 0
+    notes = json.loads(out)["notes"]
+    assert notes[0].startswith("8xa100-like: each instance is a tensor-parallel group of 8 devices")
+    code, out, _ = cli(capsys, "decide", "--hw", A100, "--variants", variants, "--format", "json")
+    assert code == 0 and not any("tensor-parallel" in n for n in json.loads(out)["notes"])

@@ -19,7 +19,7 @@ from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, Se
 from accelsim.serving.limits import check_serve_args, overload_warnings
 from accelsim.serving.model import ServingModel
 from accelsim.serving.results import CapacityResult, CapacitySummary, CompareResult, ServeResult
-from accelsim.serving.service import PLAN_LABEL, canonical_pattern, has_layer_plan, resolve_hardware
+from accelsim.serving.service import PLAN_LABEL, canonical_pattern, group_note, has_layer_plan, resolve_hardware
 from accelsim.serving.variants import quality_at_budget
 from accelsim.simulation import Simulator
 
@@ -137,7 +137,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         duration_s=rq.duration_s if rq.trace is None else _trace_span(side_by_side),
         seed=rq.seed, sparsities=tuple(labels), runtime_config=first.config.to_dict(),
         variability_enabled=cfg.variability.any_enabled,
-        notes=tuple(n for n in (first.info.get("note"), _group_note(hw_obj), plan_note) if n),
+        notes=tuple(n for n in (first.info.get("note"), group_note(hw_obj), plan_note) if n),
         comparison=side_by_side,
         warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results)), capacity=capacity,
         quality=quality,
@@ -220,14 +220,6 @@ def _check_size_flags(rq: ServeRequest, workload: Path, decode: str | Path | Non
     elif rq.prompt_tokens is not None and "seq" in _as_params(rq.set_params):
         raise ServingError("--set seq and --prompt-tokens both give the prompt lengths (--prompt-tokens would win); "
                            "give one")
-
-
-def _group_note(hw: Hardware) -> str | None:
-    """What an instance is on a tensor-parallel system (None on one device)."""
-    if hw.devices == 1:
-        return None
-    return (f"{hw.name}: each instance is a tensor-parallel group of {hw.devices} devices (Megatron split, "
-            "collectives on the interconnect); weights and the KV budget are per device")
 
 
 def _runtime_config(rq: ServeRequest) -> RuntimeConfig:

@@ -22,7 +22,7 @@ from accelsim.workloads.model import Workload, workload_from_dict
 from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token", "PLAN_LABEL",
-           "has_layer_plan"]
+           "has_layer_plan", "group_note"]
 
 PLAN_LABEL = "workload plan"  # a deployment run on the workload's own per-layer sparsity plan (no one pattern)
 
@@ -159,6 +159,14 @@ def resolve_hardware(hw: Hardware | str | Path, hw_set: Sequence[str] | None = N
             raise ServingError("hw_set needs a hardware path, not a loaded Hardware")
         return hw, hw.name
     return load_hardware(hw, list(hw_set or [])), str(hw)
+
+
+def group_note(hw: Hardware) -> str | None:
+    """What an instance is on a tensor-parallel system (None on one device): serve and decide say it."""
+    if hw.devices == 1:
+        return None
+    return (f"{hw.name}: each instance is a tensor-parallel group of {hw.devices} devices (Megatron split, "
+            "collectives on the interconnect); weights and the KV budget are per device")
 
 
 def kv_bytes_per_token(dec: SimulatedService) -> float:
