@@ -50,6 +50,9 @@ def test_loose_budget_search_stops_at_capacity() -> None:
     failing = [e for e in cap.evaluations if not e.holds]
     assert failing and all(e.overloaded for e in failing)
     assert all(e.to_dict()["overloaded"] == e.overloaded for e in cap.evaluations)
+    assert cap.limited_by == "capacity" == cap.to_dict()["limited_by"]
+    tight = find_max_rate(model, 5.0, requests=2_000)  # a budget that binds below the capacity
+    assert tight.status == "ok" and tight.limited_by == "budget" and tight.max_rate_rps < capacity
 
 
 def _cap(status: str, rate: float) -> CapacityResult:

@@ -69,7 +69,8 @@ def format_serve(result: ServeResult) -> str:
         lines.append(f"capacity at p99 {cap.metric} <= {cap.budget_ms} ms:")
         for lab, c in cap.results.items():
             bound = "> " if c.lower_bound_only else ""
-            lines.append(f"  {lab:8s} {bound + f'{c.max_rate_rps:,.1f}':>12s} req/s ({c.status})")
+            why = ", at the throughput capacity: the budget holds up to it" if c.limited_by == "capacity" else ""
+            lines.append(f"  {lab:8s} {bound + f'{c.max_rate_rps:,.1f}':>12s} req/s ({c.status}{why})")
         if cap.sparse_over_dense:
             lines.append(f"  sparse / dense: {cap.sparse_over_dense:.3f}x")
         elif cap.ratio_note is not None:

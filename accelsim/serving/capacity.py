@@ -100,11 +100,14 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
     if progress is not None:
         progress(len(evals), len(evals))
     at = next((e for e in reversed(evals) if lo is not None and e.rate_rps == round(lo, 6)), None)
+    miss = next((e for e in reversed(evals) if hi is not None and e.rate_rps == round(hi, 6)), None)
+    limited_by = None if miss is None else ("capacity" if miss.overloaded and miss.value_ms <= budget_ms
+                                            else "budget")
     return CapacityResult(name=model.name, sparsity=model.sparsity, metric=metric, quantile=quantile,
                           budget_ms=budget_ms, max_rate_rps=round(lo, 6) if lo is not None else 0.0,
                           bracket_rps=(None if lo is None else round(lo, 6), None if hi is None else round(hi, 6)),
                           value_at_max_ms=None if at is None else at.value_ms, rtol=rtol, requests_per_eval=requests,
-                          seed=seed, status=status, evaluations=tuple(evals))
+                          seed=seed, status=status, evaluations=tuple(evals), limited_by=limited_by)
 
 
 def _evals_left(lo: float | None, hi: float | None, rtol: float) -> int:

@@ -45,6 +45,9 @@ class CapacityResult:
 
     ``status``: ok (bracketed to ``rtol``), infeasible (no rate holds), unbounded (every rate tried
     holds: ``max_rate_rps`` is only a lower bound) or max_evals (the evaluation budget ran out first).
+    ``limited_by``: what the lowest failing rate missed: ``"budget"`` (its quantile is over the budget) or
+    ``"capacity"`` (its quantile held, but its offered load is above the deployment's capacity: the budget does
+    not bind below the throughput limit); None without a failing rate.
     """
 
     name: str
@@ -60,6 +63,7 @@ class CapacityResult:
     seed: int
     status: str
     evaluations: tuple[CapacityEval, ...]
+    limited_by: str | None = None
 
     @property
     def lower_bound_only(self) -> bool:
@@ -72,7 +76,8 @@ class CapacityResult:
                 "budget_ms": self.budget_ms, "max_rate_rps": self.max_rate_rps, "bracket_rps": list(self.bracket_rps),
                 f"{self.quantile}_ms_at_max": self.value_at_max_ms, "rtol": self.rtol,
                 "requests_per_eval": self.requests_per_eval, "seed": self.seed, "status": self.status,
-                "lower_bound_only": self.lower_bound_only, "evaluations": [e.to_dict() for e in self.evaluations]}
+                "lower_bound_only": self.lower_bound_only, "limited_by": self.limited_by,
+                "evaluations": [e.to_dict() for e in self.evaluations]}
 
 
 @dataclass(frozen=True)
