@@ -68,9 +68,13 @@ def format_serve(result: ServeResult) -> str:
         lines.append("")
         lines.append(f"capacity at p99 {cap.metric} <= {cap.budget_ms} ms:")
         for lab, c in cap.results.items():
-            lines.append(f"  {lab:8s} {c.max_rate_rps:10,.1f} req/s ({c.status})")
+            bound = "> " if c.lower_bound_only else ""
+            why = ", at the throughput capacity: the budget holds up to it" if c.limited_by == "capacity" else ""
+            lines.append(f"  {lab:8s} {bound + f'{c.max_rate_rps:,.1f}':>12s} req/s ({c.status}{why})")
         if cap.sparse_over_dense:
             lines.append(f"  sparse / dense: {cap.sparse_over_dense:.3f}x")
+        elif cap.ratio_note is not None:
+            lines.append(f"  {cap.ratio_note}")
     qual = result.quality
     if qual:
         lines.append("")

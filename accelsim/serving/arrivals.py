@@ -53,14 +53,16 @@ def parse_size_spec(spec: Any) -> dict[str, Any]:
                                 "choice:A,B,C[@wA,wB,wC]") from None
     if not isinstance(spec, Mapping) or spec.get("kind") not in ("fixed", "uniform", "choice"):
         raise ServingError(f"size spec {spec!r}: expected kind fixed, uniform or choice")
+    shown = given.strip() if isinstance(given, str) else spec  # errors quote the text as the user gave it
     try:
-        return _checked_spec(dict(spec), spec, given)
+        return _checked_spec(dict(spec), shown, given)
     except (TypeError, ValueError, OverflowError):
-        raise ServingError(f"size spec {spec!r}: expected whole numbers of tokens (and finite weights)") from None
+        raise ServingError(f"size spec {shown!r}: expected whole numbers of tokens (and finite weights)") from None
 
 
 def _checked_spec(out: dict[str, Any], spec: Any, given: Any) -> dict[str, Any]:
-    """A size spec dict's fields checked and normalised (TypeError / ValueError on a non-number)."""
+    """A size spec dict's fields checked and normalised (TypeError / ValueError on a non-number); ``spec`` is
+    what messages quote."""
     if out["kind"] == "fixed":
         if int(out.get("value", 0)) < 1:
             raise ServingError(f"size spec {spec!r}: value must be >= 1")

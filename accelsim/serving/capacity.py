@@ -13,7 +13,9 @@ from accelsim.serving.model import ServingModel
 from accelsim.serving.results import CapacityEval, CapacityResult, CompareResult, Comparison, LoadCurve, LoadPoint
 from accelsim.serving.run_record import ServingRun
 
-__all__ = ["find_max_rate", "latency_vs_load", "compare"]
+__all__ = ["find_max_rate", "latency_vs_load", "compare", "MAX_DOUBLINGS"]
+
+MAX_DOUBLINGS = 20  # an unbounded search stops ~1e6x above its start rate (reached only without a known capacity)
 
 
 def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None = None, quantile: str = "p99",
@@ -26,8 +28,14 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
     the arrival path is the same unit-rate path scaled in time). From ``start_rate`` (default: the
     model's full-batch rate guess) the rate is doubled or halved until the budget is bracketed, then
     bisected geometrically until hi/lo - 1 <= ``rtol``. ``max_rate_rps`` is the bracket's low end, a
-    rate that was simulated and holds. Assumes the quantile grows with load above the bracket's low end
-    (a lightly loaded batcher can be *slower* than a busier one, so the search starts near saturation).
+    rate that was simulated and holds. A rate whose offered load is above the deployment's capacity (the
+    run's ``load.overloaded``) does not hold, whatever its quantile: its queue grows for as long as requests
+    arrive, so a budget that a finite sample happens to meet (p99 TPOT barely grows with the queue; a loose
+    budget outlasts the drain of ``requests`` arrivals) is not held in steady state. This bounds the search by
+    the capacity; where the capacity is unknown the doubling stops at ``MAX_DOUBLINGS`` and the result is
+    ``unbounded`` (``max_rate_rps`` then a lower bound only). Assumes the quantile grows with load above the
+    bracket's low end (a lightly loaded batcher can be *slower* than a busier one, so the search starts near
+    saturation).
     The result is a property of the seeded sample: its statistical error (a few % at 20,000 requests
     for p99) is separate from ``rtol``. ``progress(done, total)`` after each evaluation (``total`` is an
     estimate until the rate is bracketed).
@@ -46,9 +54,10 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
             raise ServingError(f"metric {metric!r}: {model.name} runs have no {metric} (one-shot models have only "
                                "latency)")
         value = stats.quantile(quantile)
-        ok = bool(value <= budget_ms)
+        over = bool(res.load.overloaded)
+        ok = bool(value <= budget_ms) and not over
         evals.append(CapacityEval(rate_rps=round(rate, 6), quantile=quantile, value_ms=value, holds=ok,
-                                  utilisation=res.utilisation))
+                                  utilisation=res.utilisation, overloaded=over))
         if progress is not None:
             progress(len(evals), min(max_evals, len(evals) + _evals_left(lo, hi, rtol)))
         return ok
@@ -58,7 +67,8 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
     hi: float | None = None
     if holds(r):
         lo = r
-        while hi is None and len(evals) < max_evals:
+        ceiling = r * 2 ** MAX_DOUBLINGS
+        while hi is None and len(evals) < max_evals and r < ceiling:
             r *= 2
             if holds(r):
                 lo = r
@@ -90,11 +100,14 @@ def find_max_rate(model: ServingModel, budget_ms: float, *, metric: str | None =
     if progress is not None:
         progress(len(evals), len(evals))
     at = next((e for e in reversed(evals) if lo is not None and e.rate_rps == round(lo, 6)), None)
+    miss = next((e for e in reversed(evals) if hi is not None and e.rate_rps == round(hi, 6)), None)
+    limited_by = None if miss is None else ("capacity" if miss.overloaded and miss.value_ms <= budget_ms
+                                            else "budget")
     return CapacityResult(name=model.name, sparsity=model.sparsity, metric=metric, quantile=quantile,
                           budget_ms=budget_ms, max_rate_rps=round(lo, 6) if lo is not None else 0.0,
                           bracket_rps=(None if lo is None else round(lo, 6), None if hi is None else round(hi, 6)),
                           value_at_max_ms=None if at is None else at.value_ms, rtol=rtol, requests_per_eval=requests,
-                          seed=seed, status=status, evaluations=tuple(evals))
+                          seed=seed, status=status, evaluations=tuple(evals), limited_by=limited_by)
 
 
 def _evals_left(lo: float | None, hi: float | None, rtol: float) -> int:

@@ -14,7 +14,7 @@ from accelsim.hardware.model import PosInt, Strict
 
 __all__ = [
     "ServingError", "DoesNotFitError", "JitterSource", "ThrottleSource", "Variability", "RuntimeConfig",
-    "MAX_INSTANCES", "MAX_BATCH",
+    "MAX_INSTANCES", "MAX_BATCH", "MAX_JITTER_SIGMA",
     "MAX_WAIT_MS", "SEED_STREAMS", "DEFAULT_OUTPUT_TOKENS", "DEFAULT_REQUESTS_PER_EVAL", "pad_to", "batch_key",
 ]
 
@@ -25,6 +25,7 @@ MAX_WAIT_MS = 3_600_000.0  # one hour
 SEED_STREAMS = {"arrivals": 0, "sizes": 1, "output_tokens": 2, "service_dist": 3, "jitter": 4, "throttle": 5}
 DEFAULT_OUTPUT_TOKENS = 128
 DEFAULT_REQUESTS_PER_EVAL = 20_000
+MAX_JITTER_SIGMA = 2.0  # lognormal sigma of the jitter factor; see JitterSource.sigma
 
 
 class ServingError(AccelsimError):
@@ -39,7 +40,10 @@ class JitterSource(Strict):
     """Service-time jitter: each batch's time x exp(sigma*Z - sigma^2/2), Z ~ N(0, 1) (mean factor 1)."""
 
     enabled: bool = False
-    sigma: float = Field(0.05, ge=0.0, description="Lognormal sigma of the per-batch service-time factor.")
+    sigma: float = Field(0.05, ge=0.0, le=MAX_JITTER_SIGMA, allow_inf_nan=False,
+                         description="Lognormal sigma of the per-batch service-time factor (at most 2: the median "
+                         "factor is exp(-sigma^2/2), 0.14 at sigma 2, so above it nearly every batch runs at a "
+                         "sliver of its simulated time and the mean-1 factor rests on rare huge draws).")
 
 
 class ThrottleSource(Strict):

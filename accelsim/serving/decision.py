@@ -20,7 +20,7 @@ from accelsim.records import Record, freeze, plain
 from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig
 from accelsim.serving.limits import MAX_REQUESTS
 from accelsim.serving.results import BudgetVerdict, VariantOutcome
-from accelsim.serving.service import resolve_hardware
+from accelsim.serving.service import group_note, resolve_hardware
 from accelsim.serving.variants import (
     count_quality_kinds,
     evaluate_variants,
@@ -120,4 +120,5 @@ def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence
                     latency_metric=vf.latency, quantile=quantile, rate_rps=rate_used, requests=requests,
                     duration_s=duration_s, seed=seed, runtime_config=freeze(merged_runtime(vf, config).to_dict()),
                     note=vf.note, quality_kinds=freeze(count_quality_kinds(rows)), counted_kinds=EVIDENCE_KINDS,
-                    variants=rows, verdicts=verdicts, notes=tuple(_notes(rows)))
+                    variants=rows, verdicts=verdicts,
+                    notes=tuple(n for n in (group_note(hw_obj), *_notes(rows)) if n))

@@ -74,10 +74,12 @@ def check_sizes(spec: dict[str, Any], text: Any) -> None:
 
 def load_assessment(offered_rps: float | None, capacity_rps: float | None, basis: str) -> LoadAssessment:
     """Offered load against capacity: the ratio, whether the run is overloaded, and what that means."""
-    ratio = None
+    ratio = None  # plain floats and bool: a trace's rate comes as numpy scalars, which JSON would turn to 0.0 / 1.0
+    offered_rps = None if offered_rps is None else float(offered_rps)
+    capacity_rps = None if capacity_rps is None else float(capacity_rps)
     if offered_rps is not None and capacity_rps and math.isfinite(offered_rps) and math.isfinite(capacity_rps):
         ratio = round(offered_rps / capacity_rps, 6)
-    over = ratio is not None and ratio > 1.0
+    over = bool(ratio is not None and ratio > 1.0)
     return LoadAssessment(offered_rps=None if offered_rps is None else round(offered_rps, 6),
                           capacity_rps=None if capacity_rps is None else round(capacity_rps, 6),
                           offered_over_capacity=ratio, overloaded=over, capacity_basis=basis,

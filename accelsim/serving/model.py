@@ -40,7 +40,14 @@ from accelsim.serving.run_record import (
     ServingRun,
     VariabilityReport,
 )
-from accelsim.serving.service import SimulatedService, canonical_pattern, kv_bytes_per_token, resolve_hardware
+from accelsim.serving.service import (
+    PLAN_LABEL,
+    SimulatedService,
+    canonical_pattern,
+    has_layer_plan,
+    kv_bytes_per_token,
+    resolve_hardware,
+)
 from accelsim.serving.stats import cdf, sla_outcome, stats_ms
 from accelsim.serving.variability import seed_streams
 from accelsim.simulation import Simulator
@@ -85,9 +92,10 @@ class ServingModel:
                    hw_set: Sequence[str] | None = None) -> ServingModel:
         """Service times from accelsim runs of ``workload`` (and ``decode_workload``: LLM mode) on ``hw``.
 
-        ``sparsity`` None keeps the workload's own plan; ``set_params`` go to whichever workload declares
-        them (prefill ``seq``, decode ``kv_len`` are set per request; other keys, e.g. model size knobs,
-        to both).
+        ``sparsity`` None keeps the workload's own plan (labelled by its top-level ``sparsity``, else
+        ``"workload plan"`` where layers name their own patterns, else dense); ``set_params`` go to whichever
+        workload declares them (prefill ``seq``, decode ``kv_len`` are set per request; other keys, e.g. model
+        size knobs, to both).
         """
         hw_obj, hw_src = resolve_hardware(hw, hw_set)
         sim = simulator or Simulator(hw_obj, hw_src)
@@ -114,7 +122,8 @@ class ServingModel:
                                   "sets the prompts)")
             dec.check_set_params()
         svc.check_set_params()
-        label = sp or canonical_pattern(svc.data.get("sparsity")) or "dense"
+        label = sp or canonical_pattern(svc.data.get("sparsity")) or (PLAN_LABEL if has_layer_plan(workload)
+                                                                        else "dense")
         info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
                                 "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}
         if decode_workload is None:
@@ -167,8 +176,9 @@ class ServingModel:
             scale = native / rate
             arr = arr * scale
         desc = {"process": "trace", "trace": Path(trace).name if not isinstance(trace, Mapping) else "<columns>",
-                "trace_rate_rps": None if native is None else round(native, 6), "time_scale": round(scale, 9),
-                "rate_rps": None if native is None else round(native / scale, 6), "seed": seed}
+                "trace_rate_rps": None if native is None else round(float(native), 6), "time_scale": round(scale, 9),
+                "rate_rps": None if native is None else round(float(native / scale), 6),
+                "span_s": round(float(arr[-1] - arr[0]), 9) if arr.size else 0.0, "seed": seed}
         return arr, desc, cols
 
     def run(self, rate: float | None = None, *, duration_s: float | None = 10.0, requests: int | None = None,

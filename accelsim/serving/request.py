@@ -18,8 +18,8 @@ from accelsim.serving.capacity import compare, find_max_rate, latency_vs_load
 from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, ServingError
 from accelsim.serving.limits import check_serve_args, overload_warnings
 from accelsim.serving.model import ServingModel
-from accelsim.serving.results import CapacityResult, CapacitySummary, ServeResult
-from accelsim.serving.service import canonical_pattern, resolve_hardware
+from accelsim.serving.results import CapacityResult, CapacitySummary, CompareResult, ServeResult
+from accelsim.serving.service import PLAN_LABEL, canonical_pattern, group_note, has_layer_plan, resolve_hardware
 from accelsim.serving.variants import quality_at_budget
 from accelsim.simulation import Simulator
 
@@ -100,8 +100,14 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
     if sp is None:
         sp = canonical_pattern(configio.read_yaml(wl)[0].get("sparsity"))
     labels = ["dense"] + ([sp] if sp not in (None, "dense") else [])
-    models = {lab: ServingModel.from_files(hw_obj, wl, lab, config=cfg, set_params=params, decode_workload=dec,
-                                           simulator=sim, policy=rq.policy) for lab in labels}
+    plan_note = None
+    if sp is None and has_layer_plan(wl):  # layers that each name a pattern: serve that plan, as run would
+        labels.append(PLAN_LABEL)
+        plan_note = (f"{PLAN_LABEL}: the workload's own per-layer sparsity plan (each layer's sparsity:), as "
+                     "'accelsim run' runs it with no --sparsity")
+    models = {lab: ServingModel.from_files(hw_obj, wl, None if lab == PLAN_LABEL else lab, config=cfg,
+                                           set_params=params, decode_workload=dec, simulator=sim, policy=rq.policy)
+              for lab in labels}
     run_kw: dict[str, Any] = {"seed": rq.seed, "sizes": rq.sizes, "trace": rq.trace,
                               "prompt_tokens": rq.prompt_tokens, "output_tokens": rq.output_tokens}
     first = next(iter(models.values()))
@@ -127,13 +133,20 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
                       for lab, m in models.items()}
     return ServeResult(
         hardware=hw_obj.name, workload=first.info["workload"], decode_workload=first.info.get("decode_workload"),
-        mode="llm" if first.is_llm else "batch", set=params, rate_rps=rq.rate, duration_s=rq.duration_s,
+        mode="llm" if first.is_llm else "batch", set=params, rate_rps=rq.rate,
+        duration_s=rq.duration_s if rq.trace is None else _trace_span(side_by_side),
         seed=rq.seed, sparsities=tuple(labels), runtime_config=first.config.to_dict(),
         variability_enabled=cfg.variability.any_enabled,
-        notes=tuple(n for n in (first.info.get("note"), _group_note(hw_obj)) if n), comparison=side_by_side,
+        notes=tuple(n for n in (first.info.get("note"), group_note(hw_obj), plan_note) if n),
+        comparison=side_by_side,
         warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results)), capacity=capacity,
         quality=quality,
         latency_vs_load=curves, clock=_service_clocks(models))
+
+
+def _trace_span(runs: CompareResult) -> float:
+    """A replayed trace's own span (first to last arrival, s, as replayed): --duration does not apply to it."""
+    return float(next(iter(runs.results.values())).arrivals.get("span_s") or 0.0)
 
 
 def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeRequest, run_kw: dict[str, Any],
@@ -158,7 +171,8 @@ def _capacity(models: Mapping[str, ServingModel], budget_ms: float, rq: ServeReq
     ratio = None
     if len(caps) == 2:
         a, b = (caps[lab].max_rate_rps for lab in labels)
-        ratio = round(b / a, 6) if a else None
+        bounded = not any(c.lower_bound_only for c in caps.values())
+        ratio = round(b / a, 6) if a and bounded else None
     return CapacitySummary(budget_ms=budget_ms, metric=next(iter(caps.values())).metric, results=caps,
                            sparse_over_dense=ratio)
 
@@ -206,14 +220,6 @@ def _check_size_flags(rq: ServeRequest, workload: Path, decode: str | Path | Non
     elif rq.prompt_tokens is not None and "seq" in _as_params(rq.set_params):
         raise ServingError("--set seq and --prompt-tokens both give the prompt lengths (--prompt-tokens would win); "
                            "give one")
-
-
-def _group_note(hw: Hardware) -> str | None:
-    """What an instance is on a tensor-parallel system (None on one device)."""
-    if hw.devices == 1:
-        return None
-    return (f"{hw.name}: each instance is a tensor-parallel group of {hw.devices} devices (Megatron split, "
-            "collectives on the interconnect); weights and the KV budget are per device")
 
 
 def _runtime_config(rq: ServeRequest) -> RuntimeConfig:

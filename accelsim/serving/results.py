@@ -23,18 +23,20 @@ __all__ = ["CapacityEval", "CapacityResult", "LoadPoint", "LoadCurve", "Comparis
 
 @dataclass(frozen=True)
 class CapacityEval:
-    """One simulated rate of the capacity search: its ``quantile`` latency and whether it holds the budget."""
+    """One simulated rate of the capacity search: its ``quantile`` latency and whether it holds the budget
+    (``overloaded``: the offered load was above capacity, so it does not hold whatever the quantile)."""
 
     rate_rps: float
     quantile: str
     value_ms: float
     holds: bool
     utilisation: float
+    overloaded: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """``{rate_rps, <quantile>_ms, holds, utilisation}``."""
+        """``{rate_rps, <quantile>_ms, holds, utilisation, overloaded}``."""
         return {"rate_rps": self.rate_rps, f"{self.quantile}_ms": self.value_ms, "holds": self.holds,
-                "utilisation": self.utilisation}
+                "utilisation": self.utilisation, "overloaded": self.overloaded}
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,10 @@ class CapacityResult:
     """Capacity at SLA: the highest simulated rate whose ``quantile`` ``metric`` holds ``budget_ms``.
 
     ``status``: ok (bracketed to ``rtol``), infeasible (no rate holds), unbounded (every rate tried
-    holds) or max_evals (the evaluation budget ran out first).
+    holds: ``max_rate_rps`` is only a lower bound) or max_evals (the evaluation budget ran out first).
+    ``limited_by``: what the lowest failing rate missed: ``"budget"`` (its quantile is over the budget) or
+    ``"capacity"`` (its quantile held, but its offered load is above the deployment's capacity: the budget does
+    not bind below the throughput limit); None without a failing rate.
     """
 
     name: str
@@ -58,6 +63,12 @@ class CapacityResult:
     seed: int
     status: str
     evaluations: tuple[CapacityEval, ...]
+    limited_by: str | None = None
+
+    @property
+    def lower_bound_only(self) -> bool:
+        """Whether ``max_rate_rps`` is only a lower bound (no failing rate was found)."""
+        return self.status == "unbounded"
 
     def to_dict(self) -> dict[str, Any]:
         """The search as plain data (``<quantile>_ms_at_max`` names the value at ``max_rate_rps``)."""
@@ -65,6 +76,7 @@ class CapacityResult:
                 "budget_ms": self.budget_ms, "max_rate_rps": self.max_rate_rps, "bracket_rps": list(self.bracket_rps),
                 f"{self.quantile}_ms_at_max": self.value_at_max_ms, "rtol": self.rtol,
                 "requests_per_eval": self.requests_per_eval, "seed": self.seed, "status": self.status,
+                "lower_bound_only": self.lower_bound_only, "limited_by": self.limited_by,
                 "evaluations": [e.to_dict() for e in self.evaluations]}
 
 
@@ -256,7 +268,8 @@ class QualityResult:
 
 @dataclass(frozen=True)
 class CapacitySummary:
-    """Capacity at SLA per sparsity, and sparse over dense when there are two."""
+    """Capacity at SLA per sparsity, and sparse over dense when there are two (None where either search is
+    unbounded: a ratio of lower bounds means nothing, ``ratio_note`` says so)."""
 
     budget_ms: float
     metric: str
@@ -269,7 +282,18 @@ class CapacitySummary:
                                "results": {lab: c.to_dict() for lab, c in self.results.items()}}
         if len(self.results) == 2:
             out["sparse_over_dense"] = self.sparse_over_dense
+            if self.ratio_note is not None:
+                out["ratio_note"] = self.ratio_note
         return out
+
+    @property
+    def ratio_note(self) -> str | None:
+        """Why there is no sparse/dense ratio, where a search found no failing rate (else None)."""
+        loose = [lab for lab, c in self.results.items() if c.lower_bound_only]
+        if not loose:
+            return None
+        return (f"no sparse/dense ratio: the search for {', '.join(loose)} found no rate that misses the budget, so "
+                "its capacity is only a lower bound")
 
 
 @dataclass(frozen=True)

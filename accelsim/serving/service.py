@@ -21,7 +21,10 @@ from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload, workload_from_dict
 from accelsim.workloads.tensor_parallel import split
 
-__all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token"]
+__all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token", "PLAN_LABEL",
+           "has_layer_plan", "group_note"]
+
+PLAN_LABEL = "workload plan"  # a deployment run on the workload's own per-layer sparsity plan (no one pattern)
 
 
 class SimulatedService:
@@ -129,6 +132,16 @@ class SimulatedService:
         return len(self._cache)
 
 
+def has_layer_plan(workload: str | Path) -> bool:
+    """Whether ``workload``'s own plan asks some layer for an N:M pattern without a top-level ``sparsity``
+    (layers that each say their own), at the file's default parameters."""
+    data, _ = configio.read_yaml(workload)
+    if "layers" not in data or canonical_pattern(data.get("sparsity")) not in (None, "dense"):
+        return False
+    data = {k: v for k, v in data.items() if k != "quality" or "quality" in Workload.model_fields}
+    return workload_from_dict(data, str(workload), {}).planned_patterns()
+
+
 def canonical_pattern(value: Any) -> str | None:
     """Canonical pattern text ('2:4', 'dense'), None for None; a bad pattern is a ServingError."""
     if value is None:
@@ -146,6 +159,14 @@ def resolve_hardware(hw: Hardware | str | Path, hw_set: Sequence[str] | None = N
             raise ServingError("hw_set needs a hardware path, not a loaded Hardware")
         return hw, hw.name
     return load_hardware(hw, list(hw_set or [])), str(hw)
+
+
+def group_note(hw: Hardware) -> str | None:
+    """What an instance is on a tensor-parallel system (None on one device): serve and decide say it."""
+    if hw.devices == 1:
+        return None
+    return (f"{hw.name}: each instance is a tensor-parallel group of {hw.devices} devices (Megatron split, "
+            "collectives on the interconnect); weights and the KV budget are per device")
 
 
 def kv_bytes_per_token(dec: SimulatedService) -> float:
