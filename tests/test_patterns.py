@@ -20,7 +20,8 @@ GEMMS = load_workload(WL / "gemm-microbench.yaml")
 
 def test_levels_parse_as_shares_of_zeros() -> None:
     assert parse_levels("50%, 75%,90%") == (0.5, 0.75, 0.9)
-    assert parse_levels("0.875,87.5%") == (0.875,)
+    with pytest.raises(AccelsimError, match="87.5% is given twice"):  # the same level in two spellings
+        parse_levels("0.875,87.5%")
     assert level_label(0.875) == "87.5%"
     for bad, words in (("abc", "expected sparsity levels"), ("100%", "between 0% and 100%"), ("", "at least one"),
                        ("-5%", "between")):
