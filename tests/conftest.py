@@ -68,3 +68,20 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     base = os.environ.get("NUMBA_CACHE_DIR") or str(ROOT / ".pytest_cache" / "numba")
     os.environ["NUMBA_CACHE_DIR"] = str(Path(base) / worker)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stderr)."""
+    from accelsim.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err: str) -> str:
+    """The one ``accelsim: error:`` line of a clean failure (no traceback)."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("accelsim: error: "), err
+    assert "Traceback" not in err
+    return lines[0]

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import simpy
+from conftest import cli, one_line_error
 
 from accelsim import fileio
 from accelsim.cli import main
@@ -29,19 +30,6 @@ GEMMS = str(ROOT / "workloads/gemm-microbench.yaml")
 RESNET18 = str(ROOT / "workloads/resnet18.yaml")
 BERT = str(ROOT / "workloads/bert-base.yaml")
 SMALL = str(CORPUS / "sweep-small.yaml")
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("accelsim: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import cli, one_line_error
 
-from accelsim.cli import main
 from accelsim.cli.serve import format_serve
 from accelsim.serving import RuntimeConfig, ServeRequest, ServingModel, find_max_rate, serve
 from accelsim.serving.results import CapacityResult, CapacitySummary
@@ -17,19 +17,6 @@ from accelsim.serving.results import CapacityResult, CapacitySummary
 ROOT = Path(__file__).resolve().parents[1]
 A100 = str(ROOT / "hwconfigs/a100-like.yaml")
 BERT = str(ROOT / "workloads/bert-base.yaml")
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("accelsim: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # -- 1: capacity at SLA is bounded by the capacity ---------------------------------------------------------
