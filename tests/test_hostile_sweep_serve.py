@@ -339,3 +339,13 @@ def test_the_sweep_summary_says_when_repeated_points_were_dropped(tmp_path: Path
                     "grid: {dram.bandwidth_gb_s: [100, 100, 200]}\n")
     code, out, _ = cli(capsys, "sweep", spec, "-o", tmp_path / "res", "--workers", "1")
     assert code == 0 and "sweep: 2 configs" in out and "1 repeated point(s) dropped" in out
+
+
+def test_sweep_plot_refuses_a_table_without_its_spec(small_sweep: Path, tmp_path: Path, capsys) -> None:
+    """A bare results.csv (no meta.json) would pool every grid dimension in one front: refused, naming the file."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "results.csv").write_text((small_sweep / "results.csv").read_text())
+    code, out, err = cli(capsys, "sweep-plot", bare)
+    assert code == 2 and out == "" and "meta.json: not found" in one_line_error(err)
+    assert not (bare / "plots").exists()

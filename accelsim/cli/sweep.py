@@ -39,6 +39,9 @@ def sweep_plot_command(results_dir: str | Path, out: str | Path | None = None, *
     from accelsim.report.sweep_plots import sweep_plot  # matplotlib: loaded for sweep-plot only
 
     table = load_results(results_dir)
+    if not table.sweep:  # without the spec's grid, set keys and cost every row would pool in one front
+        raise AccelsimError(f"{Path(results_dir) / 'meta.json'}: not found; sweep-plot needs the sweep's grid, set "
+                            "keys and cost (a folder as `accelsim sweep` writes it) to split fronts and draw heatmaps")
     return sweep_plot(table, out if out is not None else Path(results_dir) / "plots", x=x, y=y, at=held,
                       progress=progress)
 
