@@ -251,3 +251,31 @@ def test_llama2_parameter_counts(name: str, published: int) -> None:
     params = sum(x.m * x.k for x in w.layers if x.op == "gemm") + sum(x.vocab * x.dim for x in w.layers
                                                                          if x.op == "embedding")
     assert params == pytest.approx(published, rel=1e-4)
+
+
+@pytest.mark.parametrize("body, key, problem", [
+    ("runtime: {max_batch: 0}\n", "runtime.max_batch: ", "greater than 0"),
+    ("runtime: {foo: 1}\n", "runtime.foo: ", "unknown key"),
+], ids=["max-batch", "unknown-key"])
+def test_a_variants_runtime_error_names_its_key(tmp_path, body: str, key: str, problem: str) -> None:
+    from accelsim.errors import ConfigError
+    from accelsim.serving.variants import load_variants
+
+    path = tmp_path / "v.yaml"
+    bert = ROOT / "workloads" / "bert-base.yaml"
+    path.write_text(f"metric: F1\nrate_rps: 300\nbudget_ms: 5\n{body}variants:\n"
+                    f"  - {{name: a, workload: {bert}, sparsity: dense, quality: 1}}\n")
+    with pytest.raises(ConfigError) as err:
+        load_variants(path)
+    assert f"{path}: {key}" in str(err.value) and problem in str(err.value)
+
+
+def test_a_variants_missing_workload_names_the_variant_and_the_file(tmp_path) -> None:
+    from accelsim.errors import ConfigError
+    from accelsim.serving.variants import load_variants
+
+    path = tmp_path / "v.yaml"
+    path.write_text("metric: F1\nrate_rps: 300\nbudget_ms: 5\nvariants:\n"
+                    "  - {name: a, workload: nope.yaml, sparsity: dense, quality: 1}\n")
+    with pytest.raises(ConfigError, match=r"v\.yaml: variants\.0\(a\)\.workload: nope\.yaml: file not found"):
+        load_variants(path)

@@ -142,9 +142,14 @@ def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
                 raise ConfigError(str(path), key, str(exc)) from None
     try:
         RuntimeConfig.from_dict(vf.runtime, f"{path}: runtime")
-    except ConfigError as exc:
-        raise ConfigError(str(path), "runtime", exc.problem) from None
-    return vf, [_rel(v.workload, path) for v in vf.variants]
+    except ConfigError as exc:  # the runtime section's own key path, under runtime.
+        raise ConfigError.many(str(path), [(f"runtime.{key}" if key else "runtime", problem)
+                                           for key, problem in exc.problems]) from None
+    workloads = [_rel(v.workload, path) for v in vf.variants]
+    for i, (v, wl) in enumerate(zip(vf.variants, workloads, strict=True)):
+        if not wl.is_file():
+            raise ConfigError(str(path), f"variants.{i}({v.name}).workload", f"{v.workload}: file not found")
+    return vf, workloads
 
 
 def variant_figure(vf: VariantsFile, i: int, path: Path, src: str) -> QualityFigure | None:
