@@ -125,13 +125,17 @@ def inputs_protected(paths: Iterable[str | os.PathLike[str]]) -> Iterator[None]:
         _INPUTS.reset(token)
 
 
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one existing file (links followed); False when either is missing or unreadable."""
+    try:
+        return Path(a).exists() and Path(b).exists() and Path(a).samefile(b)
+    except OSError:
+        return False
+
+
 def _refuse_an_input(given: Path, target: Path) -> None:
     for path in _INPUTS.get():
-        try:
-            same = target.exists() and path.exists() and target.samefile(path)
-        except OSError:
-            same = False
-        if same:
+        if same_file(target, path):
             raise OutputError(str(given), f"it is this command's input {path} (the result would replace it); "
                                           "write elsewhere")
 

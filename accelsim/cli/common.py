@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError, OutputError
-from accelsim.fileio import Files, dumps_finite, write_all, write_atomic
+from accelsim.fileio import Files, dumps_finite, same_file, write_all, write_atomic
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.workloads.model import Workload, load_workload
@@ -46,15 +46,8 @@ def refuse_input_as_output(out: str | None, inputs: dict[str, str | None]) -> No
     would replace the input."""
     if not out:
         return
-    target = Path(out)
     for flag, path in inputs.items():
-        if path is None:
-            continue
-        try:
-            same = target.exists() and Path(path).exists() and target.samefile(path)
-        except OSError:
-            same = False
-        if same:
+        if path is not None and same_file(out, path):
             raise OutputError(out, f"it is this command's {flag} input (the result would replace it); write "
                                    "elsewhere")
 

@@ -11,7 +11,7 @@ from accelsim.analysis.calibration.across_gpus import leave_one_gpu_out
 from accelsim.analysis.gpu_validation import validate_hw
 from accelsim.analysis.measurements import Measurement, match_row, read_measurements
 from accelsim.errors import AccelsimError
-from accelsim.fileio import figure_files, write_all
+from accelsim.fileio import figure_files, same_file, write_all
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.report.validation_text import format_logo, format_report, logo_csv, rows_csv
 from accelsim.results import dumps_finite
@@ -62,13 +62,8 @@ def _check_out(out_dir: str | Path, inputs: Sequence[str | Path], logo: bool) ->
         raise AccelsimError(f"--out {out}: exists and is not a folder (--out takes a directory)")
     names = (*OUTPUT_NAMES, *(("leave_one_gpu_out.csv",) if logo else ()))
     for name in names:
-        target = out / name
         for path in inputs:
-            try:
-                same = target.exists() and Path(path).exists() and target.samefile(path)
-            except OSError:
-                same = False
-            if same:
+            if same_file(out / name, path):
                 raise AccelsimError(f"--out {out}: its {name} is this command's input {path} (the result would "
                                     "replace it); write elsewhere")
 
