@@ -131,6 +131,15 @@ def test_trace_run_overloaded_is_bool_and_duration_is_its_span(tmp_path: Path, c
     assert res["results"]["dense"]["arrivals"]["span_s"] == res["duration_s"]
 
 
+def test_duration_with_a_trace_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--duration was accepted with --trace and silently ignored (the trace is replayed over its own span)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,size\n" + "".join(f"{i * 0.02:.6f},128\n" for i in range(20)))
+    code, out, err = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--trace", trace, "--duration", "5")
+    assert code == 2 and out == ""
+    assert "--duration 5 does not apply with --trace" in one_line_error(err)
+
+
 # -- 4: jitter sigma is bounded ------------------------------------------------------------------------------
 
 def test_jitter_sigma_above_two_is_refused_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -153,7 +153,8 @@ def add_serve(sub: options.Subparsers) -> None:
     options.add_workload(sv)
     sv.add_argument("--rate", type=float, help="arrival rate, requests/s (Poisson)")
     options.add_sparsity(sv, "pattern run beside dense (default: the workload's plan)")
-    sv.add_argument("--duration", type=float, default=10.0, help="simulated seconds (default 10)")
+    sv.add_argument("--duration", type=float,
+                    help="simulated seconds of Poisson arrivals (default 10; not with --trace, replayed over its span)")
     options.add_seed(sv)
     sv.add_argument("--max-batch", type=int, help="largest batch (default 8, or --runtime-config's)")
     sv.add_argument("--max-wait-ms", type=float, help="longest wait for a batch to fill (default 2)")

@@ -15,7 +15,8 @@ from accelsim.hardware.model import PosInt, Strict
 __all__ = [
     "ServingError", "DoesNotFitError", "JitterSource", "ThrottleSource", "Variability", "RuntimeConfig",
     "MAX_INSTANCES", "MAX_BATCH", "MAX_JITTER_SIGMA",
-    "MAX_WAIT_MS", "SEED_STREAMS", "DEFAULT_OUTPUT_TOKENS", "DEFAULT_REQUESTS_PER_EVAL", "pad_to", "batch_key",
+    "MAX_WAIT_MS", "SEED_STREAMS", "DEFAULT_OUTPUT_TOKENS", "DEFAULT_REQUESTS_PER_EVAL", "DEFAULT_DURATION_S",
+    "pad_to", "batch_key",
 ]
 
 MAX_INSTANCES = 1024
@@ -25,6 +26,7 @@ MAX_WAIT_MS = 3_600_000.0  # one hour
 SEED_STREAMS = {"arrivals": 0, "sizes": 1, "output_tokens": 2, "service_dist": 3, "jitter": 4, "throttle": 5}
 DEFAULT_OUTPUT_TOKENS = 128
 DEFAULT_REQUESTS_PER_EVAL = 20_000
+DEFAULT_DURATION_S = 10.0  # simulated seconds of Poisson arrivals when none is given
 MAX_JITTER_SIGMA = 2.0  # lognormal sigma of the jitter factor; see JitterSource.sigma
 
 

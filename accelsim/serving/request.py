@@ -5,7 +5,7 @@ SLA, quality at equal budget and latency-vs-load curves). Nothing here prints or
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +15,7 @@ from accelsim.energy import RunClock, run_clock
 from accelsim.hardware.model import Hardware
 from accelsim.serving.arrivals import parse_size_spec
 from accelsim.serving.capacity import compare, find_max_rate, latency_vs_load
-from accelsim.serving.config import DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, ServingError
+from accelsim.serving.config import DEFAULT_DURATION_S, DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, ServingError
 from accelsim.serving.limits import check_serve_args, overload_warnings
 from accelsim.serving.model import ServingModel
 from accelsim.serving.results import CapacityResult, CapacitySummary, CompareResult, ServeResult
@@ -46,7 +46,7 @@ class ServeRequest:
     workload: str | Path
     rate: float | None
     sparsity: str | None = None
-    duration_s: float = 10.0
+    duration_s: float | None = None  # simulated seconds of Poisson arrivals (None: DEFAULT_DURATION_S); not with trace
     seed: int = 0
     max_batch: int | None = None
     max_wait_ms: float | None = None
@@ -79,6 +79,11 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
     ``overloaded``, each run's ``load``).
     """
     rq = request
+    if rq.trace is not None and rq.duration_s is not None:
+        raise ServingError(f"--duration {rq.duration_s:g} does not apply with --trace: the trace is replayed whole, "
+                           "over its own span (--rate rescales its arrival times)")
+    if rq.duration_s is None and rq.trace is None:
+        rq = replace(rq, duration_s=DEFAULT_DURATION_S)
     check_serve_args(rate=rq.rate, duration_s=rq.duration_s, seed=rq.seed, max_batch=rq.max_batch,
                      max_wait_ms=rq.max_wait_ms, instances=rq.instances, sla_p99_ms=rq.sla_p99_ms,
                      budget_ms=rq.budget_ms, trace=rq.trace)
@@ -134,7 +139,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
     return ServeResult(
         hardware=hw_obj.name, workload=first.info["workload"], decode_workload=first.info.get("decode_workload"),
         mode="llm" if first.is_llm else "batch", set=params, rate_rps=rq.rate,
-        duration_s=rq.duration_s if rq.trace is None else _trace_span(side_by_side),
+        duration_s=_trace_span(side_by_side) if rq.duration_s is None else rq.duration_s,
         seed=rq.seed, sparsities=tuple(labels), runtime_config=first.config.to_dict(),
         variability_enabled=cfg.variability.any_enabled,
         notes=tuple(n for n in (first.info.get("note"), group_note(hw_obj), plan_note) if n),
