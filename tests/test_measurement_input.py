@@ -167,3 +167,11 @@ def test_calibrate_family_refuses_fractions(capsys, tmp_path) -> None:
     csv.write_text(HEAD + ROW)
     assert "--fractions apply only to one config" in _fails(capsys, "calibrate", csv, "--hw-map", A100,
                                                              "--fractions", "0.7")
+
+
+def test_validate_hw_refuses_a_part_that_is_not_a_gpu_model(capsys, tmp_path) -> None:
+    """A100 rows mapped to tpu-like were scored on a systolic array without a word (calibrate refused it)."""
+    csv = tmp_path / "m.csv"
+    csv.write_text(HEAD + ROW)
+    line = _fails(capsys, "validate-hw", csv, "--hw-map", f"A100={HW / 'tpu-like.yaml'}")
+    assert "tpu-like is a systolic part" in line and "core.compute.kind: tensor_core" in line

@@ -12,6 +12,7 @@ from accelsim.analysis.gpu_validation import validate_hw
 from accelsim.analysis.measurements import Measurement, match_row, read_measurements
 from accelsim.errors import AccelsimError
 from accelsim.fileio import figure_files, same_file, write_all
+from accelsim.hardware.kinds import kind_of, kinds
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.report.validation_text import format_logo, format_report, logo_csv, rows_csv
 from accelsim.results import dumps_finite
@@ -38,7 +39,12 @@ def parse_hw_map(items: Sequence[str]) -> tuple[dict[str, Hardware], dict[str, s
                                 "named, e.g. A100@vllmbench=hwconfigs/a100-pcie-like.yaml, or GPU@backend=NAME=CONFIG")
         if gpu in hw_map:
             raise AccelsimError(f"--hw-map: GPU {gpu!r} is mapped twice")
-        hw_map[gpu] = load_hardware(path)
+        hw = load_hardware(path)
+        if not kind_of(hw).calibrated_fields:  # the kinds fitted on GPU rows (tensor_core), as calibrate asks
+            gpu_kinds = " or ".join(k.name for k in kinds() if k.calibrated_fields)
+            raise AccelsimError(f"--hw-map {item!r}: {hw.name} is a {hw.core.compute.kind} part; validate-hw scores "
+                                f"GPU measurements on a GPU model (core.compute.kind: {gpu_kinds})")
+        hw_map[gpu] = hw
         sources[gpu] = path
     return hw_map, sources
 
