@@ -12,6 +12,7 @@ from accelsim.analysis.patterns import compare_patterns, level_label, parse_leve
 from accelsim.cli import main
 from accelsim.errors import AccelsimError
 from accelsim.formats import Pattern, families
+from accelsim.report.patterns_chart import patterns_table
 from accelsim.workloads.model import load_workload
 
 A100 = load_hardware(HW / "a100-like.yaml")
@@ -107,3 +108,15 @@ def test_header_names_the_parameters_it_ran_at(capsys) -> None:
     assert main(args) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("WHICH PATTERN PAYS  bert-base (batch 16, seq 128) on a100-like (dense ")
+
+
+def test_best_says_it_weighs_speed_only_and_the_runs_warnings_are_kept(comparison) -> None:
+    """'best per level' named channel pruning at every level without run's caveat (its downstream assumption) or a
+    word that accuracy is not compared."""
+    text = patterns_table(comparison)
+    assert comparison.notes[0].startswith("best is by speed alone")
+    channel = [n for n in comparison.notes if "channel-pruned" in n]
+    assert len(channel) == 1 and channel[0].startswith("channel:") and "downstream_input: not_shrunk" in channel[0]
+    assert all(f"note: {n}" in text for n in comparison.notes)
+    run_channel = next(r for r in comparison.results if r.format is not None and r.format.startswith("channel"))
+    assert any("channel-pruned" in w for w in run_channel.warnings)

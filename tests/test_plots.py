@@ -128,3 +128,12 @@ def test_timeline_of_a_whole_model_with_fused_attention(tmp_path):
     assert any(lay.cycles["total"] == 0 for lay in result.layers)
     fig = plots.plot_timeline(result, hw)
     assert isinstance(fig, Figure) and fig.axes
+
+
+def test_layer_applies_to_the_timeline_only(capsys, tmp_path) -> None:
+    """plot roofline --layer NAME exited 0 and drew the whole model; an unknown name was accepted too."""
+    from conftest import cli, one_line_error
+    code, _, err = cli(capsys, "plot", "roofline", "--hw", ROOT / "hwconfigs/tpu-like.yaml", "--workload",
+                       ROOT / "workloads/resnet18.yaml", "--sparsity", "2:4", "--layer", "conv1", "-o", tmp_path / "p")
+    assert code == 2 and "applies to plot timeline only" in one_line_error(err)
+    assert not (tmp_path / "p").exists()

@@ -179,3 +179,22 @@ def test_decide_on_a_tensor_parallel_system_notes_the_group(tmp_path: Path,
     assert notes[0].startswith("8xa100-like: each instance is a tensor-parallel group of 8 devices")
     code, out, _ = cli(capsys, "decide", "--hw", A100, "--variants", variants, "--format", "json")
     assert code == 0 and not any("tensor-parallel" in n for n in json.loads(out)["notes"])
+
+
+def test_budget_without_variants_and_find_max_rate_without_sla_are_refused_up_front(capsys) -> None:
+    """--budget-ms without --variants was accepted and checked nothing; --find-max-rate without --sla-p99 failed
+    only after the side-by-side run."""
+    code, out, err = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--rate", "100", "--duration", "1",
+                         "--budget-ms", "5")
+    assert code == 2 and out == "" and "--budget-ms 5 applies to --variants" in one_line_error(err)
+    code, out, err = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--rate", "100", "--find-max-rate")
+    assert code == 2 and "--find-max-rate needs a p99 budget" in one_line_error(err)
+
+
+def test_the_comparison_says_which_way_its_ratios_read(capsys) -> None:
+    code, out, _ = cli(capsys, "serve", "--hw", A100, "--workload", BERT, "--rate", "50", "--duration", "0.5",
+                       "--sparsity", "2:4", "--format", "json")
+    cmp = json.loads(out)["comparison"]
+    assert code == 0 and cmp["reading"].startswith("above 1 means 2:4 is better")
+    p50 = {k: v["latency_ms"]["p50"] for k, v in json.loads(out)["results"].items()}
+    assert cmp["latency_p50_ratio"] == pytest.approx(p50["dense"] / p50["2:4"], rel=1e-3)

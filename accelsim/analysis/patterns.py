@@ -93,6 +93,7 @@ class FormatAtLevel(Record):
     ladder: tuple[Rung, ...] = ()  # the reality-check rungs (empty when nothing runs sparse)
     biggest_loss: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     layer_speedups: Mapping[str, float] = dataclasses.field(default_factory=dict)  # sparse-requested layers
+    warnings: tuple[str, ...] = ()  # the run's own warnings (e.g. channel pruning's downstream assumption)
 
     @property
     def all_fell_back(self) -> bool:
@@ -115,9 +116,11 @@ class PatternsComparison(Record):
     results: tuple[FormatAtLevel, ...]
     best_per_level: Mapping[str, str]  # level (e.g. "75%") -> best format for the model ("dense" if none gains)
     best_per_layer: Mapping[str, Mapping[str, str]]  # level -> layer -> best format ("dense" if none gains)
+    notes: tuple[str, ...] = ()  # what "best" does not weigh, and the runs' warnings, each once with its formats
 
     def at(self, level: float) -> list[FormatAtLevel]:
         return [r for r in self.results if r.level == level]
+
 
 
 def held_fixed(model: Workload) -> str:
@@ -165,7 +168,8 @@ def _one(model: Workload, hw: Hardware, level: float, family: Any, dense_total: 
         weights_dense_bytes=int(fp["weights_dense_bytes"]), weights_deployed_bytes=deployed, metadata_bytes=meta,
         metadata_share=meta / deployed if deployed else 0.0, ladder=ladder, biggest_loss=biggest,
         layer_speedups={lay.name: dense_layers[lay.name] / lay.cycles["total"] for lay in requested
-                        if lay.cycles["total"]})
+                        if lay.cycles["total"]},
+        warnings=tuple(res.warnings))
 
 
 def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, hw_source: str = "<hardware>",
@@ -200,4 +204,19 @@ def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, 
         hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels),
         held_fixed=held_fixed(model),
         dense_total_cycles=dense.total_cycles, clock_ghz=hw.clock_ghz, results=tuple(results),
-        best_per_level=best_level, best_per_layer=best_layer)
+        best_per_level=best_level, best_per_layer=best_layer, notes=_notes(results))
+
+
+SPEED_ONLY = ("best is by speed alone: the formats keep different weights at the same level, so their accuracy "
+              "differs (channel pruning removes whole rows, usually the largest loss); judge quality before choosing")
+
+
+def _notes(results: Sequence[FormatAtLevel]) -> tuple[str, ...]:
+    """SPEED_ONLY, then each distinct run warning once, with the formats whose runs gave it."""
+    by_warning: dict[str, list[str]] = {}
+    for r in results:
+        for w in r.warnings:
+            formats = by_warning.setdefault(w, [])
+            if r.format is not None and r.format not in formats:
+                formats.append(r.format)
+    return (SPEED_ONLY, *(f"{', '.join(fmts)}: {w}" for w, fmts in by_warning.items()))

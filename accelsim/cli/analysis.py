@@ -201,6 +201,8 @@ def plot_command(kind: str, hw_path: str | Path, workload_path: str | Path,
     """
     if kind not in plots.PLOT_KINDS:
         raise ValueError(f"unknown plot {kind!r}; expected one of {', '.join(plots.PLOT_KINDS)}")
+    if layer is not None and kind != "timeline":
+        raise ValueError(f"--layer {layer!r} applies to plot timeline only; plot {kind} draws the whole model")
     hw = load_hardware(hw_path, list(hw_set or []))
     model = load_workload(workload_path, _params(set_params))
     pattern = normalize_format(sparsity) if sparsity is not None else None

@@ -113,4 +113,5 @@ def patterns_table(data: PatternsComparison) -> str:
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]
     lines.append("best per level: " + ", ".join(f"{k} {v}" for k, v in data.best_per_level.items()))
     lines.append("held fixed: " + data.held_fixed)
+    lines += [f"note: {n}" for n in data.notes]
     return "\n".join(lines)

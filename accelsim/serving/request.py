@@ -82,6 +82,11 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
     if rq.trace is not None and rq.duration_s is not None:
         raise ServingError(f"--duration {rq.duration_s:g} does not apply with --trace: the trace is replayed whole, "
                            "over its own span (--rate rescales its arrival times)")
+    if rq.budget_ms is not None and rq.variants is None:
+        raise ServingError(f"--budget-ms {rq.budget_ms:g} applies to --variants (quality at equal latency budget); "
+                           "without --variants give the p99 budget as --sla-p99")
+    if rq.find_max_rate and rq.sla_p99_ms is None:
+        raise ServingError("--find-max-rate needs a p99 budget (--sla-p99 MS)")
     if rq.duration_s is None and rq.trace is None:
         rq = replace(rq, duration_s=DEFAULT_DURATION_S)
     check_serve_args(rate=rq.rate, duration_s=rq.duration_s, seed=rq.seed, max_batch=rq.max_batch,
@@ -119,9 +124,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
     side_by_side = compare(models, rq.rate, duration_s=rq.duration_s, sla_p99_ms=rq.sla_p99_ms,
                            sla_metric=rq.sla_metric, **run_kw)
     capacity = None
-    if rq.find_max_rate:
-        if rq.sla_p99_ms is None:
-            raise ServingError("--find-max-rate needs a p99 budget (--sla-p99 MS)")
+    if rq.find_max_rate and rq.sla_p99_ms is not None:
         capacity = _capacity(models, rq.sla_p99_ms, rq, run_kw, progress)
     quality = None
     if rq.variants is not None:

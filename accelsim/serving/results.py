@@ -126,9 +126,11 @@ class Comparison:
     utilisation: tuple[float, float]
 
     def to_dict(self) -> dict[str, Any]:
-        """``{baseline, other, <metric>_<q>_ratio..., throughput_ratio, utilisation}``."""
-        return {"baseline": self.baseline, "other": self.other, **self.ratios,
-                "throughput_ratio": self.throughput_ratio, "utilisation": list(self.utilisation)}
+        """``{baseline, other, reading, <metric>_<q>_ratio..., throughput_ratio, utilisation}``."""
+        return {"baseline": self.baseline, "other": self.other,
+                "reading": f"above 1 means {self.other} is better: latency ratios are {self.baseline} / "
+                           f"{self.other}, throughput_ratio is {self.other} / {self.baseline}",
+                **self.ratios, "throughput_ratio": self.throughput_ratio, "utilisation": list(self.utilisation)}
 
 
 @dataclass(frozen=True)
