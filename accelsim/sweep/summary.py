@@ -36,8 +36,8 @@ def summarize(spec: SweepSpec, rows: Sequence[Sequence[Any]]) -> RowSummary:
         first = over[0]
         warnings.append(
             f"{_share(over, rows, i)} exceed the device's memory (fits_memory False: the memory footprint, weights "
-            "as deployed, peak activations and KV cache, is more than dram.capacity_bytes); they are simulated as "
-            f"if it held it all, as `accelsim run` warns. E.g. {_where(spec, first, i)}: "
+            "as deployed, peak activations and KV cache, is more than dram.capacity_bytes); each is simulated as "
+            f"if the device held it all, as `accelsim run` warns. E.g. {_where(spec, first, i)}: "
             f"{_over_text(spec, first, i)}")
     if dense_over:
         warnings.append(
