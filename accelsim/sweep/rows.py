@@ -278,7 +278,7 @@ def _row(model: Workload, keys: _Point, sparsity: str | None, policy: str, st: _
 def _reference_row(model: Workload, hw: Hardware, sparsity: str | None, policy: str, sim: Simulator,
                    st: _WorkerState, model_key: tuple[int, int]) -> Row:
     """The same row from :func:`accelsim.simulation.run` (the check path, and systems; slower): with the
-    dense baseline's footprint (``run`` checks it only when the row's fits) and the split's notes, which
+    dense baseline's footprint (``run`` checks it only when the row fits) and the split's notes, which
     ``run`` warns of (sizes rounded up to the largest shard, replicated layers; '; '-joined)."""
     res = run(model, hw, sparsity, policy=policy, simulator=sim)
     t = res.totals
@@ -292,6 +292,8 @@ def _reference_row(model: Workload, hw: Hardware, sparsity: str | None, policy: 
     dkey = (model_key, hw.devices, sparsity, lowering_target(hw))
     dense = st.dense_bytes.get(dkey)
     if dense is None:
+        if len(st.dense_bytes) >= st.MAX_LOWERED:
+            st.dense_bytes.clear()
         dense = st.dense_bytes[dkey] = _dense_bytes(shard, lower(shard, hw, sparsity), hw)
     return _metrics(res.model_totals(), res.peak_macs_per_cycle, hw.clock_ghz,
                     t["energy"]["total_j"] if "energy" in t else None,
