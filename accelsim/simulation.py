@@ -147,11 +147,17 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     out = {"weights_dense_bytes": int(dense_w), "weights_deployed_bytes": int(deployed + metadata),
            "weights_metadata_bytes": int(metadata), "activations_peak_bytes": int(act_peak),
            "kv_cache_bytes": int(kv), "total_bytes": int(total), "dram_capacity_bytes": cap,
-           "fits": None if cap is None else bool(total <= cap)}
-    if cap is not None and total > cap:  # only when it does not fit: by how much
+           "fits": fits_capacity(int(total), cap)}
+    if cap is not None and out["fits"] is False:  # only when it does not fit: by how much
         out["over_capacity_bytes"] = int(total) - cap
         out["min_devices"] = -(-int(total) // cap)
     return out
+
+
+def fits_capacity(total_bytes: int, capacity_bytes: int | None) -> bool | None:
+    """Whether a footprint of ``total_bytes`` (:func:`footprint`'s ``total_bytes``) fits ``dram.capacity_bytes``;
+    None when the config gives no capacity. One test for ``run`` and the sweep's rows."""
+    return None if capacity_bytes is None else total_bytes <= capacity_bytes
 
 
 def _idle_experts(model: Workload, weights: dict[str, tuple[float, float, float]]) -> list[tuple[float, float, float]]:

@@ -55,8 +55,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     warn(list(res.warnings))
+    over = f", {res.over_memory_rows:,} over the device's memory" if res.over_memory_rows else ""
     dropped = f", {res.duplicates_dropped:,} repeated point(s) dropped" if res.duplicates_dropped else ""
-    print(f"sweep: {res.points} configs, {res.rows} rows ({res.infeasible_rows} infeasible{dropped}) in "
+    print(f"sweep: {res.points} configs, {res.rows} rows ({res.infeasible_rows} infeasible{over}{dropped}) in "
           f"{res.wall_s:.1f} s ({res.configs_per_s:,.0f} configs/s)")
     wrote(res.files)
     return 0

@@ -23,6 +23,7 @@ from accelsim.sweep.points import Point
 from accelsim.sweep.rows import Row, WorkContext
 from accelsim.sweep.spec import SweepSpec, load_spec
 from accelsim.sweep.store import assemble, is_chunk_file, make_plan, read_plan, scan_chunks, write_chunk, write_durably
+from accelsim.sweep.summary import summarize
 
 ROUNDING = ("integer fields sampled from uniform / log_uniform: round half to even, then clamp to "
             "[ceil(low), floor(high)]")
@@ -50,6 +51,9 @@ class SweepRun:
     files: tuple[str, ...]  # results.csv (results.parquet), meta.json
     warnings: tuple[str, ...]
     infeasible_rows: int
+    over_memory_rows: int  # fits_memory False: the footprint exceeds dram.capacity_bytes (run warns)
+    dense_over_memory_rows: int  # fits_memory True, dense_fits_memory False: the dense baseline does not (run warns)
+    split_note_rows: int  # split_notes set: a system's tensor-parallel split is uneven (run warns)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists for the tuples), in field order: as meta.json's sweep section records it."""
@@ -184,7 +188,8 @@ def _run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str,
             execute_local(ctx, tasks, n_workers, on_done)
     run_s = time.perf_counter() - t_run
     points_run = sum(bounds[i][1] - bounds[i][0] for i in todo)
-    files, infeasible = assemble(spec, out, [valid[i] for i in range(n_chunks)])
+    files, rows = assemble(spec, out, [valid[i] for i in range(n_chunks)])
+    counts = summarize(spec, rows)
     wall = time.perf_counter() - t0
     result = SweepRun(
         name=spec.name, out=str(out), points=len(spec.points), rows=len(spec.points) * per_point,
@@ -192,7 +197,10 @@ def _run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str,
         removed_files=tuple(removed), duplicates_dropped=spec.duplicates_dropped, executor=where,
         wall_s=round(wall, 3), run_s=round(run_s, 3), points_run=points_run,
         configs_per_s=round(points_run / run_s, 1) if points_run and run_s > 0 else 0.0,
-        files=tuple(str(f) for f in files), warnings=tuple(warnings), infeasible_rows=infeasible)
+        files=tuple(str(f) for f in files), warnings=(*warnings, *counts.warnings),
+        infeasible_rows=counts.infeasible_rows, over_memory_rows=counts.over_memory_rows,
+        dense_over_memory_rows=counts.dense_over_memory_rows,
+        split_note_rows=counts.split_note_rows)
     meta_path = out / "meta.json"
     write_durably(meta_path, (dumps_finite(_meta(spec, result, command), "sweep meta", indent=2, default=str)
                               + "\n").encode())

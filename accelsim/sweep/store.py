@@ -121,9 +121,9 @@ def read_plan(path: Path) -> dict[str, Any]:
     return plan
 
 
-def assemble(spec: SweepSpec, out: Path, paths: list[Path]) -> tuple[list[Path], int]:
+def assemble(spec: SweepSpec, out: Path, paths: list[Path]) -> tuple[list[Path], list[list[Any]]]:
     """Assemble the chunks into results.csv (and results.parquet when pyarrow is importable); return the
-    files written and the number of infeasible rows."""
+    files written and the rows."""
     cols = spec.columns
     rows: list[list[Any]] = []
     for p in paths:
@@ -141,7 +141,7 @@ def assemble(spec: SweepSpec, out: Path, paths: list[Path]) -> tuple[list[Path],
     parquet = _write_parquet(out / "results.parquet", cols, rows)
     if parquet is not None:
         files.append(parquet)
-    return files, sum(1 for r in rows if r[cols.index("feasible")] is False)
+    return files, rows
 
 
 def _write_parquet(path: Path, cols: list[str], rows: list[list[Any]]) -> Path | None:

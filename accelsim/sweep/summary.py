@@ -1,0 +1,76 @@
+"""What a finished sweep's rows add up to for its summary: infeasible rows, rows whose memory footprint
+(or their dense baseline's) exceeds the device's memory, rows whose tensor-parallel split is uneven; all
+but the first as warnings that name a first example (what ``accelsim run`` warns for that point)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from accelsim.hardware.model import hardware_from_dict
+from accelsim.sweep.points import with_overrides
+from accelsim.sweep.spec import SweepSpec
+
+
+@dataclass(frozen=True)
+class RowSummary:
+    """Counts over a sweep's rows, and the warnings they call for."""
+
+    infeasible_rows: int
+    over_memory_rows: int  # fits_memory False
+    dense_over_memory_rows: int  # fits_memory True, dense_fits_memory False
+    split_note_rows: int  # split_notes set: a system's split rounds sizes up or replicates layers
+    warnings: tuple[str, ...]
+
+
+def summarize(spec: SweepSpec, rows: Sequence[Sequence[Any]]) -> RowSummary:
+    """Count ``rows`` (full rows, ``spec.columns`` order) by feasibility, memory fit and split notes."""
+    i = {c: n for n, c in enumerate(spec.columns)}
+    infeasible = sum(1 for r in rows if r[i["feasible"]] is False)
+    over = [r for r in rows if r[i["fits_memory"]] is False]
+    dense_over = [r for r in rows if r[i["fits_memory"]] is True and r[i["dense_fits_memory"]] is False]
+    noted = [r for r in rows if r[i["split_notes"]]]
+    warnings = []
+    if over:
+        first = over[0]
+        warnings.append(
+            f"{_share(over, rows, i)} exceed the device's memory (fits_memory False: the memory footprint, weights "
+            "as deployed, peak activations and KV cache, is more than dram.capacity_bytes); each is simulated as "
+            f"if the device held it all, as `accelsim run` warns. E.g. {_where(spec, first, i)}: "
+            f"{_over_text(spec, first, i)}")
+    if dense_over:
+        warnings.append(
+            f"{_share(dense_over, rows, i)} fit, but not their dense baseline (dense_fits_memory False): "
+            "speedup_vs_dense and perf_per_watt_vs_dense compare against a run that exceeds dram.capacity_bytes, "
+            f"as `accelsim run` warns. E.g. {_where(spec, dense_over[0], i)}")
+    if noted:
+        first = noted[0]
+        warnings.append(
+            f"{_share(noted, rows, i)} split unevenly over a system's devices or replicate layers (split_notes, as "
+            f"`accelsim run` warns). E.g. {_where(spec, first, i)}: {first[i['split_notes']]}")
+    return RowSummary(infeasible, len(over), len(dense_over), len(noted), tuple(warnings))
+
+
+def _share(some: list[Sequence[Any]], rows: Sequence[Sequence[Any]], i: dict[str, int]) -> str:
+    """'N of M rows (P points)'."""
+    points = len({r[i["point"]] for r in some})
+    return f"{len(some):,} of {len(rows):,} rows ({points:,} point{'s' if points != 1 else ''})"
+
+
+def _where(spec: SweepSpec, row: Sequence[Any], i: dict[str, int]) -> str:
+    """A row in words: its point, swept values, workload, set parameters and sparsity."""
+    swept = [f"{k}={row[i[k]]}" for k in spec.swept]
+    params = [f"{k}={row[i[k]]}" for k in spec.set_keys]
+    what = ", ".join([row[i["workload"]], *params, str(row[i["sparsity"]])])
+    return f"point {row[i['point']]}{' (' + ', '.join(swept) + ')' if swept else ''}, {what}"
+
+
+def _over_text(spec: SweepSpec, row: Sequence[Any], i: dict[str, int]) -> str:
+    """The example's footprint against its capacity (the point's hardware, built once for this line)."""
+    point = spec.points[row[i["point"]]]
+    src = f"{spec.hardware_source} (point {point.index})"
+    hw = hardware_from_dict(with_overrides(spec.hardware_data, point.overrides, src), src)
+    total, cap = row[i["footprint_bytes"]], hw.dram.capacity_bytes
+    shard = f" per device's shard of {hw.devices}" if hw.devices > 1 else ""
+    return f"footprint {total:,} bytes{shard} > dram.capacity_bytes {cap:,} (by {total - cap:,} bytes)"
