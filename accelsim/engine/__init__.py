@@ -195,6 +195,9 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
             float(comp.accumulator_bytes), int(plan["chunk"]), b_elements / (kernel.k * kernel.n),
             bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]),
             kernel.sparse_datapath or gather, b_group, gather, a_scale)
+    reads = tl.a_dram_reads(comp.rows, comp.cols, comp.dataflow, kernel.n, bool(plan["a_resident"]))
+    if reads > 1:  # A does not stay on chip: echoed for the why-line (analysis.explain)
+        extra = {**extra, "a_reads": reads}
     # block indices are metadata bytes without an N:M decode (a dense-datapath kernel): no decode time, their
     # groups zeroed below
     rate, lat = stage_params(kernel, eh.decode_rate, eh.decode_latency)

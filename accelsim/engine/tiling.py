@@ -230,3 +230,12 @@ def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, k
     c_resident = dataflow != "os" and c_block * acc_bytes <= caps["ofmap"]
     return {"chunk": max(1, chunk), "a_resident": a_resident, "b_resident": b_resident,
             "c_resident": c_resident, "t_len": t_len}
+
+
+def a_dram_reads(rows: int, cols: int, dataflow: str, n: int, a_resident: bool) -> int:
+    """Times ``systolic_tiles`` reads all of A from DRAM: once when it stays in the filter buffer or the array
+    holds it (ws: each fold's block is loaded once); else once per fold of the other dimension (os: row folds
+    over n; is: column folds over n)."""
+    if a_resident or dataflow == "ws":
+        return 1
+    return -(-n // (rows if dataflow == "os" else cols))
