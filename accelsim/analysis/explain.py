@@ -1,7 +1,9 @@
 """Plain-words notes on surprising data movement in a run: operands re-read from DRAM, partial sums spilled.
 
-The figures come from the result body (per-layer DRAM bytes, the tiling's residency flags and the
-run's memory footprint), so a note never says more than the simulation did.
+The figures come from the result body (per-layer DRAM bytes, the tiling's residency flags and A's reads), so a
+note never says more than the simulation did. A layer's weights read once move the bytes they are stored in
+(values + metadata, the footprint's), so the re-read factor a note prints is DRAM bytes over stored bytes of
+the layers that re-read them (``tiling.a_reads``: a systolic layer whose weights do not stay on chip).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.dtypes import DTYPE_BYTES, stored_bytes
+from accelsim.workloads.model import WEIGHT_OPS
 
 # A note is worth printing when the re-read traffic is at least this share of the unique bytes.
 REREAD_THRESHOLD = 0.2
@@ -21,8 +24,8 @@ class TrafficNote:
 
     tensor: str                 # "weights" or "partial sums"
     layers: tuple[str, ...]     # layers where the operand does not stay on chip, largest traffic first
-    dram_bytes: int             # DRAM bytes of the tensor over those layers
-    reference_bytes: int        # what the same data costs when read once (weights) or written once (C)
+    dram_bytes: int             # DRAM bytes of the tensor over those layers (weights: values + metadata)
+    reference_bytes: int        # what the same data costs when read once (weights: as stored) or written once (C)
     buffer: str                 # the SRAM buffer that is too small, as a config key
     buffer_bytes: int
 
@@ -32,7 +35,7 @@ class TrafficNote:
         top = ", ".join(self.layers[:3]) + (f" +{len(self.layers) - 3} more" if len(self.layers) > 3 else "")
         if self.tensor == "weights":
             return (f"weights are re-read from DRAM on {len(self.layers)} layer(s) ({top}): {self.dram_bytes:,} bytes, "
-                    f"{ratio:.1f}x the {self.reference_bytes:,} bytes of weight values deployed; a fold's block "
+                    f"{ratio:.1f}x the {self.reference_bytes:,} bytes they are stored in; a fold's block "
                     f"of weights does not fit {self.buffer} ({self.buffer_bytes:,} bytes), so it is fetched again "
                     f"for every fold of the other dimension")
         return (f"partial sums spill to DRAM on {len(self.layers)} layer(s) ({top}): C traffic {self.dram_bytes:,} "
@@ -53,19 +56,24 @@ def _outputs(shape: dict[str, int]) -> int:
     return int(shape.get("m", 0)) * int(shape.get("n", 0)) * int(shape.get("batch", 1))
 
 
+def _a_dram(layer: dict[str, Any]) -> int:
+    dram = layer["bytes"]["dram"]
+    return int(dram["a_values"]) + int(dram.get("a_metadata") or 0)
+
+
 def traffic_notes(body: dict[str, Any]) -> tuple[TrafficNote, ...]:
     """Notes for a run body (``RunResult.body()``): weights re-read and partial sums spilled, when large."""
     layers = [lay for lay in body.get("layers", []) if "a_resident" in (lay.get("tiling") or {})]
     notes: list[TrafficNote] = []
     hw = body.get("hardware") or {}
-    fp = body.get("footprint") or {}
-    deployed = int(fp.get("weights_deployed_bytes") or 0) - int(fp.get("weights_metadata_bytes") or 0)
-    reread = sorted((lay for lay in layers if not lay["tiling"]["a_resident"] and lay["tiling"].get("folds", 0) > 1),
-                    key=lambda lay: -lay["bytes"]["dram"]["a_values"])
-    total_a = sum(int(lay["bytes"]["dram"]["a_values"]) for lay in body.get("layers", []))
-    if reread and deployed and total_a > (1 + REREAD_THRESHOLD) * deployed:
+    # weight layers whose weights the array reads more than once (activation operands are not weights)
+    reread = sorted((lay for lay in layers if lay.get("op") in WEIGHT_OPS and int(lay["tiling"].get("a_reads", 1)) > 1),
+                    key=lambda lay: -_a_dram(lay))
+    dram_a = sum(_a_dram(lay) for lay in reread)
+    stored = round(sum(_a_dram(lay) / int(lay["tiling"]["a_reads"]) for lay in reread))
+    if reread and stored and dram_a > (1 + REREAD_THRESHOLD) * stored:
         name, size = _buffer(hw, "filter")
-        notes.append(TrafficNote("weights", tuple(lay["name"] for lay in reread), total_a, deployed, name, size))
+        notes.append(TrafficNote("weights", tuple(lay["name"] for lay in reread), dram_a, stored, name, size))
     spill = sorted((lay for lay in layers if not lay["tiling"]["c_resident"] and lay["bytes"]["dram"]["c"]
                     > (1 + REREAD_THRESHOLD) * lay["bytes"]["sram"]["c"] > 0),
                    key=lambda lay: -lay["bytes"]["dram"]["c"])

@@ -171,17 +171,18 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
     sram = hw.core.sram
     caps = eh.caps
     outer, extra = kernel, {}
-    b_group, mbits, decodes, gather = kernel.group_m, float(kernel.metadata_bits), True, False
+    b_group, mbits, decodes, gather, a_scale = kernel.group_m, float(kernel.metadata_bits), True, False, 1.0
     if kernel.sparse and kernel.row_block:  # V:N:M, block: the folds of the GEMM they run (engine.structured)
         block = hw.core.sparse.block if hw.core.sparse is not None else None
         view = st.systolic_view(kernel, comp.cols, block.imbalance if block is not None else None)
         kernel, b_group, mbits, decodes, gather, extra = (view.kernel, view.b_group, view.mbits, view.decode, True,
                                                           view.tiling)
+        a_scale = view.a_scale  # A moves as stored (block folds hold zero blocks that are not stored)
     b_elements = kernel.b_elements if sram.im2col == "on_chip" else kernel.k * kernel.n
     m = kernel.m_exec  # channel pruning: only the kept rows
     plan = tl.systolic_plan(comp.rows, comp.cols, comp.dataflow, m, kernel.n, kernel.k,
                             kernel.keep_n, kernel.group_m, kernel.dtype_bytes, mbits,
-                            comp.accumulator_bytes, caps, sram.double_buffered, b_elements, b_group)
+                            comp.accumulator_bytes, caps, sram.double_buffered, b_elements, b_group, a_scale)
     if "infeasible" in plan:
         buf, need, have = plan["infeasible"]
         half = " per half, double-buffered" if sram.double_buffered else ""
@@ -193,7 +194,10 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
             kernel.n, kernel.k, kernel.keep_n, kernel.group_m, float(kernel.dtype_bytes), mbits,
             float(comp.accumulator_bytes), int(plan["chunk"]), b_elements / (kernel.k * kernel.n),
             bool(plan["a_resident"]), bool(plan["b_resident"]), bool(plan["c_resident"]),
-            kernel.sparse_datapath or gather, b_group, gather)
+            kernel.sparse_datapath or gather, b_group, gather, a_scale)
+    reads = tl.a_dram_reads(comp.rows, comp.cols, comp.dataflow, kernel.n, bool(plan["a_resident"]))
+    if reads > 1:  # A does not stay on chip: echoed for the why-line (analysis.explain)
+        extra = {**extra, "a_reads": reads}
     # block indices are metadata bytes without an N:M decode (a dense-datapath kernel): no decode time, their
     # groups zeroed below
     rate, lat = stage_params(kernel, eh.decode_rate, eh.decode_latency)

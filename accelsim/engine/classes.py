@@ -164,8 +164,8 @@ def systolic_loops(rows: int, cols: int, dataflow: int, m: int, n: int, k: int, 
 def systolic_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: int, n: int, k: int, keep: int,
                   group: int, elem_bytes: float, meta_bits: float, acc_bytes: float, chunk: int,
                   b_dram_scale: float, a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool,
-                  b_group: int, gather: bool, fill: float, latency: float, decode_rate: float, decode_latency: float,
-                  stages: int, gather_rate: float) -> tuple[Sums, int, int]:
+                  b_group: int, gather: bool, a_scale: float, fill: float, latency: float, decode_rate: float,
+                  decode_latency: float, stages: int, gather_rate: float) -> tuple[Sums, int, int]:
     """Sums of a systolic GEMM too large to hold tile by tile (plan fixed by the full shape).
 
     Returns the Sums, the tiles the reduced copies held and the number of folds.
@@ -176,7 +176,7 @@ def systolic_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: in
         mr, nr, kr = reduced_shape(loops, counts, m, n, k, keep, group)
         work = tl.systolic_tiles(rows, cols, dataflow, serial_drain, mr, nr, kr, keep, group, elem_bytes, meta_bits,
                                  acc_bytes, chunk, b_dram_scale, a_resident, b_resident, c_resident, sparse, b_group,
-                                 gather)
+                                 gather, a_scale)
         assert len(work) == math.prod(counts)
         times = pl.run_pipeline(work, np.full(len(work), fill), latency, decode_rate, decode_latency, stages, 0.0,
                                 gather_rate)

@@ -257,6 +257,10 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         """One wave class; ``drain``: DRAM bytes of C write-back per load byte, drained behind the loads."""
         work = base.copy()
         tc.fill_dram_columns(work, fa, fb, fc)
+        if extras is not None:  # V:N:M, block: DRAM holds A as stored, so its values / metadata split is stored's
+            a_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META]
+            work[:, tl.T_DRAM_A_META] = a_dram * extras.a_meta_share
+            work[:, tl.T_DRAM_A_VALUES] = a_dram - work[:, tl.T_DRAM_A_META]
         tc.tag_rows(work, idx, count)
         step_a = work[:, tl.T_SRAM_A_VALUES] + work[:, tl.T_SRAM_A_META]
         step = step_a + work[:, tl.T_SRAM_B]

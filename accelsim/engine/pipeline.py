@@ -198,11 +198,11 @@ def segment_sums(work: np.ndarray, times: np.ndarray, latency: float) -> np.ndar
 def systolic_segment_sums(rows: int, cols: int, dataflow: int, serial_drain: bool, m: int, n: int, k: int,
                           keep: int, group: int, elem_bytes: float, meta_bits: float, acc_bytes: float, chunk: int,
                           b_dram_scale: float, a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool,
-                          b_group: int, gather: bool, fill: float, latency: float, decode_rate: float,
-                          decode_latency: float, n_stages: int, gather_rate: float) -> np.ndarray:
+                          b_group: int, gather: bool, a_scale: float, fill: float, latency: float,
+                          decode_rate: float, decode_latency: float, n_stages: int, gather_rate: float) -> np.ndarray:
     """``segment_sums`` of a systolic schedule, generated and run in one call (no arrays kept)."""
     work = systolic_tiles(rows, cols, dataflow, serial_drain, m, n, k, keep, group, elem_bytes, meta_bits, acc_bytes,
-                          chunk, b_dram_scale, a_resident, b_resident, c_resident, sparse, b_group, gather)
+                          chunk, b_dram_scale, a_resident, b_resident, c_resident, sparse, b_group, gather, a_scale)
     times = run_pipeline(work, np.full(work.shape[0], fill), latency, decode_rate, decode_latency, n_stages, 0.0,
                          gather_rate)
     return segment_sums(work, times, latency)

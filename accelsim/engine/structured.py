@@ -51,7 +51,10 @@ V-row block (V a multiple of the array width, checked in lowering); its rows hol
 (N per group) and the feeder gathers 4 rows of B per group. Block: a fold of c columns covers
 r = c / BM_b block rows; it packs the union of their nonzero block columns into its rows,
 ``u = columns x (1 - (1 - density) ^ r)`` of them (zero blocks inside the union are computed), and
-gathers those block columns' rows of B.
+gathers those block columns' rows of B. The zero blocks are not stored, so they are not read: DRAM and the SRAM
+fills move A as stored (the nonzero blocks and their BSR indices, ``stored_a``; the zeros are filled in on
+chip), the folds' A bytes scaled by ``SystolicView.a_scale``. V:N:M's column indices are those of whole, padded
+V-row blocks, as stored.
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ def _plain() -> dict[str, Any]:
 class GridExtras:
     """What a V:N:M or block CTA grid adds to the plain one ``engine._cta_grid`` times."""
 
-    a_total: float  # distinct bytes of A (values + metadata) the kernel reads
+    a_values: float  # distinct bytes of A's values the kernel reads: as stored (``stored_a``)
+    a_meta: float  # distinct bytes of A's metadata the kernel reads: as stored
     b_total: float  # distinct bytes of B behind the gathered rows
     gather: bool  # each k-step's rows of B are gathered by index (T_GATHER = BK)
     meta_per_step: float  # block: index bytes per CTA k-step
@@ -97,6 +101,16 @@ class GridExtras:
     stages: int = 0  # block: the kernel's pipeline stages (core.sparse.block.stages; 0: the hardware's)
     load_trips: int = 1  # block: load latencies in series per k-step (2: the B load waits for its block index)
 
+    @property
+    def a_total(self) -> float:
+        """Distinct bytes of A (values + metadata) the kernel reads."""
+        return self.a_values + self.a_meta
+
+    @property
+    def a_meta_share(self) -> float:
+        """Metadata's share of A's DRAM bytes (a CTA's k-steps load values and indices in other proportions)."""
+        return self.a_meta / self.a_total if self.a_total > 0 else 0.0
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -107,6 +121,18 @@ class Candidate:
     path: str  # "sparse" (the native N:M datapath) | "dense"
     mbits: float  # metadata bits per kept value in the CTA's A tile
     extras: GridExtras
+
+
+def stored_a(kernel: Kernel) -> tuple[float, float]:
+    """Bytes of a V:N:M or block kernel's A as stored, every batch copy: (values, metadata), the format's own
+    counts (``value_bytes`` / ``metadata_bytes``: padded V-row blocks' column indices, only the nonzero blocks
+    and their BSR indices), as the footprint and ``functional-check`` count them. A read once moves these bytes
+    from DRAM: zero blocks a fold or CTA computes are zero-filled on chip, never read."""
+    fmt = kernel.executed_format
+    assert fmt is not None  # a sparse kernel
+    values = fmt.value_bytes(kernel.m, kernel.k, kernel.dtype_bytes)
+    meta = fmt.metadata_bytes(kernel.m, kernel.k, kernel.metadata_bits)
+    return float(values * kernel.batch), float(meta * kernel.batch)
 
 
 def _rate(value: object) -> float:
@@ -206,16 +232,16 @@ def _vnm_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
                                 **_plain())
     e = float(kernel.dtype_bytes)
     mbits = float(kernel.metadata_bits) + kernel.selection_bits
-    m, n, batch = kernel.m, kernel.n, kernel.batch
-    kept = m * batch * groups * base.keep
-    a_total = kept * e + m * batch * groups * base.keep * mbits / 8
-    blocks = -(-m // v)
+    n, batch = kernel.n, kernel.batch
+    a_values, a_meta = stored_a(kernel)
+    blocks = -(-kernel.m // v)
     cov = coverage(SELECT / kernel.group_m, blocks)
     b_total = cov * kernel.k * n * e * batch
     tiling = {"format": "V:N:M", "v": v, "gathered_k": k_g, "runs_on": str(base), "b_coverage": round(cov, 6)}
     resident = spec.vnm.resident_ctas if spec.vnm.resident_ctas is not None else 0
     return [Candidate((int(t[0]), int(t[1]), int(t[2])), inner, "sparse", mbits,
-                      GridExtras(a_total, b_total, True, 0.0, tiling, _rate(spec.vnm.gather_rows_per_cycle),
+                      GridExtras(a_values, a_meta, b_total, True, 0.0, tiling,
+                                 _rate(spec.vnm.gather_rows_per_cycle),
                                  resident=resident))
             for t in usable]
 
@@ -241,7 +267,7 @@ def _block_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
     m, n, batch = kernel.m, kernel.n, kernel.batch
     brows = -(-m // bm_b)
     nnz = max(1, round(density * brows * block_cols))
-    a_total = batch * (nnz * bm_b * bk_b * e + (nnz + brows + 1) * kernel.metadata_bits / 8)
+    a_values, a_meta = stored_a(kernel)  # the nonzero blocks, their indices and the row pointers
     out = []
     for bm, bn, bk in sorted(tiles):
         step = bk if bk_b % bk == 0 else bk_b if bk_b < bk else 0
@@ -260,7 +286,7 @@ def _block_candidates(kernel: Kernel, hw: Hardware) -> list[Candidate]:
                   "nonzero_blocks": nnz, "cta_k_blocks": round(loop_blocks, 3), "b_coverage": round(cov, 6),
                   "cta_n": spec.block.cta_n, "index_load": spec.block.index_load}
         out.append(Candidate((bm, bn, step), inner, "dense", 0.0,
-                             GridExtras(a_total, b_total, True, meta_step, tiling,
+                             GridExtras(a_values, a_meta, b_total, True, meta_step, tiling,
                                         _rate(spec.block.gather_rows_per_cycle), r,
                                         concurrent=spec.block.resident_ctas or 0, stages=spec.block.stages or 0,
                                         load_trips=2 if spec.block.index_load == "dependent" else 1)))
@@ -275,17 +301,30 @@ class SystolicView:
 
     kernel: Kernel  # keep/group (and k) of the folds
     b_group: int  # rows of B per group of A
-    mbits: float  # metadata bits per kept value
+    mbits: float  # metadata bits per position of A the folds hold (with ``a_scale``: the stored metadata)
     decode: bool  # the N:M decode stage runs (V:N:M's 2:4 indices; not for block indices)
     tiling: dict[str, Any]
+    a_scale: float = 1.0  # A's bytes (values, metadata) per position the folds hold: stored / held
+
+
+def _stored_scale(kernel: Kernel, inner: Kernel) -> tuple[float, float]:
+    """(a_scale, metadata bits per held position) that make one read of the folds' A, ``m`` x the held k
+    positions of ``inner``, move the bytes A is stored in (``stored_a``): block folds hold zero blocks too."""
+    values, meta = stored_a(kernel)
+    held = kernel.m * (-(-inner.k // inner.group_m) * inner.keep_n) * kernel.batch  # positions the folds hold
+    if held <= 0 or values <= 0:
+        return 1.0, 0.0
+    scale = values / (held * float(kernel.dtype_bytes))
+    return scale, meta * 8 / (held * scale)
 
 
 def systolic_view(kernel: Kernel, cols: int, imbalance: float | None = None) -> SystolicView:
     """How a fold schedule runs ``kernel`` (module docstring)."""
     if kernel.col_select:  # V:N:M: N per group in the rows, 4 gathered rows of B per group
         inner = dataclasses.replace(kernel, **_plain())
-        return SystolicView(inner, kernel.col_select, float(kernel.metadata_bits) + kernel.selection_bits, True,
-                            {"format": "V:N:M", "v": kernel.row_block})
+        scale, mbits = _stored_scale(kernel, inner)  # column indices of whole (padded) V-row blocks
+        return SystolicView(inner, kernel.col_select, mbits, True, {"format": "V:N:M", "v": kernel.row_block},
+                            scale)
     bm_b, bk_b = kernel.row_block, kernel.col_block
     density = kernel.keep_n / kernel.group_m
     k_pad = kernel.k_padded
@@ -297,7 +336,9 @@ def systolic_view(kernel: Kernel, cols: int, imbalance: float | None = None) -> 
     kept_cols = max(1, min(block_cols, round(union)))
     keep = kept_cols * bk_b
     inner = dataclasses.replace(kernel, k=k_pad, keep_n=keep, group_m=k_pad, **_plain())
-    mbits = kernel.metadata_bits / (bm_b * bk_b)
+    # the folds compute the union's zero blocks (cycles), but only the nonzero blocks and their BSR indices are
+    # read and filled into SRAM; the zeros are filled in on chip
+    scale, mbits = _stored_scale(kernel, inner)
     return SystolicView(inner, keep, mbits, False,
                         {"format": "block", "block": [bm_b, bk_b], "block_rows_per_fold": round(r, 3),
-                         "fold_k_blocks": kept_cols, "union_share": round(kept_cols / block_cols, 6)})
+                         "fold_k_blocks": kept_cols, "union_share": round(kept_cols / block_cols, 6)}, scale)

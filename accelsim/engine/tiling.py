@@ -67,15 +67,17 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                    m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
                    meta_bits: float, acc_bytes: float, chunk: int, b_dram_scale: float,
                    a_resident: bool, b_resident: bool, c_resident: bool, sparse: bool, b_group: int,
-                   gather: bool) -> np.ndarray:
+                   gather: bool, a_scale: float) -> np.ndarray:
     """Per-tile work of one GEMM on an R x C systolic array (one row per (fold, chunk)).
 
     ``b_group``: rows of B one group of A needs (``group`` for N:M); ``gather``: those rows are gathered by
-    index (V:N:M, block sparsity), counted per tile in T_GATHER.
+    index (V:N:M, block sparsity), counted per tile in T_GATHER. ``a_scale``: bytes of A (values and
+    metadata) moved per position the folds hold, as stored (block folds hold zero blocks that are not stored).
     """
     k_eff = -(-k // group) * keep
     b_cap = min(k, -(-k // group) * b_group)
-    meta_b = meta_bits / 8.0 if sparse else 0.0
+    a_elem = elem_bytes * a_scale
+    meta_b = meta_bits / 8.0 * a_scale if sparse else 0.0
     if dataflow == 0:  # os: rows <- n (pixels), cols <- m (filters), stream k
         s_r, s_c, t_len = n, m, k_eff
     elif dataflow == 1:  # ws: rows <- k, cols <- m, stream n
@@ -106,7 +108,7 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                     cyc = tl
                     if last:
                         cyc += skew + (rows if serial_drain else 0)
-                    a_vals = sc * tl * elem_bytes
+                    a_vals = sc * tl * a_elem
                     a_meta = sc * tl * meta_b
                     groups = sc * _groups(x0, x1, keep) if sparse else 0
                     b_rows = _b_rows(x1, keep, b_group, b_cap) - _b_rows(x0, keep, b_group, b_cap)
@@ -131,7 +133,7 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                     b_rows = _b_rows(r0 + sr, keep, b_group, b_cap) - _b_rows(r0, keep, b_group, b_cap)
                     if dataflow == 1:  # A stationary (sr x sc), B streams b_rows x tl
                         if c == 0:
-                            a_vals = sr * sc * elem_bytes
+                            a_vals = sr * sc * a_elem
                             a_meta = sr * sc * meta_b
                             groups = sc * _groups(r0, r0 + sr, keep) if sparse else 0
                             row[T_SRAM_A_VALUES] = a_vals
@@ -149,7 +151,7 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
                             b = b_rows * sc * elem_bytes
                             row[T_SRAM_B] = b
                             row[T_DRAM_B] = b * b_dram_scale
-                        a_vals = tl * sr * elem_bytes
+                        a_vals = tl * sr * a_elem
                         a_meta = tl * sr * meta_b
                         groups = tl * _groups(r0, r0 + sr, keep) if sparse else 0
                         row[T_SRAM_A_VALUES] = a_vals
@@ -178,20 +180,22 @@ def systolic_tiles(rows: int, cols: int, dataflow: int, serial_drain: bool,
 
 def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, keep: int, group: int,
                   elem_bytes: float, meta_bits: float, acc_bytes: int, caps: dict[str, int],
-                  double_buffered: bool, b_elements: int, b_group: int = 0) -> dict:
+                  double_buffered: bool, b_elements: int, b_group: int = 0, a_scale: float = 1.0) -> dict:
     """Choose the stream chunk length and operand residency for one GEMM.
 
     Returns a dict with ``chunk`` and residency flags, or ``infeasible`` = (buffer, needed, have).
+    ``a_scale``: A's bytes per held position as stored (``systolic_tiles``): what the filter buffer holds.
     """
     sparse = keep < group
     k_eff = -(-k // group) * keep
     meta_b = meta_bits / 8 if sparse else 0.0
+    a_elem = (elem_bytes + meta_b) * a_scale  # bytes of A (values + metadata) per held position
     per = {b: (caps[b] // 2 if double_buffered else caps[b]) for b in caps}
     expand = (b_group or group) / keep  # rows of B per compressed position of A
     if dataflow == "os":
         t_len = k_eff
         fixed: dict[str, float] = {"ofmap": min(rows, n) * min(cols, m) * elem_bytes}
-        per_t: dict[str, float] = {"filter": min(cols, m) * (elem_bytes + meta_b),
+        per_t: dict[str, float] = {"filter": min(cols, m) * a_elem,
                                    "ifmap": min(rows, n) * expand * elem_bytes}
     else:
         sr = min(rows, k_eff)
@@ -199,11 +203,11 @@ def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, k
         t_len = n if dataflow == "ws" else m
         sc = min(cols, m if dataflow == "ws" else n)
         if dataflow == "ws":
-            fixed = {"filter": sr * sc * (elem_bytes + meta_b)}
+            fixed = {"filter": sr * sc * a_elem}
             per_t = {"ifmap": b_rows * elem_bytes, "ofmap": sc * acc_bytes}
         else:
             fixed = {"ifmap": b_rows * sc * elem_bytes}
-            per_t = {"filter": sr * (elem_bytes + meta_b), "ofmap": sc * acc_bytes}
+            per_t = {"filter": sr * a_elem, "ofmap": sc * acc_bytes}
     for buf, need in fixed.items():
         if need > per[buf]:
             return {"infeasible": (buf, math.ceil(need + max(per_t.get(buf, 0), 0)), per[buf])}
@@ -216,9 +220,9 @@ def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, k
         chunk = min(chunk, fit)
     if dataflow == "os" and sparse and chunk >= keep:
         chunk -= chunk % keep
-    a_bytes = m * k_eff * (elem_bytes + meta_b)
+    a_bytes = m * k_eff * a_elem
     if dataflow == "os":
-        a_resident = min(cols, m) * k_eff * (elem_bytes + meta_b) <= caps["filter"]
+        a_resident = min(cols, m) * k_eff * a_elem <= caps["filter"]
     else:
         a_resident = a_bytes <= caps["filter"]
     b_resident = b_elements * elem_bytes <= caps["ifmap"]
@@ -226,3 +230,12 @@ def systolic_plan(rows: int, cols: int, dataflow: str, m: int, n: int, k: int, k
     c_resident = dataflow != "os" and c_block * acc_bytes <= caps["ofmap"]
     return {"chunk": max(1, chunk), "a_resident": a_resident, "b_resident": b_resident,
             "c_resident": c_resident, "t_len": t_len}
+
+
+def a_dram_reads(rows: int, cols: int, dataflow: str, n: int, a_resident: bool) -> int:
+    """Times ``systolic_tiles`` reads all of A from DRAM: once when it stays in the filter buffer or the array
+    holds it (ws: each fold's block is loaded once); else once per fold of the other dimension (os: row folds
+    over n; is: column folds over n)."""
+    if a_resident or dataflow == "ws":
+        return 1
+    return -(-n // (rows if dataflow == "os" else cols))
