@@ -485,14 +485,16 @@ class RunResult:
                 "tdp_w": cap["tdp_w"] if cap and governor == "power_cap" else None}
 
     def energy_totals(self) -> dict[str, Any]:
-        """Model energy by component and tensor, power, inferences per joule, and dense vs this run."""
+        """Model energy by component and tensor, power, inferences per joule, and dense vs this run; on a
+        tensor-parallel system the whole system's (:func:`system_energy`), one device's under ``per_device``."""
         seconds = self.total_cycles / (self.clock_ghz * 1e9)
         parts = [rounded(r.energy) for r in self.layers if r.energy is not None]  # as the body carries them
         out = sum_energy(parts, seconds)
         dense_j = sum(p["dense_total_j"] for p in parts)
         out["dense_total_j"] = dense_j
         out["perf_per_watt_vs_dense"] = dense_j / out["total_j"] if out["total_j"] else 1.0
-        return rounded(out)
+        devices = int((self.system or {}).get("devices", 1))
+        return rounded(out if devices == 1 else system_energy(rounded(out), devices))
 
     def by_op_type(self) -> list[dict[str, Any]]:
         """Counts and time per (op type, path), largest time first."""
@@ -585,6 +587,17 @@ def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     total = math.fsum(comp.values())
     return {"total_j": total, "by_component_j": comp, "by_tensor_j": tens,
             "avg_power_w": total / seconds if seconds else 0.0, "inferences_per_j": 1.0 / total if total else 0.0}
+
+
+def system_energy(device: dict[str, Any], devices: int) -> dict[str, Any]:
+    """A system's energy totals from one device's (``energy_totals``' keys): every device runs its shard (the
+    layers), so each joule and watt figure is ``devices`` x the device's, whose sum already holds its static power
+    while the collectives run (no link energy); ratios stay; ``per_device`` keeps the device's figures."""
+    out: dict[str, Any] = {k: ({n: x * devices for n, x in v.items()} if isinstance(v, dict) else v * devices)
+                           if k.endswith("_j") or k == "avg_power_w" else v for k, v in device.items()}
+    out["inferences_per_j"] = 1.0 / out["total_j"] if out["total_j"] else 0.0
+    return {**out, "devices": devices, "scope": f"system: {devices} devices, each running its shard",
+            "per_device": device}
 
 
 def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
