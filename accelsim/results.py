@@ -25,6 +25,7 @@ from accelsim.errors import AccelsimError
 from accelsim.fileio import dumps_finite  # noqa: F401 (re-exported: results' writers import it from here)
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import hardware_from_dict
+from accelsim.system.energy import system_energy
 from accelsim.tables import to_dataframe
 from accelsim.version import __version__
 
@@ -485,16 +486,15 @@ class RunResult:
                 "tdp_w": cap["tdp_w"] if cap and governor == "power_cap" else None}
 
     def energy_totals(self) -> dict[str, Any]:
-        """Model energy by component and tensor, power, inferences per joule, and dense vs this run; on a
-        tensor-parallel system the whole system's (:func:`system_energy`), one device's under ``per_device``."""
+        """Model energy by component and tensor, power, inferences per joule, dense vs this run (systems: all)."""
         seconds = self.total_cycles / (self.clock_ghz * 1e9)
         parts = [rounded(r.energy) for r in self.layers if r.energy is not None]  # as the body carries them
         out = sum_energy(parts, seconds)
         dense_j = sum(p["dense_total_j"] for p in parts)
         out["dense_total_j"] = dense_j
         out["perf_per_watt_vs_dense"] = dense_j / out["total_j"] if out["total_j"] else 1.0
-        devices = int((self.system or {}).get("devices", 1))
-        return rounded(out if devices == 1 else system_energy(rounded(out), devices))
+        n = int((self.system or {}).get("devices", 1))  # a system: every device's, one device's in per_device
+        return rounded(out if n == 1 else system_energy(rounded(out), n))
 
     def by_op_type(self) -> list[dict[str, Any]]:
         """Counts and time per (op type, path), largest time first."""
@@ -589,25 +589,9 @@ def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
             "avg_power_w": total / seconds if seconds else 0.0, "inferences_per_j": 1.0 / total if total else 0.0}
 
 
-def system_energy(device: dict[str, Any], devices: int) -> dict[str, Any]:
-    """A system's energy totals from one device's (``energy_totals``' keys): every device runs its shard (the
-    layers), so each joule and watt figure is ``devices`` x the device's, whose sum already holds its static power
-    while the collectives run (no link energy); ratios stay; ``per_device`` keeps the device's figures."""
-    out: dict[str, Any] = {k: ({n: x * devices for n, x in v.items()} if isinstance(v, dict) else v * devices)
-                           if k.endswith("_j") or k == "avg_power_w" else v for k, v in device.items()}
-    out["inferences_per_j"] = 1.0 / out["total_j"] if out["total_j"] else 0.0
-    return {**out, "devices": devices, "scope": f"system: {devices} devices, each running its shard",
-            "per_device": device}
-
-
 def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
     """Round floats for stable JSON."""
     out: dict[str, Any] = {}
     for k, v in e.items():
-        if isinstance(v, dict):
-            out[k] = rounded(v, digits)
-        elif isinstance(v, float):
-            out[k] = float(f"{v:.{digits}g}")
-        else:
-            out[k] = v
+        out[k] = rounded(v, digits) if isinstance(v, dict) else float(f"{v:.{digits}g}") if isinstance(v, float) else v
     return out
