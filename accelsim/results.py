@@ -25,6 +25,7 @@ from accelsim.errors import AccelsimError
 from accelsim.fileio import dumps_finite  # noqa: F401 (re-exported: results' writers import it from here)
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import hardware_from_dict
+from accelsim.system.energy import system_energy
 from accelsim.tables import to_dataframe
 from accelsim.version import __version__
 
@@ -485,14 +486,15 @@ class RunResult:
                 "tdp_w": cap["tdp_w"] if cap and governor == "power_cap" else None}
 
     def energy_totals(self) -> dict[str, Any]:
-        """Model energy by component and tensor, power, inferences per joule, and dense vs this run."""
+        """Model energy by component and tensor, power, inferences per joule, dense vs this run (systems: all)."""
         seconds = self.total_cycles / (self.clock_ghz * 1e9)
         parts = [rounded(r.energy) for r in self.layers if r.energy is not None]  # as the body carries them
         out = sum_energy(parts, seconds)
         dense_j = sum(p["dense_total_j"] for p in parts)
         out["dense_total_j"] = dense_j
         out["perf_per_watt_vs_dense"] = dense_j / out["total_j"] if out["total_j"] else 1.0
-        return rounded(out)
+        n = int((self.system or {}).get("devices", 1))  # a system: every device's, one device's in per_device
+        return rounded(out if n == 1 else system_energy(rounded(out), n))
 
     def by_op_type(self) -> list[dict[str, Any]]:
         """Counts and time per (op type, path), largest time first."""
@@ -591,10 +593,5 @@ def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
     """Round floats for stable JSON."""
     out: dict[str, Any] = {}
     for k, v in e.items():
-        if isinstance(v, dict):
-            out[k] = rounded(v, digits)
-        elif isinstance(v, float):
-            out[k] = float(f"{v:.{digits}g}")
-        else:
-            out[k] = v
+        out[k] = rounded(v, digits) if isinstance(v, dict) else float(f"{v:.{digits}g}") if isinstance(v, float) else v
     return out

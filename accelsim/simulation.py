@@ -277,7 +277,7 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
                     e = layer_energy(r, hw, model.dtype)
                     results[i] = dataclasses.replace(r, energy=rounded(
                         {**e, "dense_total_j": e["total_j"], "energy_ratio_vs_dense": 1.0}))
-            warnings.append("interconnect energy is not modelled: a collective costs its device's static power "
+            warnings.append("interconnect energy is not modelled: a collective costs each device its static power "
                             "for its time, no link or switch energy")
     fp = footprint(model, kernels, hw)
     if plan is not None:  # the shard one device holds (every device holds one), and its room for KV cache

@@ -104,6 +104,9 @@ class EnergyFigures(Record):
     dense_avg_power_w: float | None
     perf_per_watt_vs_dense: float
     by_component_j: Mapping[str, float]
+    # a tensor-parallel system: the figures above are all its devices'; how many, and one device's figures
+    devices: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    per_device: Mapping[str, float | None] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -163,6 +166,20 @@ def _clocks(real: RunResult, dense: RunResult) -> Clocks | None:
     return Clocks(sparse_run=sparse_clock, dense_run=dense_clock)
 
 
+def _energy(energy: Mapping[str, Any], dense: Mapping[str, Any] | None) -> EnergyFigures:
+    """The sparse run's energy totals (``RunResult.energy_totals``) and the dense run's average power; on a system
+    also one device's figures of both."""
+    each, dense_each = energy.get("per_device"), (dense or {}).get("per_device") or {}
+    return EnergyFigures(
+        total_j=energy["total_j"], dense_total_j=energy["dense_total_j"], avg_power_w=energy["avg_power_w"],
+        dense_avg_power_w=dense["avg_power_w"] if dense else None,
+        perf_per_watt_vs_dense=energy["perf_per_watt_vs_dense"], by_component_j=freeze(energy["by_component_j"]),
+        devices=energy.get("devices"),
+        per_device=None if each is None else freeze({
+            "total_j": each["total_j"], "dense_total_j": each["dense_total_j"], "avg_power_w": each["avg_power_w"],
+            "dense_avg_power_w": dense_each.get("avg_power_w")}))
+
+
 def summarise(real: RunResult, dense: RunResult, rc: RealityCheck) -> Summary:
     """The summary of the sparse run ``real`` against the ``dense`` run (metadata cycles from the ladder ``rc``)."""
     ghz = real.clock_ghz
@@ -197,11 +214,7 @@ def summarise(real: RunResult, dense: RunResult, rc: RealityCheck) -> Summary:
             share_of_sparse_time=meta_cycles / total if total else 0.0,
             cycles_definition="reality-check ladder: sparse_cycles(metadata) - sparse_cycles(data_movement)"),
         bytes=BytesMoved(dense=freeze(_bytes_levels(dense)), sparse=freeze(levels)),
-        energy=None if energy is None else EnergyFigures(
-            total_j=energy["total_j"], dense_total_j=energy["dense_total_j"], avg_power_w=energy["avg_power_w"],
-            dense_avg_power_w=dense.totals["energy"]["avg_power_w"] if dense.layers[0].energy else None,
-            perf_per_watt_vs_dense=energy["perf_per_watt_vs_dense"],
-            by_component_j=freeze(energy["by_component_j"])),
+        energy=None if energy is None else _energy(energy, dense.totals.get("energy")),
         footprint=freeze(real.footprint),
         warnings=tuple(real.warnings),
         clock=_clocks(real, dense),

@@ -80,7 +80,7 @@ class SteadyRun(Record):
     effective_clock_ghz: float  # time-weighted
     clock_by_path_ghz: dict[str, float]
     power_capped_layers: int  # per inference
-    avg_power_w: float | None
+    avg_power_w: float | None  # one device's (on a tensor-parallel system, as the trace and the TDP)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -113,7 +113,12 @@ def _steady(result: RunResult, repeats: int) -> SteadyRun:
     clock = t.get("clock") or {"effective_ghz": result.clock_ghz, "by_path": {}, "power_capped_layers": 0}
     return SteadyRun(latency_s=repeats * t["latency_us"] * 1e-6, effective_clock_ghz=clock["effective_ghz"],
                      clock_by_path_ghz=dict(clock["by_path"]), power_capped_layers=clock["power_capped_layers"],
-                     avg_power_w=t["energy"]["avg_power_w"] if "energy" in t else None)
+                     avg_power_w=_device_energy(t)["avg_power_w"] if "energy" in t else None)
+
+
+def _device_energy(totals: dict[str, Any]) -> dict[str, Any]:
+    """One device's energy totals (a system's ``per_device``): what its trace and the TDP are per."""
+    return totals["energy"].get("per_device") or totals["energy"]
 
 
 def profile_power(result: RunResult, hw: Hardware, *, label: str, repeats: int = 1,

@@ -125,7 +125,7 @@ class RealityFallback(Record):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RealityEnergy(Record):
-    """Dense vs sparse energy of the two real runs."""
+    """Dense vs sparse energy of the two real runs (on a tensor-parallel system, all its devices')."""
 
     dense_j: float
     sparse_j: float

@@ -96,7 +96,9 @@ def format_table(result: RunResult) -> str:
         title += (f", quantized: {q['weights']} weights x {q['activations']} activations on {q['quantized_layers']} "
                   f"linears ({q['mode']} {q['granularity']} quantize layers, dequantize {q['dequantize']})")
     dram = t["bytes"]["dram"]
-    foot = (f"latency {t['latency_us']:,.3f} us | DRAM bytes: A values {_fmt_int(dram['a_values'])}, "
+    sysinfo = body.get("system")
+    each = " per device" if sysinfo else ""  # a tensor-parallel system: the layers are one device's shard
+    foot = (f"latency {t['latency_us']:,.3f} us | DRAM bytes{each}: A values {_fmt_int(dram['a_values'])}, "
             f"A metadata {_fmt_int(dram['a_metadata'])}, B {_fmt_int(dram['b'])}, C {_fmt_int(dram['c'])} | "
             f"dense total {_fmt_int(t['dense_total_cycles'])} cycles")
     lines = [title, line(head), sep, *[line(r) for r in rows[:-1]], sep, line(rows[-1]), foot]
@@ -106,13 +108,19 @@ def format_table(result: RunResult) -> str:
         e = t["energy"]
         comp = e["by_component_j"]
         share = ", ".join(f"{k} {v / e['total_j'] * 100:.0f}%" for k, v in comp.items() if v > 0.005 * e["total_j"])
-        lines.append(f"energy {e['total_j'] * 1e3:,.3f} mJ (dense {e['dense_total_j'] * 1e3:,.3f} mJ) | "
+        scope, each_e = "", ""
+        if "per_device" in e:  # a system: the totals are all its devices', then one device's figures
+            d = e["per_device"]
+            scope = f" (system of {e['devices']} devices)"
+            each_e = (f" | per device {d['total_j'] * 1e3:,.3f} mJ (dense {d['dense_total_j'] * 1e3:,.3f} mJ), "
+                      f"avg power {d['avg_power_w']:,.1f} W")
+        lines.append(f"energy{scope} {e['total_j'] * 1e3:,.3f} mJ (dense {e['dense_total_j'] * 1e3:,.3f} mJ) | "
                      f"avg power {e['avg_power_w']:,.1f} W | perf/W vs dense {e['perf_per_watt_vs_dense']:.3f}x | "
-                     f"{share}")
+                     f"{share}{each_e}")
     fp = body.get("footprint") or {}
     if fp:
         cap = fp.get("dram_capacity_bytes")
-        lines.append(f"footprint {_fmt_int(fp['total_bytes'])} bytes: weights as deployed "
+        lines.append(f"footprint{each} {_fmt_int(fp['total_bytes'])} bytes: weights as deployed "
                      f"{_fmt_int(fp['weights_deployed_bytes'])} ({_fmt_int(fp['weights_metadata_bytes'])} of it "
                      f"metadata; dense {_fmt_int(fp['weights_dense_bytes'])}), peak activations "
                      f"{_fmt_int(fp['activations_peak_bytes'])}, KV cache {_fmt_int(fp['kv_cache_bytes'])}"
@@ -121,14 +129,14 @@ def format_table(result: RunResult) -> str:
                      + (f"; its dense baseline DOES NOT FIT (over by "
                         f"{_fmt_int(fp['dense_baseline_over_capacity_bytes'])})"
                         if fp.get("dense_baseline_over_capacity_bytes") else ""))
-    sysinfo = body.get("system")
     if sysinfo:  # a tensor-parallel system: the layers are one device's shard
         comm, split = sysinfo["communication"], sysinfo["split"]
         kv = (f"{split['kv_heads_per_device']} of {split['kv_heads']} KV heads per device"
               f"{', replicated' if split['kv_replicated'] else ''}" if split.get("kv_heads") is not None else
               "K/V projections split by columns, not by head")
         lines.append(f"system: {sysinfo['devices']} x {printable(sysinfo['device'])}, tensor parallel "
-                     f"({split['scheme']}; {kv}); layers and footprint per device | "
+                     f"({split['scheme']}; {kv}); layers, bytes and footprint per device (each runs its shard), "
+                     f"energy and power for all {sysinfo['devices']} | "
                      f"communication {_fmt_int(comm['cycles'])} cycles in {comm['collectives']:,} collectives "
                      f"({comm['share_of_time'] * 100:.1f}% of time, overlap {sysinfo['interconnect']['overlap']})")
     for moe in wl.get("moe") or []:  # the routing assumption of the moe ops (accelsim.workloads.moe)

@@ -45,6 +45,9 @@ def _summary_table(report: DeploymentReport) -> Table:
     s = report.summary
     occ_d, occ_s = s.occupancy.dense, s.occupancy.sparse
     fb, md = s.fallback, s.metadata
+    fp = s.footprint
+    shard = fp.get("devices") if fp and fp.get("per_device") else None  # a system: bytes of one device's shard
+    each = f" (per device of {shard})" if shard else ""
     rows = [
         ["latency", fmt_us(s.dense.latency_us), fmt_us(s.sparse.latency_us), f"speedup {fmt_x(s.speedup)}"],
         ["cycles", fmt_int(s.dense.cycles), fmt_int(s.sparse.cycles), ""],
@@ -57,7 +60,7 @@ def _summary_table(report: DeploymentReport) -> Table:
          f"{fmt_pct(fb.share_of_requested_kernels)} of them, {fmt_pct(fb.share_of_all_kernels)} of all "
          f"{fb.kernels_all} ops"],
         ["fallback time", "", fmt_int(fb.cycles), f"{fmt_pct(fb.share_of_time)} of the sparse run"],
-        ["metadata bytes (DRAM)", "", fmt_bytes(md.dram_bytes),
+        [f"metadata bytes (DRAM{f', per device of {shard}' if shard else ''})", "", fmt_bytes(md.dram_bytes),
          f"{fmt_pct(md.share_of_weight_dram_bytes)} of weight bytes, {fmt_pct(md.share_of_dram_bytes)} of DRAM"],
         ["metadata cycles (ladder: metadata - data movement rung)", "", fmt_int(md.cycles),
          f"{fmt_pct(md.share_of_sparse_time)} of the sparse run"],
@@ -65,17 +68,21 @@ def _summary_table(report: DeploymentReport) -> Table:
     for level in s.bytes.sparse:
         d, sp = s.bytes.dense[level], s.bytes.sparse[level]
         parts = ", ".join(f"{k} {fmt_bytes(v)}" for k, v in sp.items() if k != "total")
-        rows.append([f"bytes moved, {level.upper()}", fmt_bytes(d["total"]), fmt_bytes(sp["total"]),
+        rows.append([f"bytes moved, {level.upper()}{each}", fmt_bytes(d["total"]), fmt_bytes(sp["total"]),
                      f"sparse: {parts}"])
     e = s.energy
     if e is not None:
-        rows.append(["energy per inference", f"{e.dense_total_j * 1e3:,.3f} mJ", f"{e.total_j * 1e3:,.3f} mJ",
+        whole = f" (system of {e.devices} devices)" if e.per_device is not None else ""
+        rows.append([f"energy per inference{whole}", _mj(e.dense_total_j), _mj(e.total_j),
                      f"perf/W vs dense {fmt_x(e.perf_per_watt_vs_dense)}"])
-        rows.append(["average power", f"{e.dense_avg_power_w:,.1f} W" if e.dense_avg_power_w else "-",
-                     f"{e.avg_power_w:,.1f} W", ""])
-    fp = s.footprint
+        if e.per_device is not None:
+            rows.append([f"energy per inference (per device of {e.devices})", _mj(e.per_device["dense_total_j"]),
+                         _mj(e.per_device["total_j"]), "every device runs its shard"])
+        rows.append([f"average power{whole}", _watts(e.dense_avg_power_w), _watts(e.avg_power_w), ""])
+        if e.per_device is not None:
+            rows.append([f"average power (per device of {e.devices})", _watts(e.per_device["dense_avg_power_w"]),
+                         _watts(e.per_device["avg_power_w"]), ""])
     if fp:
-        each = f" (per device of {fp['devices']})" if fp.get("per_device") else ""
         rows.append([f"weights in memory{each}", fmt_bytes(fp["weights_dense_bytes"]),
                      fmt_bytes(fp["weights_deployed_bytes"]),
                      f"incl. metadata {fmt_bytes(fp['weights_metadata_bytes'])}"])
@@ -85,6 +92,14 @@ def _summary_table(report: DeploymentReport) -> Table:
                          f"{fmt_bytes(fp['activations_peak_bytes'])}; this run's KV cache "
                          f"{fmt_bytes(fp['kv_cache_bytes'])}"])
     return ["", "dense", "sparse", ""], rows
+
+
+def _mj(j: float | None) -> str:
+    return f"{j * 1e3:,.3f} mJ" if j is not None else "-"
+
+
+def _watts(w: float | None) -> str:
+    return f"{w:,.1f} W" if w else "-"
 
 
 def _layer_row(r: LayerRow) -> list[str]:
