@@ -142,8 +142,8 @@ def format_table(result: RunResult) -> str:
 
 # m, n, k, batch and gemms describe the product: macs = m * n * k * batch * gemms (gemms: 2 for fused attention,
 # QK^T and PV; else 1); an op fused into the attention kernel above it has fused True and no shape of its own
-CSV_FIELDS = ["name", "op", "m", "n", "k", "batch", "gemms", "fused", "path", "pattern_requested", "pattern_executed", "reason",
-              "cycles_total", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
+CSV_FIELDS = ["name", "op", "m", "n", "k", "batch", "gemms", "fused", "path", "pattern_requested", "pattern_executed",
+              "reason", "cycles_total", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
               "macs", "macs_executed", "utilization", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
               "sram_a_values", "sram_a_metadata", "sram_b", "sram_c", "binding", "speedup_vs_dense", "clock_ghz",
               "power_capped"]
