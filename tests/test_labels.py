@@ -19,7 +19,7 @@ from accelsim.report.deploy_tables import tables
 from accelsim.report.deploy_text import TOP_LAYERS, grouped_layers, grouped_schedule
 from accelsim.workloads.names import group_name
 
-MORE = re.compile(r"^(?P<shown>.*) and (?P<rest>\d+) more ops$")
+MORE = re.compile(r"^(?P<shown>.*) and (?P<rest>\d+) more ops?$")
 
 
 def _split_outside_braces(text: str, sep: str) -> list[str]:
@@ -97,6 +97,7 @@ def test_too_many_patterns_are_counted() -> None:
     assert label == "a.0.q, a.1.k and 2 more ops"
     assert_exact(label, names, names)
     assert group_name([f"op{i}" for i in range(60)]) == "op0 and 59 more ops"
+    assert group_name(names[:3], limit=2) == "a.0.q, a.1.k and 1 more op"
 
 
 def test_names_with_pattern_characters_are_written_as_they_are() -> None:

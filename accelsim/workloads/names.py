@@ -5,7 +5,7 @@ whose parts are a literal, ``{a,b}`` (any of these values), ``{0..3}`` (an integ
 ``{0..3,7}``) or ``*`` (every value that part takes among the workload's ops that match the pattern's other
 parts, written only when the caller gives those ops and the set holds all of them). A pattern is the product of
 its parts, and the products never overlap. Where the patterns would be too many or too long, the label names the
-first few and ends with "and N more ops", N counting the ops those patterns leave out.
+first few and ends with "and N more ops" ("1 more op"), N counting the ops those patterns leave out.
 """
 
 from __future__ import annotations
@@ -161,4 +161,5 @@ def group_name(names: Sequence[str], limit: int = 3, universe: Iterable[str] | N
         covered += size
     if len(shown[0]) > max_chars:
         shown, covered = [names[0]], 1
-    return f"{', '.join(shown)} and {len(names) - covered} more ops"
+    rest = len(names) - covered
+    return f"{', '.join(shown)} and {rest} more op{'s' if rest > 1 else ''}"
