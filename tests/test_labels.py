@@ -93,11 +93,11 @@ def test_star_only_where_every_op_of_that_part_is_in_the_group() -> None:
 
 def test_too_many_patterns_are_counted() -> None:
     names = ["a.0.q", "a.1.k", "b.2.v", "c.3.w"]
-    label = group_name(names, limit=2)
-    assert label == "a.0.q, a.1.k and 2 more ops"
-    assert_exact(label, names, names)
+    assert group_name(names, limit=2) == "a.0.q, a.1.k and 2 more ops"
+    assert group_name(names, limit=3) == "a.0.q, a.1.k, b.2.v, c.3.w"  # one pattern more rather than "1 more op"
+    assert group_name(names, limit=1) == "a.0.q and 3 more ops"
+    assert group_name(names[:3], limit=2, max_chars=15) == "a.0.q, a.1.k and 1 more op"  # 19 characters in full
     assert group_name([f"op{i}" for i in range(60)]) == "op0 and 59 more ops"
-    assert group_name(names[:3], limit=2) == "a.0.q, a.1.k and 1 more op"
 
 
 def test_names_with_pattern_characters_are_written_as_they_are() -> None:

@@ -150,7 +150,7 @@ def group_name(names: Sequence[str], limit: int = 3, universe: Iterable[str] | N
         return names[0]
     patterns = _patterns(names, universe)
     text = ", ".join(p for p, _ in patterns)
-    if len(patterns) <= limit and len(text) <= max_chars:
+    if len(patterns) <= limit + 1 and len(text) <= max_chars:  # "and 1 more op" would save no room
         return text
     shown: list[str] = []
     covered = 0
