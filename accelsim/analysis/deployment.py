@@ -233,7 +233,7 @@ def _contradictions(real: RunResult, rows: tuple[LayerRow, ...], schedule: Pruni
         out.append(Contradiction(kind="sparse_slower_than_dense", layers=tuple(names), cycles_lost=lost,
                                  message=f"{len(slower)} op(s) run slower sparse than dense, losing {lost:,} cycles "
                                          f"({lost / (real.total_cycles or 1):.1%} of the sparse run): "
-                                         f"{group_name(names)}"))
+                                         f"{group_name(names, universe=[row.name for row in rows])}"))
     if speedup < 1.0:
         out.append(Contradiction(kind="model_slower_than_dense", speedup=speedup,
                                  message=f"the model as a whole is slower sparse than dense ({speedup:.3f}x)"))

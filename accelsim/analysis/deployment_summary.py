@@ -263,11 +263,12 @@ class SupportMatrix(Record):
     categories: Mapping[str, str]
 
 
-def _op_type(layer: Any) -> str:
-    """Op type for the matrix: convolutions split by kind (their sparse support differs)."""
+def _op_type(layer: Any, lowered: str) -> str:
+    """Op type for the matrix: the op as run (`lowered`: a workload matmul run as fused attention is
+    'attention', as in ``run --by-op-type``), convolutions split by kind (their sparse support differs)."""
     if layer.op == "conv2d" and layer.groups > 1:
         return "conv2d depthwise" if layer.depthwise else "conv2d grouped"
-    return str(layer.op)
+    return lowered
 
 
 def _category(r: KernelResult) -> str:
@@ -278,7 +279,7 @@ def _category(r: KernelResult) -> str:
 
 def support_matrix(model: Workload, runs: list[tuple[str, RunResult]], dense_cycles: list[int]) -> SupportMatrix:
     """Op type x pattern: counts of sparse / padded / fallback (by reason) ops and their time share."""
-    kinds = {layer.name: _op_type(layer) for layer in model.layers}
+    layers = {layer.name: layer for layer in model.layers}
     rows = []
     patterns = []
     for label, res in runs:
@@ -287,8 +288,9 @@ def support_matrix(model: Workload, runs: list[tuple[str, RunResult]], dense_cyc
         for i, r in enumerate(res.layers):
             if not r.pattern_requested:
                 continue
-            c = cells.setdefault(kinds[r.name], {
-                "op_type": kinds[r.name], "pattern": label, "layers": 0, "sparse": 0, "padded": 0,
+            kind = _op_type(layers[r.name], r.op)
+            c = cells.setdefault(kind, {
+                "op_type": kind, "pattern": label, "layers": 0, "sparse": 0, "padded": 0,
                 "promoted": 0, "fallback": {}, "padding_reasons": {}, "cycles": 0, "dense_cycles": 0,
                 "cycles_by_category": {"sparse": 0, "padded": 0, "fallback": 0}})
             cat = _category(r)
@@ -347,6 +349,8 @@ class LayerRow(Record):
     # layer asks for no sparsity or the run mixes levels), and its speedup over dense
     best_format: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     best_format_speedup: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    # True for an op fused into the attention kernel above it: it runs nothing of its own (its shape is zero)
+    fused: bool | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 def layer_rows(real: RunResult, dense_cycles: list[int],
@@ -362,7 +366,8 @@ def layer_rows(real: RunResult, dense_cycles: list[int],
         share_of_time=r.cycles["total"] / total, binding=r.binding, utilization=r.utilization,
         speedup=_ratio(dense_cycles[i], r.cycles["total"]),
         best_format=best[r.name][0] if r.name in best else None,
-        best_format_speedup=best[r.name][1] if r.name in best else None) for i, r in enumerate(real.layers))
+        best_format_speedup=best[r.name][1] if r.name in best else None,
+        fused=True if (r.tiling or {}).get("absorbed") else None) for i, r in enumerate(real.layers))
 
 
 # ============================================================================================ schedule

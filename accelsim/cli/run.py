@@ -148,8 +148,10 @@ def format_table(result: RunResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-CSV_FIELDS = ["name", "op", "m", "n", "k", "path", "pattern_requested", "pattern_executed", "reason",
-              "cycles_total", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
+# m, n, k, batch and gemms describe the product: macs = m * n * k * batch * gemms (gemms: 2 for fused attention,
+# QK^T and PV; else 1); an op fused into the attention kernel above it has fused True and no shape of its own
+CSV_FIELDS = ["name", "op", "m", "n", "k", "batch", "gemms", "fused", "path", "pattern_requested", "pattern_executed",
+              "reason", "cycles_total", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
               "macs", "macs_executed", "utilization", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
               "sram_a_values", "sram_a_metadata", "sram_b", "sram_c", "binding", "speedup_vs_dense", "clock_ghz",
               "power_capped"]
@@ -164,7 +166,11 @@ def format_csv(result: RunResult) -> str:
     for lay in result.body()["layers"]:
         c, d, s = lay["cycles"], lay["bytes"]["dram"], lay["bytes"]["sram"]
         shp = lay["shape"]
-        w.writerow([lay["name"], lay["op"], shp.get("m", ""), shp.get("n", ""), shp.get("k", ""), lay["path"],
+        fused = bool((lay.get("tiling") or {}).get("absorbed"))
+        dims: list[object] = ["", "", "", "", ""]
+        if "m" in shp and not fused:
+            dims = [shp["m"], shp["n"], shp["k"], shp.get("batch", 1), 2 if lay["op"] == "attention" else 1]
+        w.writerow([lay["name"], lay["op"], *dims, fused, lay["path"],
                     lay["pattern_requested"] or "", lay["pattern_executed"] or "", lay["reason"] or "",
                     c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], lay["macs"],
                     lay["macs_executed"], lay["utilization"], d["a_values"], d["a_metadata"], d["b"], d["c"],

@@ -111,7 +111,7 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
             "(vector ops) never take a pattern.</p>", _html_table(*t["patterns"]), _html_table(*t["matrix"])]
     n_layers = len(report.layers)
     out += ["<h2>Per-layer table</h2>",
-            f"<p>The {min(TOP_LAYERS, n_layers)} ops with the most time in the sparse run, of {n_layers}.</p>",
+            f"<p>{prose.layers_caption(report.layers, ' (all ops are below and in report.json)')}</p>",
             _html_table(*t["layers_top"])]
     if n_layers > TOP_LAYERS:
         out += [f"<details><summary>all {n_layers} ops in model order</summary>", _html_table(*t["layers_all"]),

@@ -17,7 +17,6 @@ from accelsim.report.deploy_text import (
     HEADER_END,
     NUMERIC_CELL,
     SCHEDULE_ROWS,
-    TOP_LAYERS,
     findings,
     grouped_schedule,
     guardrail_line,
@@ -123,10 +122,8 @@ def render_markdown(report: DeploymentReport) -> str:
             "ops: norms, softmax, activations, pooling, embeddings) never take a pattern.", ""]
     out += md_table(*t["patterns"]) + [""]
     out += md_table(*t["matrix"]) + [""]
-    n_layers = len(report.layers)
     out += ["## Per-layer table", "",
-            f"The {min(TOP_LAYERS, n_layers)} ops with the most time in the sparse run, of {n_layers}"
-            + (" (all ops are in report.json and in the HTML report)." if n_layers > TOP_LAYERS else "."), ""]
+            prose.layers_caption(report.layers, " (all ops are in report.json and in the HTML report)"), ""]
     out += md_table(*t["layers_top"]) + [""]
     sched = report.pruning_schedule
     out += ["## Pruning schedule", "", prose.schedule_intro(sched, MD), "", "![pruning schedule](pruning_schedule.png)",

@@ -11,19 +11,28 @@ import html
 from typing import TYPE_CHECKING
 
 from accelsim.report.clock_text import capped_clocks_line
-from accelsim.report.deploy_text import SCHEDULE_ROWS, SYNTHETIC_LABEL, fmt_int, fmt_pct, fmt_x, group_name
+from accelsim.report.deploy_text import (
+    SCHEDULE_ROWS,
+    SYNTHETIC_LABEL,
+    TOP_LAYERS,
+    fmt_int,
+    fmt_pct,
+    fmt_x,
+    group_name,
+    grouped_layers,
+)
 
 if TYPE_CHECKING:
     from accelsim.analysis.deployment import DeploymentReport, Subject
     from accelsim.analysis.deployment_fallback import FallbackImpact, ReasonImpact
     from accelsim.analysis.deployment_quality import NumericProxy, QualityEvidence
-    from accelsim.analysis.deployment_summary import PruningSchedule, Summary
+    from accelsim.analysis.deployment_summary import LayerRow, PruningSchedule, Summary
     from accelsim.analysis.sensitivity import Sensitivity
 
 __all__ = ["HTML", "MARKDOWN", "Markup", "all_removed", "conflicts_intro", "contradiction", "contradictions_line",
-           "evidence_line", "fallback_intro", "footer", "labels_intro", "power_clock_line", "proxy_line",
-           "reason_line", "schedule_cut", "schedule_intro", "sensitivity_line", "source_line", "subject_line",
-           "synthetic_line", "unused_arrays_line"]
+           "evidence_line", "fallback_intro", "footer", "labels_intro", "layers_caption", "power_clock_line",
+           "proxy_line", "reason_line", "schedule_cut", "schedule_intro", "sensitivity_line", "source_line",
+           "subject_line", "synthetic_line", "unused_arrays_line"]
 
 
 class Markup:
@@ -86,6 +95,17 @@ def power_clock_line(summary: Summary, mk: Markup) -> str | None:
         return None
     line = capped_clocks_line({"sparse run": c.sparse_run.to_dict(), "dense run": c.dense_run.to_dict()})
     return mk.text(f"Power-limited {line}. The latencies and speedup above are at these clocks.")
+
+
+def layers_caption(layers: tuple[LayerRow, ...], elsewhere: str) -> str:
+    """The per-layer table's caption: how many rows it shows and how many of the ops they hold."""
+    groups = grouped_layers(layers)
+    same = "ops with the same op, shape, path, pattern and cycles share a row"
+    if len(groups) <= TOP_LAYERS:
+        return f"All {len(layers)} ops in {len(groups)} rows, most time in the sparse run first; {same}."
+    covered = sum(g.count for g in groups[:TOP_LAYERS])
+    return (f"The {TOP_LAYERS} rows (of {len(groups)}) with the most time in the sparse run, holding {covered} of "
+            f"the {len(layers)} ops; {same}{elsewhere}.")
 
 
 def schedule_intro(sched: PruningSchedule, mk: Markup) -> str:

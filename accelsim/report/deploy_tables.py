@@ -102,8 +102,13 @@ def _watts(w: float | None) -> str:
     return f"{w:,.1f} W" if w else "-"
 
 
+def _shape(r: LayerRow) -> str:
+    """The op's m x n x k (or elements); an op fused into the attention kernel above it runs nothing itself."""
+    return "(fused)" if r.fused else shape_text(r.shape)
+
+
 def _layer_row(r: LayerRow) -> list[str]:
-    return [str(r.index), r.name, r.op, shape_text(r.shape), r.path, r.pattern_executed or "-", r.reason or "-",
+    return [str(r.index), r.name, r.op, _shape(r), r.path, r.pattern_executed or "-", r.reason or "-",
             fmt_int(r.cycles), fmt_int(r.dense_cycles), fmt_pct(r.share_of_time), r.binding, fmt_x(r.speedup),
             _best(r)]
 
@@ -115,7 +120,7 @@ def _best(r: LayerRow) -> str:
     return r.best_format if r.best_format == "dense" else f"{r.best_format} {fmt_x(r.best_format_speedup)}"
 
 
-def _proxy_table(layers: tuple[ProxyLayer, ...]) -> Table:
+def _proxy_table(layers: tuple[ProxyLayer, ...], universe: list[str]) -> Table:
     groups: dict[tuple[tuple[int, ...], str, str], list[ProxyLayer]] = {}
     for x in layers:
         groups.setdefault((tuple(x.weight_shape), x.pattern, x.weights), []).append(x)
@@ -123,7 +128,7 @@ def _proxy_table(layers: tuple[ProxyLayer, ...]) -> Table:
     for (shape, pat, label), xs in sorted(groups.items(), key=lambda kv: (-max(x.relative_error for x in kv[1]),
                                                                            kv[0])):
         worst = max(xs, key=lambda x: (x.relative_error, x.name))
-        rows.append([group_name([x.name for x in xs]), str(len(xs)), pat, f"{shape[0]}x{shape[1]}",
+        rows.append([group_name([x.name for x in xs], universe=universe), str(len(xs)), pat, f"{shape[0]}x{shape[1]}",
                      str(worst.rows_sampled), f"{sum(x.relative_error for x in xs) / len(xs):.4f}",
                      f"{worst.relative_error:.4f}", fmt_pct(sum(x.kept_energy for x in xs) / len(xs)), label])
     return (["layer(s)", "ops", "pattern", "weight m x k", "rows sampled", "mean relative output error", "max",
@@ -151,9 +156,10 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
     layer_head = ["#", "layer", "op", "m x n x k", "path", "pattern", "reason", "cycles", "dense", "share",
                   "binding", "speedup", "best format at this sparsity"]
     groups = grouped_layers(report.layers)
+    universe = [r.name for r in report.layers]  # every op, so that a label writes '*' only where it is exact
     t["layers_top"] = (["layer(s)", "ops", "op", "m x n x k", "path", "pattern", "reason", "cycles each",
                         "dense each", "share (all)", "binding", "speedup", "best format at this sparsity"], [
-        [group_name(g.names), str(g.count), g.first.op, shape_text(g.first.shape), g.first.path,
+        [group_name(g.names, universe=universe), str(g.count), g.first.op, _shape(g.first), g.first.path,
          g.first.pattern_executed or "-", g.first.reason or "-", fmt_int(g.first.cycles), fmt_int(g.first.dense_cycles),
          fmt_pct(g.total_share), g.first.binding, fmt_x(g.first.speedup), _best(g.first)]
         for g in groups[:TOP_LAYERS]])
@@ -161,7 +167,8 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
     sgroups = grouped_schedule(report.pruning_schedule.rows)
     t["schedule"] = (["rank", "layer(s)", "op", "m x n x k", "dense each", "sparse each", "saved each",
                       "saved each (% dense)", "cumulative speedup after"], [
-        [str(g.first.rank) if g.first.rank == g.last_rank else f"{g.first.rank}-{g.last_rank}", group_name(g.names),
+        [str(g.first.rank) if g.first.rank == g.last_rank else f"{g.first.rank}-{g.last_rank}",
+         group_name(g.names, universe=universe),
          g.first.op, shape_text(g.first.shape), fmt_int(g.first.dense_cycles), fmt_int(g.first.sparse_cycles),
          fmt_int(g.first.saved_cycles), fmt_pct(g.first.saved_share_of_dense, 2), fmt_x(g.cumulative_speedup)]
         for g in sgroups[:SCHEDULE_ROWS]])
@@ -171,7 +178,7 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
          f"{r.change:+.4f}x", fmt_x(r.speedup_if_removed_best), r.expected, "yes" if r.as_expected else "NO"]
         for r in report.fallback_impact.reasons])
     q = report.quality
-    t["proxy"] = _proxy_table(q.proxy.layers)
+    t["proxy"] = _proxy_table(q.proxy.layers, universe)
     t["sensitivity"] = (["field", "value", "perturbed", "speedup"], [
         [x.field, fmt_num(x.value), fmt_num(x.perturbed), fmt_x(x.speedup)] for x in report.sensitivity.runs])
     t["quality"] = (["metric", "dense", "value per pattern", "this run", "change", "drop", "threshold", "status"], [
