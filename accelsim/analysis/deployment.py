@@ -395,7 +395,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
     step()
     contradictions = _contradictions(real, rows, schedule, impact, sens, guard)
     step()
-    serving = serving_section(hw, workload_source, model, sparsity or "plan", policy, sim)
+    serving = serving_section(hw, workload_source, model, sparsity, label, policy, sim)
     step()
 
     return DeploymentReport(

@@ -1,8 +1,19 @@
-"""The deployment report's serving section: p50/p95/p99 latency, dense vs sparse, at two offered loads.
+"""The deployment report's serving section: dense vs sparse at two offered loads, served as ``accelsim serve``
+serves the same inputs.
 
-Poisson arrivals (seeded) at :data:`SERVING_LOADS` shares of the dense part's saturation throughput,
-batches of up to 8 requests (2 ms max wait) where the workload has a ``batch`` parameter, service
-times from the simulated plan (:class:`accelsim.serving.ServingModel`).
+A one-shot workload (BERT, a CNN) gives request-latency p50/p95/p99 under the dynamic batcher. An LLM
+workload (a ``*-prefill`` file with a ``*-decode`` sibling, paired as ``serve`` pairs them) gives TTFT and
+TPOT p50/p95/p99 under continuous batching: prompts of the workload's ``seq`` tokens, serve's default
+output tokens. The headline above the section is one forward pass of the workload; the section says what
+it adds.
+
+Offered loads: :data:`SERVING_LOADS` shares of the dense deployment's capacity
+(:meth:`~accelsim.serving.ServingModel.capacity_rps`, the figure serve's "offered / capacity" divides by).
+Each run is seeded Poisson arrivals over ``SERVING_REQUESTS / rate`` simulated seconds at the rate as
+shown (both rounded to 6 significant figures), so ``accelsim serve --rate RATE --duration DURATION
+--max-batch B`` on the same inputs reproduces a row. The batch limit B is the headline's batch when that
+is above 1 (full batches run at the batch the headline measured), else :data:`DEFAULT_MAX_BATCH`; the
+``batch`` parameter itself is the scheduler's (serve refuses ``--set batch``).
 """
 
 from __future__ import annotations
@@ -16,23 +27,44 @@ from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
 from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.serving import ServingModel
+from accelsim.serving.request import paired_decode
+from accelsim.serving.service import group_note
 from accelsim.simulation import Simulator
 from accelsim.workloads.model import Workload
 
-__all__ = ["SERVING_LOADS", "SERVING_REQUESTS", "ServingConfig", "ServingLatency", "ServingRow", "ServingSection",
-           "serving_section"]
+__all__ = ["DEFAULT_MAX_BATCH", "SERVING_LOADS", "SERVING_MAX_WAIT_MS", "SERVING_REQUESTS", "SERVING_SEED",
+           "Percentiles", "ServingConfig", "ServingLatency", "ServingRow", "ServingSection", "serving_section"]
 
-SERVING_LOADS = (0.5, 0.8)  # offered load as a share of the dense part's saturation throughput
-SERVING_REQUESTS = 4000
+SERVING_LOADS = (0.5, 0.8)  # offered load as a share of the dense deployment's capacity
+SERVING_REQUESTS = 4000     # requests' worth of arrivals per run: duration = SERVING_REQUESTS / rate
+SERVING_SEED = 0
+SERVING_MAX_WAIT_MS = 2.0
+DEFAULT_MAX_BATCH = 8       # the batch limit when the headline runs one request (batch 1)
+
+
+def _sig(value: float) -> float:
+    """``value`` to 6 significant figures (rates and durations as shown, and as run)."""
+    return float(f"{value:.6g}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Percentiles(Record):
+    p50: float
+    p95: float
+    p99: float
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ServingLatency(Record):
-    """One variant's latency percentiles (ms) at one load, and whether the load exceeds its capacity."""
+    """One variant at one load: request latency percentiles (ms; LLM: arrival to last token), LLM ``ttft`` and
+    ``tpot`` percentiles (ms), utilisation, and the offered load against the variant's capacity."""
 
     p50: float
     p95: float
     p99: float
+    ttft: Percentiles | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    tpot: Percentiles | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    rejected: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     utilisation: float
     offered_over_capacity: float | None
     overloaded: bool
@@ -40,29 +72,45 @@ class ServingLatency(Record):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ServingRow(Record):
-    """One offered load: the rate and each variant's latency (keyed by label: 'dense' and the sparse label)."""
+    """One offered load: the rate, the simulated duration, the requests that arrived in it, and each variant's
+    figures (keyed by label: 'dense' and the sparse label)."""
 
     load: float
     rate_rps: float
+    duration_s: float
+    requests: int
     by_label: Mapping[str, ServingLatency]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"load": self.load, "rate_rps": self.rate_rps, **{k: v.to_dict() for k, v in self.by_label.items()}}
+        return {"load": self.load, "rate_rps": self.rate_rps, "duration_s": self.duration_s,
+                "requests": self.requests, **{k: v.to_dict() for k, v in self.by_label.items()}}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ServingConfig(Record):
+    """The serving batch limit and wait; ``headline_batch``: the batch the headline ran (None: the workload has
+    no ``batch`` parameter); LLM: the prompt and output tokens of every request."""
+
     max_batch: int
     max_wait_ms: float
+    headline_batch: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    prompt_tokens: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    output_tokens: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ServingSection(Record):
-    """``status`` "ok" with the table, or "skipped" with only the ``note`` saying why."""
+    """``status`` "ok" with the table, or "skipped" with only the ``note`` saying why.
+
+    ``mode``: "batch" (one-shot requests) or "llm" (prefill + ``decode_workload``); ``capacity_rps``: each
+    variant's capacity (requests/s), the dense one being ``saturation_rps``."""
 
     status: str
+    mode: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     labels: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    decode_workload: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     saturation_rps: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    capacity_rps: Mapping[str, float] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     config: ServingConfig | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     requests: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     seed: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
@@ -70,40 +118,110 @@ class ServingSection(Record):
     note: str
 
 
-def serving_section(hw: Hardware, workload_source: str | None, model: Workload, label: str, policy: str,
-                    sim: Simulator) -> ServingSection:
-    """p50/p95/p99 latency, dense vs sparse (``label``), at two offered loads (simpy serving model, seeded)."""
+def _headline_batch(model: Workload) -> int | None:
+    value = model.params.get("batch")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _percentiles(stats: Any) -> Percentiles:
+    return Percentiles(p50=stats.p50, p95=stats.p95, p99=stats.p99)
+
+
+def _measure(models: Mapping[str, ServingModel]) -> tuple[dict[str, float], list[ServingRow]]:
+    """Each variant's capacity, and the rows at SERVING_LOADS shares of the dense capacity."""
+    capacity = {lab: _sig(m.capacity_rps()) for lab, m in models.items()}
+    rows = []
+    for share in SERVING_LOADS:
+        rate = _sig(share * capacity["dense"])
+        duration = _sig(SERVING_REQUESTS / rate)
+        by_label = {}
+        arrived = 0
+        for lab, m in models.items():
+            r = m.run(rate, duration_s=duration, seed=SERVING_SEED)
+            arrived = r.requests
+            q = r.latency_ms
+            by_label[lab] = ServingLatency(
+                p50=q.p50, p95=q.p95, p99=q.p99,
+                ttft=_percentiles(r.ttft_ms) if r.ttft_ms is not None else None,
+                tpot=_percentiles(r.tpot_ms) if r.tpot_ms is not None else None,
+                rejected=r.rejected, utilisation=r.utilisation,
+                offered_over_capacity=r.load.offered_over_capacity, overloaded=r.load.overloaded)
+        rows.append(ServingRow(load=share, rate_rps=rate, duration_s=duration, requests=arrived,
+                               by_label=freeze(by_label)))
+    return capacity, rows
+
+
+def _batching_text(first: ServingModel, headline: int | None) -> str:
+    cfg = first.config
+    if cfg.max_batch == 1 and "note" in first.info:
+        return str(first.info["note"])
+    limit = (f"decode batches of up to {cfg.max_batch} requests (continuous batching)" if first.is_llm
+             else f"batches of up to {cfg.max_batch} requests ({cfg.max_wait_ms:g} ms max wait)")
+    if headline is not None and headline > 1:
+        return (f"{limit}: the headline's batch {headline} is the serving batch limit (full batches run at the "
+                "batch the headline measured; fewer waiting requests make smaller batches)")
+    one = "prompt per prefill pass" if first.is_llm else "request per pass"
+    return f"{limit}: the report's default limit, since the headline runs batch {headline or 1} (one {one})"
+
+
+def serving_section(hw: Hardware, workload_source: str | None, model: Workload, sparsity: str | None, label: str,
+                    policy: str, sim: Simulator) -> ServingSection:
+    """Dense vs ``label`` (``sparsity``; None: the workload's own plan, as the headline runs it) at two offered
+    loads, served as ``accelsim serve`` serves the workload file (an LLM with its paired decode workload)."""
     if not workload_source or not Path(workload_source).is_file():
-        return ServingSection(status="skipped", note="serving needs the workload file (to vary the batch)")
-    sets = {k: v for k, v in model.params.items() if k != "batch"}
-    config = {"max_batch": 8, "max_wait_ms": 2.0}
+        return ServingSection(status="skipped", note="serving needs the workload file, to simulate each batch "
+                                                     "size, and none was given")
+    wl = Path(workload_source)
+    decode = paired_decode(wl)
+    headline = _headline_batch(model)
+    max_batch = headline if headline is not None and headline > 1 else DEFAULT_MAX_BATCH
+    sets = {k: v for k, v in model.params.items() if k != "batch"}  # serve refuses --set batch: it is the scheduler's
+    config = {"max_batch": max_batch, "max_wait_ms": SERVING_MAX_WAIT_MS}
     try:
-        models = {lab: ServingModel.from_files(hw, workload_source, lab, config=config, set_params=sets,
+        models = {lab: ServingModel.from_files(hw, wl, sp, config=config, set_params=sets, decode_workload=decode,
                                                simulator=sim, policy=policy)
-                  for lab in ("dense", label)}
-        saturation = models["dense"].run(rate=1e9, requests=2000, seed=0).throughput_rps
-        rows = []
-        for share in SERVING_LOADS:
-            rate = share * saturation
-            by_label = {}
-            for lab, m in models.items():
-                r = m.run(rate=rate, requests=SERVING_REQUESTS, seed=0)
-                q = r.latency_ms
-                by_label[lab] = ServingLatency(p50=q.p50, p95=q.p95, p99=q.p99, utilisation=r.utilisation,
-                                               offered_over_capacity=r.load.offered_over_capacity,
-                                               overloaded=r.load.overloaded)
-            rows.append(ServingRow(load=share, rate_rps=round(rate, 3), by_label=freeze(by_label)))
+                  for lab, sp in (("dense", "dense"), (label, sparsity))}
+        capacity, rows = _measure(models)
     except (AccelsimError, ValueError) as exc:
         return ServingSection(status="skipped", note=str(exc))
-    used = models["dense"].config
-    batching = (f"batches of up to {used.max_batch} ({used.max_wait_ms:g} ms max wait)" if used.max_batch > 1
-                else models["dense"].info.get("note", "one request at a time"))
-    note = (f"Poisson arrivals at a share of the dense part's saturation throughput; {batching}; service times "
-            "from the simulated plan. `accelsim serve` for more.")
+    first = models["dense"]
+    cfg = first.config
+    prompt = output = None
+    if first.is_llm:
+        prompt, output = first.default_size, first.default_output_tokens
+        what = (f"LLM serving, as `accelsim serve` serves {wl.name}: each request is prefilled ({prompt}-token "
+                f"prompt) and then decoded with {first.info['decode_workload']} for {output} output tokens "
+                "(serve's default); the headline above is the prefill pass alone. TTFT: arrival to first token "
+                "(queueing + prefill); TPOT: time per output token after the first. ")
+    elif wl.stem.endswith("-prefill"):
+        what = (f"Prefill only: {wl.name} has no *-decode workload beside it, so requests are one-shot prefill "
+                "passes and decode is not served. ")
+    else:
+        what = ""
+    basis = ("full decode batches, each request prefilled alone" if first.is_llm
+             else "full batches back to back")
+    how = "--sparsity " + sparsity if sparsity is not None else "no --sparsity (the workload's own plan)"
+    note = (f"{what}Poisson arrivals (seed {SERVING_SEED}) at {' and '.join(f'{s:.0%}' for s in SERVING_LOADS)} "
+            f"of the dense deployment's capacity (capacity, {basis}: "
+            f"{', '.join(f'{lab} {c:g} req/s' for lab, c in capacity.items())}), {SERVING_REQUESTS:,} "
+            f"requests' worth each (duration = {SERVING_REQUESTS} / rate); {_batching_text(first, headline)}; "
+            "service times from the simulated plan. A row is `accelsim serve` on the same --hw, --workload and "
+            f"--set (without batch) with {how} --rate RATE --duration DURATION --max-batch {cfg.max_batch}.")
+    tp = group_note(hw)
+    if tp:
+        note += f" {tp}."
+    rejected = sorted({lab for r in rows for lab in models if r.by_label[lab].rejected})
+    if rejected:
+        note += (f" REJECTED requests ({', '.join(rejected)}): a request whose context does not fit the KV budget "
+                 "is refused and left out of the percentiles.")
     over = sorted({lab for r in rows for lab in models if r.by_label[lab].overloaded})
     if over:
         note += (f" OVERLOADED ({', '.join(over)}): where marked *, the offered load is above that variant's "
                  "capacity, so the queue grows for the whole run and its percentiles are not steady-state.")
-    return ServingSection(status="ok", labels=("dense", label), saturation_rps=round(saturation, 3),
-                          config=ServingConfig(max_batch=used.max_batch, max_wait_ms=used.max_wait_ms),
-                          requests=SERVING_REQUESTS, seed=0, rows=tuple(rows), note=note)
+    return ServingSection(status="ok", mode="llm" if first.is_llm else "batch", labels=tuple(models),
+                          decode_workload=first.info.get("decode_workload"), saturation_rps=capacity["dense"],
+                          capacity_rps=freeze(capacity),
+                          config=ServingConfig(max_batch=cfg.max_batch, max_wait_ms=cfg.max_wait_ms,
+                                               headline_batch=headline, prompt_tokens=prompt,
+                                               output_tokens=output),
+                          requests=SERVING_REQUESTS, seed=SERVING_SEED, rows=tuple(rows), note=note)

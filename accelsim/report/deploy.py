@@ -30,6 +30,7 @@ from accelsim.report.deploy_text import (
     group_name,
     guardrail_line,
     headline,
+    serving_line,
 )
 from accelsim.report.reality_chart import BASENAME, render_reality_check
 from accelsim.report.reality_chart import DPI as RC_DPI
@@ -81,6 +82,7 @@ def summary_lines(report: DeploymentReport) -> list[str]:
     for r in report.fallback_impact.reasons:
         lines.append(f"fallback {r.reason}: {r.count} ops, {fmt_pct(r.share_of_time)} of time; if removed "
                      f"{fmt_x(r.speedup_if_removed)}")
+    lines.append(serving_line(report.serving))
     cons = report.contradictions
     lines.append(f"{len(cons)} contradiction(s)" + (": " + "; ".join(c.kind for c in cons) if cons else ""))
     return lines

@@ -28,6 +28,8 @@ from accelsim.report.deploy_text import (
     header_rows,
     headline,
     schedule_findings,
+    serving_heading,
+    serving_skipped,
 )
 
 if TYPE_CHECKING:
@@ -160,12 +162,12 @@ def render_html(report: DeploymentReport, charts: Mapping[str, bytes]) -> str:
         out += [f"<p>{prose.sensitivity_line(sens, HTML)}</p>", _html_table(*t["sensitivity"])]
     else:
         out.append(f"<p>{_esc(sens.note or 'none')}</p>")
-    out.append("<h2>Serving latency (p50 / p95 / p99)</h2>")
+    out.append(f"<h2>{_esc(serving_heading(report.serving))}</h2>")
     sv = report.serving
     if sv.status == "ok":
         out += [f"<p>{_esc(sv.note)}</p>", _html_table(*serving_cells(sv))]
     else:
-        out.append(f"<p>{_esc(sv.note)}</p>")
+        out.append(f"<p>{_esc(serving_skipped(sv))}</p>")
     out += ["<h2 id='contradictions'>Contradictions</h2>", "<p>Evidence that points the other way:</p>", "<ul>"]
     out += [f"<li>{prose.contradiction(c.kind, c.message, HTML)}</li>" for c in cons] or ["<li>none found</li>"]
     out += ["</ul>", f"<hr><p class='small'>{prose.footer(HTML)}</p>", "</body></html>", ""]

@@ -23,6 +23,8 @@ from accelsim.report.deploy_text import (
     header_rows,
     headline,
     schedule_findings,
+    serving_heading,
+    serving_skipped,
 )
 from accelsim.report.reality_chart import text_bars
 
@@ -86,7 +88,7 @@ def md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def _serving_md(sv: ServingSection) -> list[str]:
     if sv.status != "ok":
-        return [sv.note]
+        return [serving_skipped(sv)]
     return [sv.note, "", *md_table(*serving_cells(sv))]
 
 
@@ -170,7 +172,7 @@ def render_markdown(report: DeploymentReport) -> str:
         out += md_table(*t["sensitivity"])
     else:
         out.append(sens.note or "none")
-    out += ["", "## Serving latency (p50 / p95 / p99)", ""]
+    out += ["", f"## {serving_heading(report.serving)}", ""]
     out += _serving_md(report.serving)
     out += ["", "## Contradictions", "", "Evidence that points the other way:", ""]
     out += [f"- {prose.contradiction(c.kind, c.message, MD)}" for c in cons] or ["- none found"]

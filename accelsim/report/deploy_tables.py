@@ -23,7 +23,7 @@ from accelsim.report.deploy_text import (
 if TYPE_CHECKING:
     from accelsim.analysis.deployment import DeploymentReport
     from accelsim.analysis.deployment_quality import ProxyLayer
-    from accelsim.analysis.deployment_serving import ServingSection
+    from accelsim.analysis.deployment_serving import ServingRow, ServingSection
     from accelsim.analysis.deployment_summary import LayerRow
 
 __all__ = ["Table", "serving_cells", "tables"]
@@ -32,12 +32,32 @@ Table = tuple[list[str], list[list[str]]]
 
 
 def serving_cells(sv: ServingSection) -> Table:
-    """Head and rows of the serving table (a * marks an overloaded run's percentiles)."""
+    """Head and rows of the serving table (a * marks an overloaded run's percentiles).
+
+    One-shot: a row per load, request latency per variant. LLM: a row per load and variant, TTFT and TPOT."""
     labs = list(sv.labels or ())
-    head = ["load", "rate (req/s)"] + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
-    body = [[f"{r.load:.0%}", f"{r.rate_rps:,.1f}"]
-            + [f"{getattr(r.by_label[lab], q):.3f} ms" + (" *" if r.by_label[lab].overloaded else "") for lab in labs
-               for q in ("p50", "p95", "p99")] for r in sv.rows or ()]
+    lead = ["load", "rate (req/s)", "duration (s)"]
+
+    def ms(value: float, over: bool) -> str:
+        return f"{value:,.3f} ms" + (" *" if over else "")
+
+    def start(r: ServingRow) -> list[str]:
+        return [f"{r.load:.0%}", f"{r.rate_rps:g}", f"{r.duration_s:g}"]
+
+    if sv.mode == "llm":
+        qs = ("p50", "p95", "p99")
+        head = [*lead, "deployment"] + [f"{m} {q}" for m in ("TTFT", "TPOT") for q in qs]
+        body = []
+        for r in sv.rows or ():
+            for lab in labs:
+                v = r.by_label[lab]
+                cells = [ms(getattr(part, q), v.overloaded) if part is not None else "-"
+                         for part in (v.ttft, v.tpot) for q in qs]
+                body.append([*start(r), lab, *cells])
+        return head, body
+    head = lead + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
+    body = [start(r) + [ms(getattr(r.by_label[lab], q), r.by_label[lab].overloaded) for lab in labs
+                        for q in ("p50", "p95", "p99")] for r in sv.rows or ()]
     return head, body
 
 

@@ -17,12 +17,13 @@ from accelsim.workloads.names import group_name
 
 if TYPE_CHECKING:
     from accelsim.analysis.deployment import DeploymentReport, ReportHeader
+    from accelsim.analysis.deployment_serving import ServingSection
     from accelsim.analysis.deployment_summary import LayerRow, ScheduleRow
 
 __all__ = ["HEADER_BEGIN", "HEADER_END", "NUMERIC_CELL", "SCHEDULE_ROWS", "SYNTHETIC_LABEL", "TOP_LAYERS", "LayerGroup",
            "ScheduleGroup", "findings", "fmt_bytes", "fmt_int", "fmt_num", "fmt_pct", "fmt_us", "fmt_x",
            "group_name", "grouped_layers", "grouped_schedule", "guardrail_line", "header_rows", "headline",
-           "reason_text", "schedule_findings", "shape_text"]
+           "reason_text", "schedule_findings", "serving_heading", "serving_line", "serving_skipped", "shape_text"]
 
 HEADER_BEGIN = "<!-- report-header:begin -->"
 HEADER_END = "<!-- report-header:end -->"
@@ -90,6 +91,40 @@ def headline(report: DeploymentReport) -> str:
 def guardrail_line(report: DeploymentReport) -> str:
     g = report.guardrail
     return f"QUALITY GUARDRAIL: {g.status.upper()} - {g.message}"
+
+
+def serving_heading(sv: ServingSection) -> str:
+    """The serving section's title: what its percentiles measure."""
+    if sv.mode == "llm":
+        return "Serving: TTFT and TPOT (p50 / p95 / p99), prefill + decode"
+    return "Serving latency (p50 / p95 / p99)"
+
+
+def serving_skipped(sv: ServingSection) -> str:
+    """Why the serving section holds no table."""
+    return f"Serving section skipped: {sv.note}"
+
+
+def serving_line(sv: ServingSection) -> str:
+    """One terminal line: the capacities and the p99s at the lowest load, or why the section was skipped."""
+    if sv.status != "ok" or not sv.rows or not sv.labels or sv.config is None:
+        return serving_skipped(sv)
+    cap = ", ".join(f"{lab} {c:g}" for lab, c in (sv.capacity_rps or {}).items())
+    row = sv.rows[0]
+    cfg = sv.config
+    if sv.mode == "llm":
+        what = (f"LLM prefill + {sv.decode_workload}, {cfg.prompt_tokens}-token prompts, {cfg.output_tokens} output "
+                f"tokens, decode batches of up to {cfg.max_batch}")
+        p99 = "; ".join(f"p99 {m.upper()} " + ", ".join(
+            f"{lab} {getattr(row.by_label[lab], m).p99:,.3f} ms" for lab in sv.labels
+            if getattr(row.by_label[lab], m) is not None) for m in ("ttft", "tpot"))
+    else:
+        what = f"batches of up to {cfg.max_batch}" + (f" (headline batch {cfg.headline_batch})"
+                                                      if cfg.headline_batch is not None else "")
+        p99 = "p99 latency " + ", ".join(f"{lab} {row.by_label[lab].p99:,.3f} ms" for lab in sv.labels)
+    over = sorted({lab for r in sv.rows for lab in sv.labels if r.by_label[lab].overloaded})
+    return (f"serving, {what}: capacity {cap} req/s; at {row.load:.0%} load ({row.rate_rps:g} req/s): {p99}"
+            + (f"; OVERLOADED: {', '.join(over)}" if over else ""))
 
 
 def header_rows(h: ReportHeader) -> list[list[str]]:

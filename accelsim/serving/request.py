@@ -23,7 +23,7 @@ from accelsim.serving.service import PLAN_LABEL, canonical_pattern, group_note, 
 from accelsim.serving.variants import quality_at_budget
 from accelsim.simulation import Simulator
 
-__all__ = ["ServeRequest", "serve", "LOAD_CURVE_SHARES"]
+__all__ = ["ServeRequest", "serve", "LOAD_CURVE_SHARES", "paired_decode"]
 
 LOAD_CURVE_SHARES = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2)  # of the best capacity (or the rate)
 
@@ -104,7 +104,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
     hw_obj, hw_src = resolve_hardware(rq.hw, rq.hw_set)
     sim = Simulator(hw_obj, hw_src)
     wl = Path(rq.workload)
-    dec = _paired_decode(wl) if rq.decode_workload == "auto" else rq.decode_workload
+    dec = paired_decode(wl) if rq.decode_workload == "auto" else rq.decode_workload
     _check_size_flags(rq, wl, dec)
     sp = canonical_pattern(rq.sparsity)
     if sp is None:
@@ -251,7 +251,7 @@ def _as_params(set_params: Mapping[str, Any] | Sequence[str] | None) -> dict[str
     return parse_sets(list(set_params))
 
 
-def _paired_decode(workload: Path) -> Path | None:
+def paired_decode(workload: Path) -> Path | None:
     """The ``*-decode`` sibling of a ``*-prefill`` workload, if there is one."""
     stem = workload.stem
     if stem.endswith("-prefill"):
