@@ -212,7 +212,8 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
-    plan = split(model, hw.devices) if hw.devices > 1 else None  # a system: one device's shard + collectives
+    source = simulator.source if simulator is not None else hw_source  # the hardware a refusal names
+    plan = split(model, hw.devices, source) if hw.devices > 1 else None  # a system: one device's shard + collectives
     summary = model.summary()
     if plan is not None:
         model = plan.workload
