@@ -1,5 +1,6 @@
 """Tensor parallelism splits whole attention heads (Megatron-LM, vLLM): degrees that would split a head are refused
-on system.devices; accepted splits keep attention fused and the KV cache in whole heads."""
+on system.devices; accepted splits keep attention fused and the KV cache in whole heads; decode footprints count
+the KV cache once."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from conftest import HW, WL, cli, one_line_error
 from accelsim.errors import InfeasibleError
 from accelsim.hardware.model import load_hardware
 from accelsim.lowering import lower
+from accelsim.simulation import footprint
 from accelsim.workloads.attention import attention_groups
 from accelsim.workloads.model import load_workload, workload_from_dict
 from accelsim.workloads.tensor_parallel import split
@@ -119,6 +121,21 @@ def test_the_kv_cache_is_split_in_whole_kv_heads() -> None:
         assert plan.assumptions()["kv_heads_per_device"] == heads
     with pytest.raises(InfeasibleError, match="3 devices do not divide the 32 query heads"):
         split(model, 3)
+
+
+def test_decode_activations_leave_the_kv_cache_to_kv_cache_bytes() -> None:
+    """Fused decode attention used to count one layer's whole K and V as activations (537,460,736 B for
+    llama3-70b at kv_len 8192, batch 16): they are the KV cache, already in kv_cache_bytes."""
+    model = load_workload(WL / "llama3-70b-decode.yaml", {"kv_len": 8192, "batch": 16})
+    for hw_name in ("h100-like", "tpu-like"):  # fused attention, and the matmuls one by one
+        hw = load_hardware(HW / f"{hw_name}.yaml")
+        fp = footprint(model, lower(model, hw, None), hw)
+        assert fp["kv_cache_bytes"] == 2 * 80 * 16 * 8193 * 1024 * 2
+        one_layer_k = 16 * 8 * 8193 * 128 * 2
+        assert fp["activations_peak_bytes"] < one_layer_k / 4, hw_name
+    hw = load_hardware(HW / "h100-like.yaml")
+    fp = footprint(model, lower(model, hw, None), hw)
+    assert fp["activations_peak_bytes"] == (8192 + 128256) * 16 * 2  # the lm_head's input and logits
 
 
 def test_sweep_marks_a_head_splitting_point_infeasible_and_serve_refuses(tmp_path: Path,
