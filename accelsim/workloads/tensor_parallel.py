@@ -23,10 +23,11 @@ Here, on the layers of a loaded workload, by each GEMM's *role* (:data:`ROLES`, 
   ``lm_head`` (``m = vocab / N``, then an all-gather of the logits).
 - replicated: the MoE router (``gate``), and any GEMM, conv or matmul with no role (said in ``notes``).
 
-Vector ops between a column- and a row-parallel GEMM (rotary, softmax, SiLU, gate multiply, KV-cache
-writes) run on ``1 / N`` of their elements; the score ops of an attention group on exactly the elements of
-the device's QK^T shard (so the group still fuses); the others (norms, residual adds) on all of them on
-every device (no sequence parallelism). MoE (``moe_split: tp_inside_experts``, Megatron's default without
+Vector ops between a column- and a row-parallel GEMM (rotary, SiLU, gate multiply) run on ``1 / N`` of
+their elements (rotary also when K/V heads are replicated: its K part slightly under-counted), KV-cache
+writes on the device's K/V heads, the score ops of an attention group on exactly the elements of the
+device's QK^T shard (so the group still fuses); the others (norms, residual adds) on all of them on every
+device (no sequence parallelism). MoE (``moe_split: tp_inside_experts``, Megatron's default without
 expert parallelism): every expert is split over all devices and gets the tokens the routing gives it.
 Other sizes that N does not divide (an MLP's intermediate size, a vocabulary) are rounded up to the
 largest shard, which sets the pace, and said in ``notes``.
