@@ -96,7 +96,8 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     """Memory footprint: weights dense vs as deployed (compressed + metadata), activations, KV cache.
 
     Weights include every expert of a moe op, also those no token reached in this run (stored as its running
-    experts are).
+    experts are). Activations are the largest layer's inputs and outputs; K and V that a layer reads from the KV
+    cache (``kv_cache: true``) are the cache, counted once in ``kv_cache_bytes`` at kv_dtype.
 
     When it exceeds ``dram.capacity_bytes`` (``fits`` False) it also says by how much: ``over_capacity_bytes``
     and ``min_devices``, the fewest devices of that capacity whose memory adds up to it (a lower bound: sharding
@@ -127,13 +128,14 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
         elif layer.op == "embedding":
             dense_w += stored_bytes(layer.vocab * layer.dim, e)
             deployed += stored_bytes(layer.vocab * layer.dim, e)
+        cached = bool(getattr(layer, "kv_cache", None))  # K / V read from the KV cache: counted in kv_cache_bytes
         if kern.vector:
             act = kern.read_bytes + kern.write_bytes
-        elif kern.op == "attention":  # fused: Q, K, V and O (the scores stay on chip)
-            act = stored_bytes((2 * kern.m + 2 * kern.n) * kern.k * kern.batch, kern.dtype_bytes)
+        elif kern.op == "attention":  # fused: Q, K, V and O (the scores stay on chip); Q and O only from a cache
+            act = stored_bytes((2 * kern.m + (0 if cached else 2 * kern.n)) * kern.k * kern.batch, e)
         else:
-            act = (stored_bytes(kern.b_elements * kern.batch, kern.dtype_bytes if kern.c_bytes else e)
-                   + stored_bytes(kern.m_exec * kern.n * kern.batch, kern.c_bytes or e))
+            b = 0 if cached else stored_bytes(kern.b_elements * kern.batch, kern.dtype_bytes if kern.c_bytes else e)
+            act = b + stored_bytes(kern.m_exec * kern.n * kern.batch, kern.c_bytes or e)
             if not kern.weight:
                 act += stored_bytes(kern.m * kern.k * kern.batch, e)
         act_peak = max(act_peak, act)
@@ -218,7 +220,8 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
-    plan = split(model, hw.devices) if hw.devices > 1 else None  # a system: one device's shard + collectives
+    source = simulator.source if simulator is not None else hw_source  # the hardware a refusal names
+    plan = split(model, hw.devices, source) if hw.devices > 1 else None  # a system: one device's shard + collectives
     summary = model.summary()
     if plan is not None:
         model = plan.workload

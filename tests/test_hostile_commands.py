@@ -307,12 +307,12 @@ def test_llm_run_output_tokens_bounded() -> None:
 
 def test_serve_passes_on_the_split_warnings(tmp_path: Path) -> None:
     text = (HW / "8xh100-like.yaml").read_text().replace("device: h100-like.yaml", f"device: {HW / 'h100-like.yaml'}")
-    system = tmp_path / "3x.yaml"
-    system.write_text(text.replace("devices: 8 ", "devices: 3 ", 1))
-    res = serve(ServeRequest(hw=system, workload=WL / "llama3-8b-prefill.yaml", rate=2.0, duration_s=2.0))
-    # run warned that 3 devices do not divide the heads and projections; serve said nothing
-    assert ("llama3-8b-decode: q_proj m 4096 is not divisible by 3 devices: rounded up to the largest shard "
-            "(32 layer(s))") in res.warnings
+    system = tmp_path / "5x.yaml"
+    system.write_text(text.replace("devices: 8 ", "devices: 5 ", 1))
+    res = serve(ServeRequest(hw=system, workload=WL / "llama2-13b-prefill.yaml", rate=2.0, duration_s=2.0))
+    # run warned that 5 devices (which split the 40 heads whole) do not divide the MLP; serve said nothing
+    assert ("llama2-13b-decode: gate_proj m 13824 is not divisible by 5 devices: rounded up to the largest shard "
+            "(40 layer(s))") in res.warnings
     assert not any("energy" in w for w in res.warnings)  # serving reports no energy
 
 

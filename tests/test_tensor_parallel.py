@@ -200,22 +200,29 @@ def test_serve_flags_reach_the_request() -> None:
     assert (rq.sla_metric, rq.prompt_tokens, rq.output_tokens) == ("tpot", "fixed:1024", "fixed:256")
 
 
-def test_bert_splits_by_its_own_names_and_says_what_is_uneven() -> None:
-    plan = split(load_workload(WL / "bert-base.yaml", {"batch": 1, "seq": 128}), 8)
+def test_bert_splits_by_its_own_names_in_whole_heads() -> None:
+    plan = split(load_workload(WL / "bert-base.yaml", {"batch": 1, "seq": 128}), 4)
     by = {lay.name: lay for lay in plan.workload.layers}
-    assert (by["encoder.0.q"].m, by["encoder.0.attn_out"].k, by["encoder.0.ffn1"].m) == (96, 96, 384)
-    assert by["encoder.0.scores"].batch == 2  # 12 heads over 8 devices: the largest shard holds 2
-    assert any("attention batch x heads 12 is not divisible by 8" in n for n in plan.notes)
+    assert (by["encoder.0.q"].m, by["encoder.0.attn_out"].k, by["encoder.0.ffn1"].m) == (192, 192, 768)
+    assert by["encoder.0.scores"].batch == 3  # 12 heads over 4 devices: 3 whole heads of 64 each
+    assert by["encoder.0.softmax"].elements == 3 * 128 * 128
+    assert (plan.heads, plan.kv_heads, plan.assumptions()["kv_heads_per_device"]) == (12, 12, 3)
+    assert not any("not divisible" in n for n in plan.notes)
     assert any("gemm layers without a tensor-parallel role" in n for n in plan.notes)  # pooler, qa_outputs
 
 
 def test_the_system_line_never_prints_a_missing_kv_split(capsys) -> None:
-    """bert-base's K/V projections are split by columns (no grouped K/V heads): the text says so, not 'None'."""
+    """A workload without attention heads (bert-base-gemms) splits its projections by columns: the text says
+    so, not 'None'."""
     from accelsim.cli import main
 
-    assert main(["run", "--hw", str(HW / "8xh100-like.yaml"), "--workload", str(WL / "bert-base.yaml")]) == 0
+    assert main(["run", "--hw", str(HW / "8xh100-like.yaml"), "--workload", str(WL / "bert-base-gemms.yaml")]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("system:"))
-    assert "None" not in line and "split by columns, not by head" in line
+    assert "None" not in line and "split by columns, not by head" in line  # no attention group: no heads found
+    assert main(["run", "--hw", str(HW / "8xh100-like.yaml"), "--hw-set", "system.devices=4", "--workload",
+                 str(WL / "bert-base.yaml")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("system:"))
+    assert "3 of 12 KV heads per device" in line
     assert main(["run", "--hw", str(HW / "8xh100-like.yaml"), "--workload", str(WL / "llama3-8b-decode.yaml")]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("system:"))
     assert "1 of 8 KV heads per device" in line

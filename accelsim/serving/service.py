@@ -175,6 +175,6 @@ def kv_bytes_per_token(dec: SimulatedService) -> float:
     a = dec.workload(1, 256)
     b = dec.workload(1, 257)
     if dec.hw.devices > 1:
-        a, b = split(a, dec.hw.devices).workload, split(b, dec.hw.devices).workload
+        a, b = split(a, dec.hw.devices, dec.sim.source).workload, split(b, dec.hw.devices, dec.sim.source).workload
     return float((b.kv_cache_elements - a.kv_cache_elements) * a.kv_dtype_bytes)  # the cache's own dtype
 
