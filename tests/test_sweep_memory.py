@@ -109,22 +109,25 @@ def test_a_fastest_row_takes_the_footprint_of_the_kernels_it_runs(tmp_path: Path
 
 
 def test_an_uneven_tensor_parallel_split_is_a_column_and_a_warning(tmp_path: Path) -> None:
-    """bert-base's 12 heads over 8 devices: rounded up to the largest shard, as run warns."""
+    """llama2-13b over 5 devices: whole heads (40 / 5), its MLP's 13,824 rows rounded up to the largest shard, as
+    run warns (a split that would cut a head is refused, tests/test_tensor_parallel_heads.py)."""
     spec = spec_from_dict({
-        "name": "tp", "hardware": str(HW / "8xh100-like.yaml"), "workloads": [str(WL / "bert-base.yaml")],
-        "set": {"batch": [1]}, "sparsity": ["dense"], "grid": {"system.interconnect.latency_us": [1.0, 2.0]}})
+        "name": "tp", "hardware": str(HW / "8xh100-like.yaml"), "workloads": [str(WL / "llama2-13b-decode.yaml")],
+        "set": {"batch": [1]}, "sparsity": ["dense"],
+        "grid": {"system.devices": [5], "system.interconnect.latency_us": [1.0, 2.0]}})
     res = run_sweep(spec, tmp_path / "tp", workers=1)
-    model = load_workload(WL / "bert-base.yaml", {"batch": 1})
-    notes = split(model, 8).notes
-    assert any("is not divisible by 8 devices: rounded up to the largest shard" in n for n in notes)
+    model = load_workload(WL / "llama2-13b-decode.yaml", {"batch": 1})
+    notes = split(model, 5).notes
+    assert any("is not divisible by 5 devices: rounded up to the largest shard" in n for n in notes)
     rows = load_results(tmp_path / "tp").records()
     assert [r["split_notes"] for r in rows] == ["; ".join(notes)] * 2
-    hw = load_hardware(HW / "8xh100-like.yaml", ["system.interconnect.latency_us=1.0"])
+    hw = load_hardware(HW / "8xh100-like.yaml", ["system.devices=5", "system.interconnect.latency_us=1.0"])
     ran = run(model, hw, "dense")
     assert all(n in ran.warnings for n in notes)  # the same text run warns
     assert rows[0]["footprint_bytes"] == ran.footprint["total_bytes"] and rows[0]["fits_memory"] is True
     assert res.split_note_rows == 2
     assert [w for w in res.warnings if "split unevenly" in w] == [
         f"2 of 2 rows (2 points) split unevenly over a system's devices or replicate layers (split_notes, as "
-        f"`accelsim run` warns). E.g. point 0 (system.interconnect.latency_us=1.0), bert-base, batch=1, dense: "
+        f"`accelsim run` warns). E.g. point 0 (system.devices=5, system.interconnect.latency_us=1.0), "
+        f"llama2-13b-decode, batch=1, dense: "
         f"{'; '.join(notes)}"]
