@@ -115,6 +115,51 @@ def test_per_layer_plan_is_served_beside_dense(tmp_path: Path, capsys: pytest.Ca
     assert res["results"]["workload plan"]["sparsity"] == "workload plan"
 
 
+TOP_LEVEL_WITH_EXCEPTION = """
+name: gemms-top
+dtype: fp16
+sparsity: "2:4"
+params: {batch: 1}
+layers:
+  - {name: a, op: gemm, m: 4096, n: "batch*128", k: 4096}
+  - {name: b, op: gemm, m: 4096, n: "batch*128", k: 4096, sparsity: dense}
+"""
+
+
+@pytest.mark.parametrize("exception", [True, False])
+def test_top_level_sparsity_serves_the_plan_with_its_layer_exceptions(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], exception: bool) -> None:
+    """A top-level 2:4 with a layer kept dense used to be served as 2:4 on every layer (the dense layer too),
+    unlike `accelsim run` and `accelsim report` with no --sparsity; without the exception the label stays 2:4."""
+    from accelsim.hardware.model import load_hardware
+    from accelsim.simulation import run
+    from accelsim.workloads.model import load_workload
+
+    wl = tmp_path / "gemms.yaml"
+    wl.write_text(TOP_LEVEL_WITH_EXCEPTION if exception else TOP_LEVEL_WITH_EXCEPTION.replace(", sparsity: dense", ""))
+    code, out, _ = cli(capsys, "serve", "--hw", A100, "--workload", wl, "--rate", "300", "--duration", "0.5",
+                       "--max-batch", "1", "--format", "json")
+    assert code == 0
+    res = json.loads(out)
+    label = "workload plan" if exception else "2:4"
+    assert res["sparsities"] == ["dense", label]
+    notes = [n for n in res["notes"] if n.startswith("workload plan:")]
+    assert notes == (["workload plan: the workload's sparsity 2:4 on every weight layer but b (dense) (their own "
+                      "sparsity:), as 'accelsim run' runs it with no --sparsity"] if exception else [])
+    hw = load_hardware(A100)
+    planned = run(load_workload(str(wl)), hw, None)
+    every = run(load_workload(str(wl)), hw, "2:4")
+    assert (planned.total_cycles != every.total_cycles) is exception
+    svc = res["results"][label]["service_ms"]["mean_per_batch"]
+    assert svc == pytest.approx(planned.total_cycles / (hw.clock_ghz * 1e9) * 1e3, abs=1e-6)
+    assert res["results"][label]["sparsity"] == label
+    # --sparsity 2:4 overrides every layer, as `accelsim run --sparsity 2:4` does
+    code, out, _ = cli(capsys, "serve", "--hw", A100, "--workload", wl, "--rate", "300", "--duration", "0.5",
+                       "--max-batch", "1", "--sparsity", "2:4", "--format", "json")
+    forced = json.loads(out)["results"]["2:4"]["service_ms"]["mean_per_batch"]
+    assert forced == pytest.approx(every.total_cycles / (hw.clock_ghz * 1e9) * 1e3, abs=1e-6)
+
+
 # -- 3: a replayed trace: booleans stay booleans, the duration is the trace's own --------------------------
 
 @pytest.mark.parametrize("gap_s", [0.02, 1e-5])

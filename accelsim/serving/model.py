@@ -46,6 +46,7 @@ from accelsim.serving.service import (
     canonical_pattern,
     has_layer_plan,
     kv_bytes_per_token,
+    plan_exceptions,
     resolve_hardware,
 )
 from accelsim.serving.stats import cdf, sla_outcome, stats_ms
@@ -122,8 +123,9 @@ class ServingModel:
                                   "sets the prompts)")
             dec.check_set_params()
         svc.check_set_params()
-        label = sp or canonical_pattern(svc.data.get("sparsity")) or (PLAN_LABEL if has_layer_plan(workload)
-                                                                        else "dense")
+        top = canonical_pattern(svc.data.get("sparsity"))
+        label = sp or (PLAN_LABEL if has_layer_plan(workload) or (top not in (None, "dense")
+                                                                  and plan_exceptions(workload)) else top or "dense")
         info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
                                 "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}
         if decode_workload is None:

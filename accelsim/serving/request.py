@@ -19,7 +19,14 @@ from accelsim.serving.config import DEFAULT_DURATION_S, DEFAULT_REQUESTS_PER_EVA
 from accelsim.serving.limits import check_serve_args, overload_warnings
 from accelsim.serving.model import ServingModel
 from accelsim.serving.results import CapacityResult, CapacitySummary, CompareResult, ServeResult
-from accelsim.serving.service import PLAN_LABEL, canonical_pattern, group_note, has_layer_plan, resolve_hardware
+from accelsim.serving.service import (
+    PLAN_LABEL,
+    canonical_pattern,
+    group_note,
+    has_layer_plan,
+    plan_exceptions,
+    resolve_hardware,
+)
 from accelsim.serving.variants import quality_at_budget
 from accelsim.simulation import Simulator
 
@@ -107,16 +114,27 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
     dec = paired_decode(wl) if rq.decode_workload == "auto" else rq.decode_workload
     _check_size_flags(rq, wl, dec)
     sp = canonical_pattern(rq.sparsity)
-    if sp is None:
-        sp = canonical_pattern(configio.read_yaml(wl)[0].get("sparsity"))
-    labels = ["dense"] + ([sp] if sp not in (None, "dense") else [])
+    override: dict[str, str | None] = {"dense": "dense"}  # label -> the sparsity each model runs (None: the plan)
     plan_note = None
-    if sp is None and has_layer_plan(wl):  # layers that each name a pattern: serve that plan, as run would
-        labels.append(PLAN_LABEL)
-        plan_note = (f"{PLAN_LABEL}: the workload's own per-layer sparsity plan (each layer's sparsity:), as "
-                     "'accelsim run' runs it with no --sparsity")
-    models = {lab: ServingModel.from_files(hw_obj, wl, None if lab == PLAN_LABEL else lab, config=cfg,
-                                           set_params=params, decode_workload=dec, simulator=sim, policy=rq.policy)
+    if sp is not None:
+        if sp != "dense":
+            override[sp] = sp
+    else:  # no --sparsity: the workload's own plan beside dense, as 'accelsim run' runs it with no --sparsity
+        plan_top = canonical_pattern(configio.read_yaml(wl)[0].get("sparsity"))
+        exceptions = plan_exceptions(wl) if plan_top not in (None, "dense") else []
+        if plan_top not in (None, "dense") and not exceptions:
+            override[plan_top] = None
+        elif plan_top not in (None, "dense") or has_layer_plan(wl):
+            override[PLAN_LABEL] = None
+            plan_note = (f"{PLAN_LABEL}: the workload's own per-layer sparsity plan (each layer's sparsity:), as "
+                         "'accelsim run' runs it with no --sparsity")
+            if exceptions:
+                plan_note = (f"{PLAN_LABEL}: the workload's sparsity {plan_top} on every weight layer but "
+                             f"{_listed(exceptions)} (their own sparsity:), as 'accelsim run' runs it with no "
+                             "--sparsity")
+    labels = list(override)
+    models = {lab: ServingModel.from_files(hw_obj, wl, override[lab], config=cfg, set_params=params,
+                                           decode_workload=dec, simulator=sim, policy=rq.policy)
               for lab in labels}
     run_kw: dict[str, Any] = {"seed": rq.seed, "sizes": rq.sizes, "trace": rq.trace,
                               "prompt_tokens": rq.prompt_tokens, "output_tokens": rq.output_tokens}
@@ -150,6 +168,12 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results)), capacity=capacity,
         quality=quality,
         latency_vs_load=curves, clock=_service_clocks(models))
+
+
+def _listed(names: Sequence[str], shown: int = 4) -> str:
+    """'a (dense), b (1:4)' for the first ``shown`` names, then how many more."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _trace_span(runs: CompareResult) -> float:

@@ -22,7 +22,7 @@ from accelsim.workloads.model import Workload, workload_from_dict
 from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token", "PLAN_LABEL",
-           "has_layer_plan", "group_note"]
+           "has_layer_plan", "plan_exceptions", "group_note"]
 
 PLAN_LABEL = "workload plan"  # a deployment run on the workload's own per-layer sparsity plan (no one pattern)
 
@@ -140,6 +140,18 @@ def has_layer_plan(workload: str | Path) -> bool:
         return False
     data = {k: v for k, v in data.items() if k != "quality" or "quality" in Workload.model_fields}
     return workload_from_dict(data, str(workload), {}).planned_patterns()
+
+
+def plan_exceptions(workload: str | Path) -> list[str]:
+    """The layers of ``workload`` (at the file's default parameters) whose own ``sparsity:`` differs from the
+    top-level one, as 'name (pattern)'; empty when the file has no top-level sparsity or no layer differs."""
+    data, _ = configio.read_yaml(workload)
+    top = canonical_pattern(data.get("sparsity"))
+    if "layers" not in data or top is None:
+        return []
+    data = {k: v for k, v in data.items() if k != "quality" or "quality" in Workload.model_fields}
+    wl = workload_from_dict(data, str(workload), {})
+    return [f"{lay.name} ({lay.sparsity})" for lay in wl.layers if lay.sparsity is not None and lay.sparsity != top]
 
 
 def canonical_pattern(value: Any) -> str | None:
