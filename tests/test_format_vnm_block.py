@@ -215,3 +215,33 @@ def test_functional_check_runs_the_folds_the_systolic_timing_charges_for() -> No
     k_folds = sum(-(-u * 32 // 128) for u in unions)
     assert out.tiles_executed == k_folds * -(-n // out.tiling.tile_n)
     assert out.tiles_executed == timed.tiling["folds"] == 12  # this A's unions (25, 19) fold as the expected 22
+
+
+@pytest.mark.parametrize(("hw_name", "pattern"), [("a100-like", "2:4"), ("a100-like", "64:2:8"),
+                                                  ("a100-like", "block32x32:75%"), ("tpu-like", "block32x32:75%")])
+def test_a_sparse_grouped_conv_stores_every_group(hw_name: str, pattern: str) -> None:
+    """A grouped conv's GEMM view is one group's weight (m = 256 / 4 filters, k = 3 x 3 x 64), run groups times.
+    Run sparse (the deployment analysis's what-if view; lowering itself runs grouped convs dense,
+    op_no_sparse_kernel), the footprint stores all 4 groups compressed, the bytes the engine reads for A; it used
+    to count one group (4x too few: 41,472 B for 2:4 against the engine's 165,888)."""
+    from accelsim.engine import simulate
+    from accelsim.hardware.model import load_hardware
+    from accelsim.lowering import sparse_view
+    from accelsim.simulation import footprint
+    from accelsim.workloads.model import workload_from_dict
+
+    model = workload_from_dict({"name": "gconv", "dtype": "fp16", "layers": [
+        {"name": "g4", "op": "conv2d", "ifmap": [28, 28], "kernel": [3, 3], "channels": 256, "filters": 256,
+         "padding": 1, "groups": 4}]}, "gconv.yaml")
+    hw = load_hardware(HW / f"{hw_name}.yaml")
+    kern = sparse_view(model.layers[0], "fp16", 2, pattern, hw)
+    assert kern is not None and kern.sparse and (kern.m, kern.k, kern.batch) == (64, 576, 4)
+    fmt = kern.executed_format
+    values = 4 * fmt.value_bytes(64, 576, 2)
+    meta = 4 * fmt.metadata_bytes(64, 576, kern.metadata_bits)
+    fp = footprint(model, [kern], hw)
+    assert fp["weights_dense_bytes"] == 4 * 64 * 576 * 2 == 294_912  # what dense (and the run's fallback) stores
+    assert (fp["weights_deployed_bytes"], fp["weights_metadata_bytes"]) == (values + meta, meta)
+    dram = simulate(kern, hw, keep_tiles=False).bytes["dram"]  # A read once: exactly the stored bytes
+    assert (dram["a_values"], dram["a_metadata"]) == (values, meta)
+    assert values == {"2:4": 147_456, "64:2:8": 73_728, "block32x32:75%": 73_728}[pattern]
