@@ -193,3 +193,10 @@ def test_rotary_runs_on_the_kv_heads_each_device_holds(tmp_path: Path, capsys: p
     plan = split(load_workload(WL / "llama3-8b-prefill.yaml", {"seq": 512}), 8)
     rotary = next(lay for lay in plan.workload.layers if lay.name == "layers.0.rotary")
     assert rotary.elements == 512 * (4096 + 1024) // 8 == 327_680
+    # a rotary of another size (here q only) keeps 1 / N and, with K/V heads replicated, says what it assumed
+    q_only = _gqa_block(64)
+    q_only["layers"][3]["elements"] = 64 * 1024
+    plan = split(workload_from_dict(q_only, "q_only.yaml"), 8)
+    assert plan.workload.layers[3].elements == 64 * 1024 // 8
+    assert "rotary elements are not tokens x (heads + K/V heads) x head dim 64: split 1 / 8, its part on the " \
+           "replicated K/V heads under-counted" in plan.notes
