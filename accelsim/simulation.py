@@ -96,7 +96,8 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     """Memory footprint: weights dense vs as deployed (compressed + metadata), activations, KV cache.
 
     Weights include every expert of a moe op, also those no token reached in this run (stored as its running
-    experts are). Activations are the largest layer's inputs and outputs; K and V that a layer reads from the KV
+    experts are), and every group of a grouped conv (a sparse one compressed group by group, the bytes the
+    engine reads for A). Activations are the largest layer's inputs and outputs; K and V that a layer reads from the KV
     cache (``kv_cache: true``) are the cache, counted once in ``kv_cache_bytes`` at kv_dtype.
 
     When it exceeds ``dram.capacity_bytes`` (``fits`` False) it also says by how much: ``over_capacity_bytes``
@@ -111,15 +112,16 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
     weights: dict[str, tuple[float, float, float]] = {}  # weight layer -> (dense, deployed values, metadata)
     for layer, kern in zip(model.layers, kernels, strict=True):
         if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
-            m, _, k = layer.gemm_shape()
+            m, _, k = layer.gemm_shape()  # a grouped conv: one group's weight, stored ``groups`` times
             we = kern.dtype_bytes  # a quantized Linear's weights in its own type (workloads.quantize)
-            w = stored_bytes(m * k * getattr(layer, "groups", 1), we)  # whole bytes per stored tensor
+            copies = getattr(layer, "groups", 1)
+            w = stored_bytes(m * k * copies, we)  # whole bytes per stored tensor
             fmt = kern.executed_format
-            if fmt is not None:
+            if fmt is not None:  # each group compressed on its own, as the engine reads it (structured.stored_a)
                 # a load-sparse format's index is the hardware's encoding (Kernel.a_index_bits per position)
                 meta = (m * kern.k * kern.a_index_bits / 8 if kern.load_sparse
                         else fmt.metadata_bytes(m, kern.k, kern.metadata_bits))
-                weights[layer.name] = (w, fmt.value_bytes(m, kern.k, we), meta)
+                weights[layer.name] = (w, fmt.value_bytes(m, kern.k, we) * copies, meta * copies)
             else:
                 weights[layer.name] = (w, w, 0.0)
             dense_w += weights[layer.name][0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import HW
 
 from accelsim.analysis.functional_check import execute_compressed, functional_check
 from accelsim.errors import FunctionalError
@@ -173,3 +174,74 @@ def test_an_unquoted_vnm_in_yaml_gets_a_hint() -> None:
         workload_from_dict({"name": "w", "sparsity": value, "layers": [{"name": "g", "op": "gemm", "m": 8, "n": 8,
                                                                          "k": 8}]})
     assert parse_format("128:2:100") == VnmPattern(128, 2, 100)  # 100 is not base-60: YAML keeps the text
+
+
+def test_block_folds_pack_the_union_of_their_block_rows_kept_columns() -> None:
+    """A systolic fold of 4 rows covers two 2x2 block rows and computes every block column either keeps."""
+    a = np.zeros((8, 8))
+    a[0:2, 0:2] = 1.0  # block row 0 keeps block column 0
+    a[2:4, 4:6] = 2.0  # block row 1 keeps block column 2: fold 0 packs columns {0, 2}, 4 positions of k
+    a[4:6, 2:4] = 3.0  # block rows 2 and 3 both keep block column 1: fold 1 packs {1}
+    a[6:8, 2:4] = 4.0
+    comp = BlockSparsity(2, 2, 5000).compress(a, None)
+    ptr, cols = comp.fold_union(4)
+    assert list(ptr) == [0, 2, 3] and list(cols) == [0, 2, 1]
+    b = np.arange(8 * 3, dtype=np.float64).reshape(8, 3)
+    c, tiles = execute_compressed(comp, b, 4, 1, 3, tile_k_values=2, return_tiles=True, folds=True)
+    np.testing.assert_array_equal(c, a @ b)
+    assert tiles == 2 + 1  # fold 0: 4 packed positions in k-folds of 2; fold 1: 2 positions
+    _, per_block = execute_compressed(comp, b, 4, 1, 3, tile_k_values=2, return_tiles=True)
+    assert per_block == 4  # a BSR kernel on tensor cores: one k-step per nonzero block
+
+
+def test_functional_check_runs_the_folds_the_systolic_timing_charges_for() -> None:
+    """tpu-like (128x128 ws) on block32x32:75%: a fold of 128 columns covers 4 block rows and packs the union of
+    their kept block columns, 32 x (1 - 0.75^4) = 22 expected, into 128-row k-folds. The check used to run the
+    BSR kernel, one tile per nonzero block (64 tiles), against the engine's 12 folds."""
+    from accelsim.engine import simulate
+    from accelsim.hardware.model import load_hardware
+    from accelsim.lowering import lower_layer
+    from accelsim.workloads.model import Gemm
+
+    hw = load_hardware(HW / "tpu-like.yaml")
+    m, n, k = 256, 64, 1024
+    out = functional_check(m, n, k, "block32x32:75%", dtype="fp16", tiling=hw)
+    timed = simulate(lower_layer(Gemm(name="g", op="gemm", m=m, n=n, k=k), "fp16", 2, "block32x32:75%", hw), hw)
+    assert out.passed and out.exercised
+    assert (out.tiling.tile_m, out.tiling.tile_k_values, out.tiling.tile_n) == (128, 128, timed.tiling["chunk"])
+    assert out.tiling.fold_k_blocks == timed.tiling["fold_k_blocks"] == 22
+    unions = out.fold_k_blocks_executed
+    assert unions is not None and len(unions) == m // 128 and all(22 - 6 <= u <= 22 + 6 for u in unions)
+    k_folds = sum(-(-u * 32 // 128) for u in unions)
+    assert out.tiles_executed == k_folds * -(-n // out.tiling.tile_n)
+    assert out.tiles_executed == timed.tiling["folds"] == 12  # this A's unions (25, 19) fold as the expected 22
+
+
+@pytest.mark.parametrize(("hw_name", "pattern"), [("a100-like", "2:4"), ("a100-like", "64:2:8"),
+                                                  ("a100-like", "block32x32:75%"), ("tpu-like", "block32x32:75%")])
+def test_a_sparse_grouped_conv_stores_every_group(hw_name: str, pattern: str) -> None:
+    """A grouped conv's GEMM view is one group's weight (m = 256 / 4 filters, k = 3 x 3 x 64), run groups times.
+    Run sparse (the deployment analysis's what-if view; lowering itself runs grouped convs dense,
+    op_no_sparse_kernel), the footprint stores all 4 groups compressed, the bytes the engine reads for A; it used
+    to count one group (4x too few: 41,472 B for 2:4 against the engine's 165,888)."""
+    from accelsim.engine import simulate
+    from accelsim.hardware.model import load_hardware
+    from accelsim.lowering import sparse_view
+    from accelsim.simulation import footprint
+    from accelsim.workloads.model import workload_from_dict
+
+    model = workload_from_dict({"name": "gconv", "dtype": "fp16", "layers": [
+        {"name": "g4", "op": "conv2d", "ifmap": [28, 28], "kernel": [3, 3], "channels": 256, "filters": 256,
+         "padding": 1, "groups": 4}]}, "gconv.yaml")
+    hw = load_hardware(HW / f"{hw_name}.yaml")
+    kern = sparse_view(model.layers[0], "fp16", 2, pattern, hw)
+    assert kern is not None and kern.sparse and (kern.m, kern.k, kern.batch) == (64, 576, 4)
+    fmt = kern.executed_format
+    values = 4 * fmt.value_bytes(64, 576, 2)
+    meta = 4 * fmt.metadata_bytes(64, 576, kern.metadata_bits)
+    fp = footprint(model, [kern], hw)
+    assert fp["weights_dense_bytes"] == 4 * 64 * 576 * 2 == 294_912  # what dense (and the run's fallback) stores
+    assert (fp["weights_deployed_bytes"], fp["weights_metadata_bytes"]) == (values + meta, meta)
+    dram = simulate(kern, hw, keep_tiles=False).bytes["dram"]  # A read once: exactly the stored bytes
+    assert (dram["a_values"], dram["a_metadata"]) == (values, meta)
+    assert values == {"2:4": 147_456, "64:2:8": 73_728, "block32x32:75%": 73_728}[pattern]

@@ -5,6 +5,7 @@ the KV cache once."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,47 @@ def test_sweep_marks_a_head_splitting_point_infeasible_and_serve_refuses(tmp_pat
     assert code == 2 and out == ""
     assert one_line_error(err).startswith(f"accelsim: error: {HW / '8xa100-like.yaml'}: system.devices: 8 devices "
                                           "do not divide the 12 query heads of workload 'bert-base'")
+
+
+def _gqa_block(tokens: int) -> dict:
+    """One GQA attention block: 16 query heads, 2 K/V heads of 64 (hidden 1024), ``tokens`` tokens, rotary on
+    q and k (``tokens x (16 + 2) x 64`` elements), the 8 query heads of a K/V head stacked in QK^T's m."""
+    return {"name": "gqa16x2", "dtype": "fp16", "layers": [
+        {"name": "layers.0.q_proj", "op": "gemm", "m": 1024, "n": tokens, "k": 1024},
+        {"name": "layers.0.k_proj", "op": "gemm", "m": 128, "n": tokens, "k": 1024},
+        {"name": "layers.0.v_proj", "op": "gemm", "m": 128, "n": tokens, "k": 1024},
+        {"name": "layers.0.rotary", "op": "elementwise", "elements": tokens * (1024 + 128), "inputs": 3},
+        {"name": "layers.0.scores", "op": "matmul", "m": 8 * tokens, "n": tokens, "k": 64, "batch": 2},
+        {"name": "layers.0.softmax", "op": "softmax", "elements": 8 * tokens * tokens * 2},
+        {"name": "layers.0.context", "op": "matmul", "m": 8 * tokens, "n": 64, "k": tokens, "batch": 2},
+        {"name": "layers.0.o_proj", "op": "gemm", "m": 1024, "n": tokens, "k": 1024}]}
+
+
+def test_rotary_runs_on_the_kv_heads_each_device_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """2 K/V heads over 8 devices: each device holds one (replicated 4-fold) and rotates it with its 2 query heads,
+    64 tokens x (2 + 1) x 64 = 12,288 elements. The split used to give rotary 1 / 8 of its elements, 64 x 18 x 64
+    / 8 = 9,216, as if the 2 K/V heads were cut into quarters."""
+    wl = tmp_path / "gqa.yaml"
+    wl.write_text(json.dumps(_gqa_block(64)))
+    code, out, err = cli(capsys, "run", "--hw", HW / "8xa100-like.yaml", "--workload", wl, "--format", "json")
+    assert code == 0, err
+    assert "replicated on 4 devices (projection, rotary, cache and cache reads)" in err
+    by = {r["name"]: r for r in json.loads(out)["layers"]}
+    assert by["layers.0.rotary"]["shape"]["elements"] == 64 * (16 // 8 + 1) * 64 == 12_288
+    assert by["layers.0.rotary"]["tiling"]["ops"] == 12_288  # the vector unit's work on each device
+    assert by["layers.0.k_proj"]["shape"]["m"] == 64  # the one K/V head it rotates
+    # Llama-3-8B (32 query / 8 K/V heads x 128) at 16 devices: 2 query heads and 1 K/V head per device
+    plan = split(load_workload(WL / "llama3-8b-prefill.yaml", {"seq": 512}), 16)
+    rotary = next(lay for lay in plan.workload.layers if lay.name == "layers.0.rotary")
+    assert rotary.elements == 512 * (2 + 1) * 128 == 196_608  # 1 / 16 of it, 163,840, before
+    # K/V heads split evenly (8 devices: 1 each): exactly 1 / N, as before
+    plan = split(load_workload(WL / "llama3-8b-prefill.yaml", {"seq": 512}), 8)
+    rotary = next(lay for lay in plan.workload.layers if lay.name == "layers.0.rotary")
+    assert rotary.elements == 512 * (4096 + 1024) // 8 == 327_680
+    # a rotary of another size (here q only) keeps 1 / N and, with K/V heads replicated, says what it assumed
+    q_only = _gqa_block(64)
+    q_only["layers"][3]["elements"] = 64 * 1024
+    plan = split(workload_from_dict(q_only, "q_only.yaml"), 8)
+    assert plan.workload.layers[3].elements == 64 * 1024 // 8
+    assert "rotary elements are not tokens x (heads + K/V heads) x head dim 64: split 1 / 8, its part on the " \
+           "replicated K/V heads under-counted" in plan.notes

@@ -4,7 +4,8 @@ The timing model only counts bytes and cycles of the compressed weight; this mod
 format is real by building it (the format's own ``prune`` / ``compress``, e.g.
 :mod:`accelsim.formats.nm`, which documents the N:M layout) and running the GEMM
 ``C[m x n] = A[m x k] . B[k x n]`` from it, tile by tile, through the same fold/chunk tiling the
-timing model uses. :func:`functional_check` returns a frozen :class:`FunctionalCheck`
+timing model uses (block sparsity on a systolic array: the engine's folds, each packing the union of its
+block rows' nonzero block columns). :func:`functional_check` returns a frozen :class:`FunctionalCheck`
 (``to_dict()``: the JSON ``accelsim functional-check`` prints); :mod:`accelsim.report.functional_text`
 renders it.
 """
@@ -98,6 +99,9 @@ class TilePlan(Record):
     tile_m: int
     tile_k_values: int
     tile_n: int
+    # block sparsity on a systolic array: the block columns the timing model packs into each fold's k (the
+    # expected union of its block rows' nonzero block columns, engine.structured)
+    fold_k_blocks: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -121,6 +125,9 @@ class FunctionalCheck(Record):
     padding: Mapping[str, tuple[int, ...]]
     tiling: TilePlan
     tiles_executed: int
+    # block sparsity on a systolic array: the block columns each fold of tile_m rows packed (the union of its
+    # block rows' nonzero block columns in this A), against the timing model's expected ``tiling.fold_k_blocks``
+    fold_k_blocks_executed: tuple[int, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     metadata_bits: int
     value_bytes: int
     metadata_bytes: int
@@ -177,7 +184,7 @@ def _positive(name: str, value: object) -> int:
 
 def execute_compressed(c: CompressedOperand, b: np.ndarray, tile_m: int, tile_k_groups: int, tile_n: int, *,
                        tile_k_values: int | None = None, acc_dtype: object = None,
-                       return_tiles: bool = False) -> np.ndarray | tuple[np.ndarray, int]:
+                       return_tiles: bool = False, folds: bool = False) -> np.ndarray | tuple[np.ndarray, int]:
     """C = A . B from the compressed A, tile by tile (numba kernel); accumulates in float64 (int64 for ints).
 
     A tile is ``tile_m`` rows of A x ``tile_k_groups`` groups (``tile_k_groups * N`` kept values;
@@ -188,6 +195,10 @@ def execute_compressed(c: CompressedOperand, b: np.ndarray, tile_m: int, tile_k_
     A compressed operand with a ``layout`` of "csr" or "bitmap" (unstructured) runs its own kernel, its k
     tile counting dense positions; one with a ``row_index`` (channel) computes its kept rows and places
     them at those rows of C.
+
+    ``folds``: run a block-sparse A as a systolic array's folds (``BlockCompressed.folded_form``): each fold of
+    ``tile_m`` rows packs the union of its block rows' nonzero block columns, ``tile_k_values`` positions of it
+    per k-fold (without ``folds`` a block format runs as a BSR kernel, one nonzero block per k-step).
     """
     b = as_2d(b, "B")
     if b.shape[0] not in (c.k, c.k_padded):
@@ -199,8 +210,9 @@ def execute_compressed(c: CompressedOperand, b: np.ndarray, tile_m: int, tile_k_
     tm = _positive("tile_m", tile_m)
     tn = _positive("tile_n", tile_n)
     tiled_form = getattr(c, "tiled_form", None)
-    if tiled_form is not None:  # a format with its own tiled kernel (V:N:M's gather, block-sparse BSR)
-        kind, arrays, params = tiled_form()
+    if tiled_form is not None:  # a format with its own tiled kernel (V:N:M's gather, block-sparse BSR or folds)
+        folded = folds and hasattr(c, "folded_form")  # block sparsity on a systolic array: the folds pack unions
+        kind, arrays, params = c.folded_form(tm) if folded else tiled_form()  # type: ignore[attr-defined]
         if tile_k_values is not None:
             tkc = _positive("tile_k_values", tile_k_values)
         else:  # V:N:M counts kept values per group (N); a block format takes one block per k-step
@@ -312,6 +324,9 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
         rows, cols, dataflow, acc_bytes = comp.rows, comp.cols, comp.dataflow, comp.accumulator_bytes
         caps, double = hw.core.sram.buffer_bytes(), hw.core.sram.double_buffered
         name = hw.name
+        if kernel is not None and kernel.sparse and kernel.row_block:  # V:N:M, block: the folds the engine times
+            timed = simulate(kernel, hw, source, keep_tiles=False).tiling
+            return _fold_plan(name, rows, cols, dataflow, int(timed["chunk"]), timed.get("fold_k_blocks"))
     plan = tl.systolic_plan(rows, cols, dataflow, m, n, k, keep, group, elem_bytes, meta_bits, acc_bytes,
                             caps, double, b_elements=k * n)
     if "infeasible" in plan:
@@ -319,7 +334,12 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
         raise InfeasibleError(source, hw.core.sram.buffer_key(buf),
                               f"SRAM too small for the smallest tile of {m}x{n}x{k} ({keep}:{group}): "
                               f"needs {need} bytes in the {buf} buffer, has {have}")
-    chunk = int(plan["chunk"])
+    return _fold_plan(name, rows, cols, dataflow, int(plan["chunk"]))
+
+
+def _fold_plan(name: str, rows: int, cols: int, dataflow: str, chunk: int,
+               fold_k_blocks: int | None = None) -> TilePlan:
+    """A fold schedule's tiles: ``chunk`` is the streamed dimension's pass (systolic_plan's)."""
     if dataflow == "ws":  # rows <- compressed k, cols <- m, stream n
         tm, tkc, tn = cols, rows, chunk
     elif dataflow == "os":  # rows <- n, cols <- m, stream compressed k
@@ -327,7 +347,7 @@ def _plan_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: 
     else:  # is: rows <- compressed k, cols <- n, stream m
         tm, tkc, tn = chunk, rows, cols
     return TilePlan(source=name, array=f"{rows}x{cols}", dataflow=dataflow, tile_m=int(tm), tile_k_values=int(tkc),
-                    tile_n=int(tn))
+                    tile_n=int(tn), fold_k_blocks=None if fold_k_blocks is None else int(fold_k_blocks))
 
 
 def _cta_tiles(hw: Any, source: str, m: int, n: int, k: int, keep: int, group: int, elem_bytes: float,
@@ -452,8 +472,10 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
     a, b = _operands(rng, dtype, (m, k), (k, n))
     pruned, mask = req.prune(a)
     comp = exe.compress_as(pruned, mask, bits, support)
+    folds = tiles_cfg.dataflow in tl.DATAFLOW_CODE and hasattr(comp, "fold_union")  # block on an array's folds
     c, tiles = execute_compressed(comp, b, tiles_cfg.tile_m, 1, tiles_cfg.tile_n,
-                                  tile_k_values=tiles_cfg.tile_k_values, return_tiles=True)
+                                  tile_k_values=tiles_cfg.tile_k_values, return_tiles=True, folds=folds)
+    unions = tuple(int(u) for u in np.diff(comp.fold_union(tiles_cfg.tile_m)[0])) if folds else None  # type: ignore[attr-defined]
     if dtype in _INT_RANGES:
         ref = (a.astype(np.int64) * mask) @ b.astype(np.int64)
         scale = float(np.abs(ref).max())
@@ -481,6 +503,7 @@ def functional_check(m: int, n: int, k: int, pattern: object, seed: int = 0, dty
         padding=freeze(comp.padding),
         tiling=tiles_cfg,
         tiles_executed=tiles,
+        fold_k_blocks_executed=unions,
         metadata_bits=comp.metadata_bits,
         value_bytes=value_bytes,
         metadata_bytes=comp.metadata_bytes,

@@ -12,7 +12,10 @@ Load-sparse layouts (unstructured sparsity) have kernels of their own: ``csr_gem
 row's nonzeros (an SpMM), ``bitmap_gemm_tiles`` decompresses each A tile from its bitmap into a dense
 buffer and multiplies it densely (load sparse, compute dense). V:N:M and block-sparse layouts too:
 ``vnm_gemm_tiles`` gathers each V-row block's selected rows of B, then runs the 2:4 stage on them;
-``bsr_gemm_tiles`` multiplies each nonzero block by the BK rows of B its column index selects.
+``bsr_gemm_tiles`` multiplies each nonzero block by the BK rows of B its column index selects (a block-sparse
+kernel on tensor cores); ``bsr_fold_gemm_tiles`` runs the folds of a systolic array instead: each fold of
+``tile_m`` rows of A packs the union of its block rows' nonzero block columns into its k, zero blocks inside
+the union included (``accelsim.engine.structured``, systolic arrays).
 """
 
 from __future__ import annotations
@@ -203,11 +206,49 @@ def bsr_gemm_tiles(blocks: np.ndarray, block_cols: np.ndarray, row_ptr: np.ndarr
     return tiles
 
 
+@njit(cache=True)
+def bsr_fold_gemm_tiles(blocks: np.ndarray, index: np.ndarray, fold_ptr: np.ndarray, fold_cols: np.ndarray,
+                        b: np.ndarray, out: np.ndarray, rows: int, bm: int, bk: int, tile_m: int, tile_kc: int,
+                        tile_n: int) -> int:
+    """Accumulate a block-sparse A . B into ``out`` fold by fold, as a systolic array runs it: fold ``f`` holds
+    rows ``f * tile_m ..`` of A and, packed along k, the block columns ``fold_cols[fold_ptr[f]:fold_ptr[f + 1]]``
+    (the union of the nonzero block columns of the block rows it touches), ``tile_kc`` packed positions per
+    k-fold and ``tile_n`` columns of B per pass. ``index[block row, block column]`` is the block's index in
+    ``blocks`` or -1: a zero block inside the union is computed with zeros, as the array does. Returns the
+    number of (m, k, n) folds run."""
+    kb, ncols = b.shape
+    tiles = 0
+    for f in range(fold_ptr.shape[0] - 1):
+        m0 = f * tile_m
+        m1 = min(rows, m0 + tile_m)
+        c0 = fold_ptr[f]
+        npos = (fold_ptr[f + 1] - c0) * bk
+        for p0 in range(0, npos, tile_kc):
+            p1 = min(npos, p0 + tile_kc)
+            for n0 in range(0, ncols, tile_n):
+                n1 = min(ncols, n0 + tile_n)
+                for r in range(m0, m1):
+                    br = r // bm
+                    i = r - br * bm
+                    for p in range(p0, p1):
+                        col = np.int64(fold_cols[c0 + p // bk])
+                        kk = p % bk
+                        krow = col * bk + kk
+                        if krow >= kb:
+                            continue
+                        idx = index[br, col]
+                        v = blocks[idx, i, kk] if idx >= 0 else blocks[0, 0, 0] * 0
+                        _axpy(out, r, v, b, krow, n0, n1)
+                tiles += 1
+    return tiles
+
+
 def run_tiled(kind: str, arrays: tuple[np.ndarray, ...], params: tuple[int, ...], b: np.ndarray, out: np.ndarray,
               tile_m: int, tile_kc: int, tile_n: int, acc: np.dtype) -> int:
     """Run a format's own tiled functional kernel (``CompressedOperand.tiled_form``) into ``out``.
 
-    ``tile_kc`` counts kept values per row along k (V:N:M: groups x N); block formats take one block per k-step.
+    ``tile_kc`` counts kept values per row along k (V:N:M: groups x N; ``bsr_folds``: packed positions of the
+    fold's union); ``bsr`` takes one block per k-step.
     """
     if kind == "vnm":
         values, slots, columns = arrays
@@ -219,4 +260,9 @@ def run_tiled(kind: str, arrays: tuple[np.ndarray, ...], params: tuple[int, ...]
         rows, bm, bk = params
         return int(bsr_gemm_tiles(np.ascontiguousarray(blocks, dtype=acc), block_cols, row_ptr, b, out, rows, bm, bk,
                                   tile_n))
+    if kind == "bsr_folds":
+        blocks, index, fold_ptr, fold_cols = arrays
+        rows, bm, bk = params
+        return int(bsr_fold_gemm_tiles(np.ascontiguousarray(blocks, dtype=acc), index, fold_ptr, fold_cols, b, out,
+                                       rows, bm, bk, tile_m, tile_kc, tile_n))
     raise ValueError(f"no functional kernel {kind!r}")

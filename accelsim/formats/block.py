@@ -253,6 +253,30 @@ class BlockCompressed(FrozenArrays):
         """What the engine's BSR functional kernel runs: (``"bsr"``, (blocks, block_cols, row_ptr), (rows, BM, BK))."""
         return "bsr", (self.blocks, self.block_cols, self.row_ptr), (self.rows, self.bm, self.bk)
 
+    def fold_union(self, tile_m: int) -> tuple[np.ndarray, np.ndarray]:
+        """What a systolic array's folds of ``tile_m`` rows of A pack along k: (``fold_ptr``, ``fold_cols``), fold
+        f's block columns ``fold_cols[fold_ptr[f]:fold_ptr[f + 1]]``, increasing: the union of the nonzero block
+        columns of the block rows its rows touch (int64)."""
+        brows = len(self.row_ptr) - 1
+        ptr, cols = [0], []
+        for m0 in range(0, self.rows, tile_m):
+            br0, br1 = m0 // self.bm, min(brows, -(-min(self.rows, m0 + tile_m) // self.bm))
+            union = np.unique(self.block_cols[self.row_ptr[br0]:self.row_ptr[br1]])
+            cols.append(union)
+            ptr.append(ptr[-1] + len(union))
+        return np.asarray(ptr, dtype=np.int64), np.concatenate(cols).astype(np.int64) if cols else \
+            np.zeros(0, dtype=np.int64)
+
+    def folded_form(self, tile_m: int) -> tuple[str, tuple[np.ndarray, ...], tuple[int, ...]]:
+        """What the engine's systolic fold kernel runs: (``"bsr_folds"``, (blocks, block index by (block row,
+        block column), fold_ptr, fold_cols), (rows, BM, BK)); see :meth:`fold_union`."""
+        brows = len(self.row_ptr) - 1
+        index = np.full((brows, -(-self.k_padded // self.bk)), -1, dtype=np.int64)
+        for br in range(brows):
+            for b in range(self.row_ptr[br], self.row_ptr[br + 1]):
+                index[br, self.block_cols[b]] = b
+        return "bsr_folds", (self.blocks, index, *self.fold_union(tile_m)), (self.rows, self.bm, self.bk)
+
     def dense(self) -> np.ndarray:
         """The ``rows x k`` A rebuilt from the blocks."""
         brows = len(self.row_ptr) - 1

@@ -23,9 +23,11 @@ Here, on the layers of a loaded workload, by each GEMM's *role* (:data:`ROLES`, 
   ``lm_head`` (``m = vocab / N``, then an all-gather of the logits).
 - replicated: the MoE router (``gate``), and any GEMM, conv or matmul with no role (said in ``notes``).
 
-Vector ops between a column- and a row-parallel GEMM (rotary, SiLU, gate multiply) run on ``1 / N`` of
-their elements (rotary also when K/V heads are replicated: its K part slightly under-counted), KV-cache
-writes on the device's K/V heads, the score ops of an attention group on exactly the elements of the
+Vector ops between a column- and a row-parallel GEMM (SiLU, gate multiply) run on ``1 / N`` of their
+elements; rotary embeddings (:data:`QK_OPS`, by name: ``rotary``, ``rope``, ``rotary_emb``; elements
+``tokens x (heads + K/V heads) x head dim``) on the device's query heads and the K/V heads it holds,
+``tokens x (heads / N + K/V heads per device) x head dim`` (with replicated K/V heads more than ``1 / N``);
+KV-cache writes on the device's K/V heads, the score ops of an attention group on exactly the elements of the
 device's QK^T shard (so the group still fuses); the others (norms, residual adds) on all of them on every
 device (no sequence parallelism). MoE (``moe_split: tp_inside_experts``, Megatron's default without
 expert parallelism): every expert is split over all devices and gets the tokens the routing gives it.
@@ -64,6 +66,10 @@ for _n in ("o_proj", "down_proj", "fc2", "w2", "attn_out", "ffn2"):
 register_role("embed_tokens", VOCAB_EMBED)
 register_role("lm_head", VOCAB_OUT)
 register_role("gate", REPLICATE)  # the MoE router: experts x tokens, every device routes all tokens
+
+# vector ops on the query and key heads of the block (rotary embeddings), by the last part of their name: each
+# device runs them on its query heads and the K/V heads it holds (replicated ones included)
+QK_OPS: set[str] = {"rotary", "rope", "rotary_emb"}
 
 
 @dataclass(frozen=True)
@@ -293,6 +299,20 @@ class _Splitter:
         kv = self.block.kv_heads if self.block is not None else None
         if layer.op == "kv_write" and kv is not None and layer.elements % kv == 0:
             return layer.model_copy(update={"elements": layer.elements // kv * _kv_dev(kv, self.n)})
+        if _short(layer) in QK_OPS and self.block is not None:
+            return self.qk_vector(layer, self.block)
+        return layer.model_copy(update={"elements": _ceil_div(layer.elements, self.n)})
+
+    def qk_vector(self, layer: Any, block: _Block) -> Any:
+        """A rotary op of ``tokens x (heads + kv_heads) x head_dim`` elements on the device's query heads and the
+        K/V heads it holds; ``1 / N`` of them (said in the notes when K/V heads are replicated) otherwise."""
+        h, kv, hd = block.heads, block.kv_heads, block.head_dim
+        if h is not None and kv is not None and layer.elements % ((h + kv) * hd) == 0:
+            tokens = layer.elements // ((h + kv) * hd)
+            return layer.model_copy(update={"elements": tokens * (h // self.n + _kv_dev(kv, self.n)) * hd})
+        if kv is not None and kv % self.n:
+            self.note(f"{_short(layer)} elements are not tokens x (heads + K/V heads) x head dim {hd}: split "
+                      f"1 / {self.n}, its part on the replicated K/V heads under-counted")
         return layer.model_copy(update={"elements": _ceil_div(layer.elements, self.n)})
 
     def run(self) -> TensorParallelPlan:
@@ -339,7 +359,7 @@ class _Splitter:
             kv_elems = self.div(kv_elems, "kv_cache_elements")
         if self.replicated:
             self.note(f"kv_heads {self.kv} < {self.n} devices: each device holds one K/V head, every K/V head "
-                      f"replicated on {self.n // (self.kv or 1)} devices (projection, cache and cache reads)")
+                      f"replicated on {self.n // (self.kv or 1)} devices (projection, rotary, cache and cache reads)")
         before = len(attention_groups(self.model.layers))
         lost = before - len(attention_groups(self.out))
         if lost:  # never silently: a fused kernel became separate matmuls and score ops
