@@ -320,6 +320,21 @@ def test_metric_on_one_side_is_drift(micro):
     assert "(absent)" in format_table(rep) and "(absent)" in format_markdown(rep)
 
 
+def test_an_empty_section_that_disappears_or_changes_kind_is_drift(micro):
+    """An empty dict or list used to flatten to nothing: a result that stopped writing ``warnings: []`` or a
+    layer's ``padding: {}`` (or wrote the dict as a list) compared as identical."""
+    base, _ = micro
+    b = golden_body(base)
+    b["warnings"], b["layers"][0]["padding"] = [], {}
+    c = copy.deepcopy(b)
+    del c["warnings"]
+    c["layers"][0]["padding"] = []
+    rep = compare(b, c)
+    assert {(r.metric, r.status) for r in rep.rows} == {("warnings", "removed"), ("padding", "changed")}
+    assert rep.exit_code == 1
+    assert compare(b, copy.deepcopy(b)).exit_code == 0
+
+
 # --------------------------------------------------------------------------------------------- tolerances
 
 def test_tolerances_within_passes_outside_fails_and_ignore(micro, tmp_path):

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from accelsim.cli.analysis import trace_command, write_trace
+from accelsim.errors import AccelsimError
 from accelsim.hardware.model import hardware_from_dict, load_hardware
 from accelsim.report import trace as tr
 from accelsim.simulation import run
@@ -359,3 +360,20 @@ def test_trace_command(tmp_path):
     assert data["otherData"]["sparsity"] == "2:4" and data["otherData"]["layers"] == ["encoder.0.softmax",
                                                                                      "encoder.0.ffn1"]
     assert stats["total_cycles"] > 0
+
+
+@pytest.mark.parametrize("value", ["-3", "x"])
+def test_negative_or_non_numeric_max_events_is_a_usage_error(tmp_path, capsys, value):
+    """--max-events -3 used to mean 'no bound' silently; only 0 is documented as that."""
+    from conftest import cli
+
+    out = tmp_path / "t.json"
+    with pytest.raises(SystemExit) as exc:  # an argparse usage error
+        cli(capsys, "trace", "--hw", HW / "tpu-like.yaml", "--workload", WL / "bert-base-gemms.yaml",
+            "--max-events", value, "-o", out)
+    lines = capsys.readouterr().err.strip().splitlines()
+    err = "\n".join(lines)
+    assert exc.value.code == 2 and len(lines) == 1 and "--max-events" in lines[0] and ">= 0" in lines[0], err
+    assert not out.exists()
+    with pytest.raises(AccelsimError, match="max_events must be >= 0"):
+        trace_command(HW / "tpu-like.yaml", WL / "bert-base-gemms.yaml", out, max_events=-1)

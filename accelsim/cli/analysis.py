@@ -173,15 +173,17 @@ def trace_command(hw_path: str | Path, workload_path: str | Path,
 
     ``set_params``: workload parameters, a dict or ``KEY=VALUE`` strings (``--set``); ``hw_set``:
     ``dotted.path=VALUE`` hardware overrides (``--hw-set``); ``max_events``: None gives
-    ``DEFAULT_MAX_EVENTS``, 0 or less no bound. Returns :func:`write_trace`'s stats plus
+    ``DEFAULT_MAX_EVENTS``, 0 no bound (a negative bound is an error). Returns :func:`write_trace`'s stats plus
     ``total_cycles`` and ``latency_us``.
     """
+    if max_events is not None and max_events < 0:
+        raise AccelsimError(f"trace: max_events must be >= 0 (0: no bound), got {max_events}")
     resolve_target(out)  # a folder or device as the output fails before the run, not after it
     hw = load_hardware(hw_path, list(hw_set or []))
     model = load_workload(workload_path, _params(set_params))
     pattern = normalize_format(sparsity) if sparsity is not None else None
     result = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=True)
-    bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events <= 0 else int(max_events))
+    bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events == 0 else int(max_events))
     stats = write_trace(result, hw, out, layers=layers, max_events=bound)
     totals = result.totals
     stats["total_cycles"] = totals["cycles"]["total"]
@@ -299,8 +301,8 @@ def add_trace(sub: options.Subparsers) -> None:
     tr = sub.add_parser("trace", help="per-tile Chrome/Perfetto trace (open in ui.perfetto.dev)")
     options.add_target(tr, options.SPARSITY_OR_DENSE)
     tr.add_argument("--layer", action="append", default=[], metavar="NAME", help="only these layers (repeatable)")
-    tr.add_argument("--max-events", type=int, help="bound on events; reduced deterministically (default 500,000; "
-                                                      "0 = no bound)")
+    tr.add_argument("--max-events", type=options.non_negative_int,
+                    help="bound on events; reduced deterministically (default 500,000; 0 = no bound)")
     options.add_overrides(tr)
     options.add_out(tr, "trace JSON file", required=True)
     tr.set_defaults(func=cmd_trace)

@@ -27,6 +27,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number >= 0 (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
 Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"  # what add_subparsers(parser_class=Parser) returns
 
 

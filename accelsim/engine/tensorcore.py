@@ -16,6 +16,7 @@ Waves with identical parameters are simulated once and counted.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -184,7 +185,31 @@ def pick_raster(candidates: list[tuple[str, int]], cluster: tuple[int, int], gri
                 first: list[WaveClass] | None = None) -> tuple[int, str, int, list[WaveClass], bool]:
     """(index, order, band, wave classes, settled) of the candidate raster whose waves read the fewest A + B bytes
     from DRAM (the first wins a tie, within 1e-9 relative); the walk stops at a settled one (``raster_classes``).
-    ``first``: the classes of the first candidate when already known."""
+    ``first``: the classes of the first candidate when already known.
+
+    The choice depends on the grid's geometry and bytes only, not on rates or efficiencies, so it is remembered
+    (``_picked``): a calibration simulates each row at every efficiency of its grid with the same grids."""
+    if first is None:
+        i, order, band, classes, settled = _picked(tuple((o, int(w)) for o, w in candidates), tuple(cluster),
+                                                   grid_m, grid_n, planes, slots, a_panel, b_panel, c_cta, capacity,
+                                                   b_from_dram)
+        return i, order, band, list(classes), settled
+    return _pick(candidates, cluster, grid_m, grid_n, planes, slots, a_panel, b_panel, c_cta, capacity, b_from_dram,
+                 first)
+
+
+@functools.lru_cache(maxsize=4096)
+def _picked(candidates: tuple[tuple[str, int], ...], cluster: tuple[int, int], grid_m: int, grid_n: int, planes: int,
+            slots: int, a_panel: float, b_panel: float, c_cta: float, capacity: float,
+            b_from_dram: bool) -> tuple[int, str, int, tuple[WaveClass, ...], bool]:
+    i, order, band, classes, settled = _pick(list(candidates), cluster, grid_m, grid_n, planes, slots, a_panel,
+                                             b_panel, c_cta, capacity, b_from_dram, None)
+    return i, order, band, tuple(classes), settled
+
+
+def _pick(candidates: list[tuple[str, int]], cluster: tuple[int, int], grid_m: int, grid_n: int, planes: int,
+          slots: int, a_panel: float, b_panel: float, c_cta: float, capacity: float, b_from_dram: bool,
+          first: list[WaveClass] | None) -> tuple[int, str, int, list[WaveClass], bool]:
     best: tuple[float, int, str, int, list[WaveClass], bool] | None = None
     seen: set[tuple[str, int]] = set()
     for i, (order, width) in enumerate(candidates):

@@ -2,7 +2,7 @@
 
 Dicts become dotted keys (``cycles.total``, ``bytes.dram.a_values``); list elements are labelled by name
 (``workload.layers[g1024].m``), by op/path (``by_op_type[gemm/sparse].cycles``), else by index
-(``padding.k[0]``).
+(``padding.k[0]``); an empty dict or list is a leaf (``warnings: []``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,15 @@ def list_key(items: list[Any]) -> Callable[[int, Any], str] | None:
 
 
 def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Leaves of a JSON value as ``{dotted.key: value}``; list elements as ``[name]`` or ``[index]``."""
+    """Leaves of a JSON value as ``{dotted.key: value}``; list elements as ``[name]`` or ``[index]``.
+
+    An empty dict or list is a leaf of its own (``{}`` / ``[]``), so a section that disappears, or turns from a
+    dict into a list, is a change even while it was empty."""
     if out is None:
         out = {}
-    if isinstance(obj, dict):
+    if isinstance(obj, dict | list) and not obj and prefix:
+        out[prefix] = type(obj)()
+    elif isinstance(obj, dict):
         for k, v in obj.items():
             flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
     elif isinstance(obj, list):
