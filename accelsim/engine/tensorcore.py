@@ -16,8 +16,9 @@ Waves with identical parameters are simulated once and counted.
 
 from __future__ import annotations
 
-import functools
 import math
+import threading
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -190,7 +191,7 @@ def pick_raster(candidates: list[tuple[str, int]], cluster: tuple[int, int], gri
     The choice depends on the grid's geometry and bytes only, not on rates or efficiencies, so it is remembered
     (``_picked``): a calibration simulates each row at every efficiency of its grid with the same grids."""
     if first is None:
-        i, order, band, classes, settled = _picked(tuple((o, int(w)) for o, w in candidates), tuple(cluster),
+        i, order, band, classes, settled = _picked(tuple((o, int(w)) for o, w in candidates), (cluster[0], cluster[1]),
                                                    grid_m, grid_n, planes, slots, a_panel, b_panel, c_cta, capacity,
                                                    b_from_dram)
         return i, order, band, list(classes), settled
@@ -198,13 +199,28 @@ def pick_raster(candidates: list[tuple[str, int]], cluster: tuple[int, int], gri
                  first)
 
 
-@functools.lru_cache(maxsize=4096)
-def _picked(candidates: tuple[tuple[str, int], ...], cluster: tuple[int, int], grid_m: int, grid_n: int, planes: int,
-            slots: int, a_panel: float, b_panel: float, c_cta: float, capacity: float,
+_PICKED: dict[tuple[Any, ...], tuple[int, str, int, tuple[WaveClass, ...], bool]] = {}
+_PICKED_LOCK = threading.Lock()  # sweeps may simulate on threads (Dask)
+PICKED_MAX_ENTRIES = 2048  # remembered grids per process (oldest dropped first)
+PICKED_MAX_CLASSES = 64  # a grid of more wave classes is not remembered (bounded memory on odd shapes)
+
+
+def _picked(candidates: tuple[tuple[str, int], ...], cluster: tuple[int, int], grid_m: int, grid_n: int,
+            planes: int, slots: int, a_panel: float, b_panel: float, c_cta: float, capacity: float,
             b_from_dram: bool) -> tuple[int, str, int, tuple[WaveClass, ...], bool]:
-    i, order, band, classes, settled = _pick(list(candidates), cluster, grid_m, grid_n, planes, slots, a_panel,
-                                             b_panel, c_cta, capacity, b_from_dram, None)
-    return i, order, band, tuple(classes), settled
+    """``_pick`` with no known first classes, remembered for results of few classes."""
+    key = (candidates, cluster, grid_m, grid_n, planes, slots, a_panel, b_panel, c_cta, capacity, b_from_dram)
+    got = _PICKED.get(key)
+    if got is None:
+        i, order, band, classes, settled = _pick(list(candidates), cluster, grid_m, grid_n, planes, slots, a_panel,
+                                                 b_panel, c_cta, capacity, b_from_dram, None)
+        got = (i, order, band, tuple(classes), settled)
+        if len(classes) <= PICKED_MAX_CLASSES:
+            with _PICKED_LOCK:
+                if len(_PICKED) >= PICKED_MAX_ENTRIES:
+                    del _PICKED[next(iter(_PICKED))]
+                _PICKED[key] = got
+    return got
 
 
 def _pick(candidates: list[tuple[str, int]], cluster: tuple[int, int], grid_m: int, grid_n: int, planes: int,
