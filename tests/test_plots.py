@@ -130,6 +130,19 @@ def test_timeline_of_a_whole_model_with_fused_attention(tmp_path):
     assert isinstance(fig, Figure) and fig.axes
 
 
+def test_timeline_of_a_fused_layer_names_the_kernel_that_carries_it(capsys, tmp_path) -> None:
+    """plot timeline --layer encoder.0.softmax drew an empty chart (0 cycles: the softmax runs inside the fused
+    attention kernel), printed a matplotlib warning and exited 0."""
+    from conftest import cli, one_line_error
+    args = ["plot", "timeline", "--hw", HW / "a100-like.yaml", "--workload", WL / "bert-base.yaml", "--set", "seq=64"]
+    code, _, err = cli(capsys, *args, "--layer", "encoder.0.softmax", "-o", tmp_path / "p")
+    line = one_line_error(err)
+    assert code == 2 and "'encoder.0.softmax' takes no time of its own" in line
+    assert "fused kernel of layer 'encoder.0.scores'" in line and not (tmp_path / "p").exists()
+    code, out, err = cli(capsys, *args, "--layer", "encoder.0.scores", "-o", tmp_path / "q")
+    assert code == 0 and (tmp_path / "q" / "timeline.png").exists() and "Warning" not in err
+
+
 def test_layer_applies_to_the_timeline_only(capsys, tmp_path) -> None:
     """plot roofline --layer NAME exited 0 and drew the whole model; an unknown name was accepted too."""
     from conftest import cli, one_line_error

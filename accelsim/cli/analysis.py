@@ -220,6 +220,8 @@ def plot_command(kind: str, hw_path: str | Path, workload_path: str | Path,
         tiles = kind in ("timeline", "occupancy")
         sparse = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=tiles)
         if kind == "timeline":
+            if layer is not None:
+                _refuse_timeless_layer(sparse, layer)
             fig = plots.plot_timeline(sparse, hw, layer=layer)
         else:
             dense = run(model, hw, "dense", hw_source=str(hw_path), keep_tiles=tiles)
@@ -230,6 +232,21 @@ def plot_command(kind: str, hw_path: str | Path, workload_path: str | Path,
             else:
                 fig = plots.plot_traffic(dense, sparse)
     return write_all({p: b for p, b in plots.figure_files(fig, Path(out_dir) / kind).items()})
+
+
+def _refuse_timeless_layer(result: RunResult, layer: str) -> None:
+    """A timeline of one layer that takes no time of its own (fused into another kernel) would be an empty chart."""
+    layers = result.layers
+    at = next((i for i, lay in enumerate(layers) if lay.name == layer), None)
+    if at is None or layers[at].cycles["total"] > 0:
+        return  # an unknown name is the timeline's own error (with suggestions)
+    if layers[at].tiling.get("absorbed"):
+        host = next((lay.name for lay in reversed(layers[:at]) if lay.cycles["total"] > 0
+                     and lay.tiling.get("form") == "fused"), None)
+        where = f"the fused kernel of layer '{host}'" if host else "the kernel it is fused into"
+        raise ValueError(f"--layer '{layer}' takes no time of its own: it runs inside {where}; "
+                         f"plot that layer's timeline instead")
+    raise ValueError(f"--layer '{layer}' takes no time in this run (0 cycles): its timeline would be empty")
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
