@@ -120,6 +120,30 @@ def test_power_analysis_is_a_frozen_result_the_plot_renders(tmp_path, a100_runs)
     assert title == f"Power over time: {sparse.workload['name']} on {hw.name}, dense vs 2:4 (x2)"
 
 
+def test_power_plot_shows_the_steady_clock_run_reports(tmp_path):
+    """Under a 150 W cap `run` reports 2:4 at 0.913 GHz (4.78 ms) while the plot's legend showed only the transient
+    governor, which a 3 ms kernel never triggers (3.10 ms, clock 1.0): the steady clocks are drawn and named."""
+    from accelsim.analysis.power import power_limited
+
+    hw = load_hardware(HW / "a100-like.yaml", ["energy.power_cap.tdp_w=150"])
+    path = tmp_path / "g.yaml"
+    path.write_text("name: g8192\ndtype: fp16\nlayers:\n  - {name: g, op: gemm, m: 8192, n: 8192, k: 8192}\n")
+    model = load_workload(path)
+    power = power_limited(model, hw, "2:4")
+    assert power.clock_ghz == hw.clock_ghz
+    runs = {"dense": run(model, hw, "dense"), "2:4": run(model, hw, "2:4")}
+    fig = plots.plot_power(power)
+    labels = [t.get_text() for ax in fig.axes for t in (ax.get_legend().get_texts() if ax.get_legend() else [])]
+    for prof in power.profiles:
+        clock = runs[prof.label].totals["clock"]
+        assert prof.steady is not None and prof.steady.effective_clock_ghz == clock["effective_ghz"] < hw.clock_ghz
+        expect = (f"{prof.label}, steady: {clock['effective_ghz']:.3f} GHz, "
+                  f"{runs[prof.label].totals['latency_us'] / 1e3:.2f} ms")
+        assert any(t.startswith(expect) for t in labels), (expect, labels)
+        line = [ln for ln in fig.axes[1].get_lines() if ln.get_label().startswith(f"{prof.label}, steady")][0]
+        assert line.get_ydata()[0] == pytest.approx(clock["effective_ghz"] / hw.clock_ghz)
+
+
 def test_timeline_of_a_whole_model_with_fused_attention(tmp_path):
     # scale/mask, softmax and AV are folded into the fused attention kernel: zero-cycle layers without
     # tiles, which the whole-model timeline used to index into (IndexError)

@@ -106,6 +106,7 @@ class PowerComparison(Record):
     tdp_w: float | None     # the config's power cap (None: no cap)
     repeats: int
     profiles: tuple[PowerProfile, ...]  # dense first, then the sparse run
+    clock_ghz: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # the config's nominal clock
 
 
 def _steady(result: RunResult, repeats: int) -> SteadyRun:
@@ -152,7 +153,7 @@ def compare_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: in
     cap = hw.energy.power_cap
     return PowerComparison(
         hardware=hw.name, workload=str(dense.workload.get("name", "")), sparsity=sparse.sparsity,
-        tdp_w=cap.tdp_w if cap is not None else None, repeats=repeats,
+        tdp_w=cap.tdp_w if cap is not None else None, repeats=repeats, clock_ghz=float(hw.clock_ghz),
         profiles=(profile_power(dense, hw, label="dense", repeats=repeats, steady=steady[0] if steady else None),
                   profile_power(sparse, hw, label=sparse.sparsity or "sparse", repeats=repeats,
                                 steady=steady[1] if steady else None)))

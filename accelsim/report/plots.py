@@ -407,8 +407,13 @@ def plot_power(power: PowerComparison) -> Figure:
             widths = tr.width_s / capped.clock_fraction
             edges = np.concatenate([[0.0], np.cumsum(widths)]) * 1e3
             axc.stairs(capped.clock_fraction, edges, color=colour, lw=1.2,
-                       label=f"{label}: {capped.latency_s * 1e3:.2f} ms capped vs "
-                             f"{unc.latency_s * 1e3:.2f} ms")
+                       label=f"{label}, transient: {capped.latency_s * 1e3:.2f} ms vs "
+                             f"{unc.latency_s * 1e3:.2f} ms uncapped")
+        steady = prof.steady
+        if cap_w is not None and steady is not None and power.clock_ghz:
+            axc.axhline(steady.effective_clock_ghz / power.clock_ghz, color=colour, ls=":", lw=1.4,
+                        label=f"{label}, steady: {steady.effective_clock_ghz:.3f} GHz, {steady.latency_s * 1e3:.2f} "
+                              f"ms, capped layers: {steady.power_capped_layers}")
     if cap_w is not None:
         ax.axhline(cap_w, color="#d62728", ls="--", lw=1, label=f"cap {cap_w:g} W")
     ax.set_ylabel("power (W)")
@@ -418,7 +423,10 @@ def plot_power(power: PowerComparison) -> Figure:
     axc.set_xlabel("time (ms)")
     axc.set_ylim(0, 1.05)
     if cap_w is not None:
-        axc.legend(loc="lower right", fontsize=8, frameon=False)
+        axc.legend(loc="lower right", fontsize=7, frameon=False)
+        fig.text(0.07, 0.005, "transient: the cap's governor from a cold start over this run; steady (dotted): each "
+                 "kernel at the clock it settles at under the cap, what run, sweep, serve and report use",
+                 fontsize=7, color="#555555")
     fig.suptitle(f"Power over time: {power.workload} on {power.hardware}, dense vs "
                  f"{power.sparsity or 'plan'}" + (f" (x{power.repeats})" if power.repeats > 1 else ""), fontsize=12)
     return fig
