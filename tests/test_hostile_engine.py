@@ -200,3 +200,37 @@ def test_corpus_index_lists_the_engine_cases() -> None:
     index = yaml.safe_load((CORPUS / "index-engine.yaml").read_text())
     files = {Path(a).name for entry in index for a in entry["argv"] if "{corpus}" in a}
     assert {"huge-gemm-2p31.yaml", "huge-gemm-1e6.yaml", "huge-embedding.yaml"} <= files
+
+
+def test_a_2p31_square_row_with_k1_is_simulated_in_validate_hw() -> None:
+    """m = n = 2^31-1, k = 1 (k >= 2 passes the 2^62-MAC limit): validate-hw predicts it, finite and positive.
+    Its CTA grid has 8,388,608 raster bands; the L2-reuse walk once listed them all in a set (~570 MB, 9 s)."""
+    from accelsim.analysis.gpu_validation import validate_hw
+    from accelsim.analysis.measurements import parse_measurements
+
+    text = ("gpu,dtype,m,n,k,dense_time_us,sparse_time_us,speedup,source,notes\n"
+            f"A100,fp16,{M31},{M31},1,590,326,,src,kernel-gemm\n")
+    res = validate_hw(parse_measurements(text, "huge.csv"), {"A100": load_hardware(HW / "a100-like.yaml")})
+    (row,) = res.rows
+    assert row.status == "scored" and row.scored, row.message
+    pred = row.predicted
+    assert pred is not None and pred.dense_cycles > 0 and pred.sparse_cycles > 0
+    assert 0 < pred.dense_us < float("inf") and 0 < pred.sparse_us < float("inf")
+    assert 0 < pred.speedup <= 2.0  # never past the 2:4 bound
+    hw = load_hardware(HW / "a100-like.yaml")
+    peak = peak_macs_per_cycle(hw, "fp16")
+    assert pred.dense_cycles >= M31 * M31 / peak  # no faster than the peak rate
+
+
+@pytest.mark.parametrize("sparsity", ["dense", "2:4"])
+def test_wave_classes_folded_to_sums_give_the_same_result(sparsity: str) -> None:
+    """Without per-tile records a CTA grid keeps each wave class's sums, not its arrays: the same numbers."""
+    hw = load_hardware(HW / "a100-like.yaml")
+    kernel = lower(_gemm(20_000, 12_000, 8_192), hw, sparsity)[-1]
+    kept = simulate(kernel, hw, keep_tiles=True)
+    folded = simulate(kernel, hw, keep_tiles=False)
+    assert kept.tiles is not None and folded.tiles is None
+    assert kept.tiling["wave_classes"] > 1  # several classes, each folded
+    assert folded.layer_totals() == kept.layer_totals()
+    assert folded.layer_totals().totals == simulate_totals(kernel, hw)
+    assert folded.tiling == kept.tiling

@@ -373,7 +373,7 @@ def test_sweep_plot_writes_pareto_heatmap_and_sparsity_map(tiny: str, tmp_path: 
     run_sweep(spec, tmp_path / "res", workers=1)
     paths, notes = sweep_plot_command(tmp_path / "res")
     assert notes == ["heatmaps: core.sram.filter_bytes (y) by dram.bandwidth_gb_s (x) (choose with --x, --y, "
-                     "--at KEY=VALUE)"]
+                     "--at KEY=VALUE)", "memory: none of the 17 rows checked exceeds dram.capacity_bytes"]
     names = sorted(p.name for p in paths)
     assert names == ["heatmap_tiny_batch4.png", "pareto_energy_tiny_batch4.png", "pareto_tiny_batch4.png",
                      "sparsity_pays_tiny_batch4.png"]

@@ -73,7 +73,7 @@ def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tile
     than 2^62 MACs raise SizeLimitError. The numbers are :func:`simulate_totals`' (the same code).
     """
     eh = EngineHardware(hw)
-    segments, tiling, peak, launch = _segments(kernel, eh, source, detail=True)
+    segments, tiling, peak, launch = _segments(kernel, eh, source, detail=True, keep_tiles=keep_tiles)
     totals = _totals(kernel, eh, segments, launch)
     if totals.launch > launch:  # the host's per-call floor bound: the kernel started that much later
         tiling["host_wait_cycles"] = totals.launch - launch
@@ -87,7 +87,7 @@ def simulate_totals(kernel: Kernel, hw: Hardware, source: str = "<hardware>",
     ``prepared``: ``EngineHardware(hw)``, when the caller keeps one for many kernels.
     """
     eh = prepared if prepared is not None else EngineHardware(hw)
-    segments, _, _, launch = _segments(kernel, eh, source, detail=False)
+    segments, _, _, launch = _segments(kernel, eh, source, detail=False, keep_tiles=False)
     return _totals(kernel, eh, segments, launch)
 
 
@@ -99,11 +99,12 @@ def hardware_key(hw: Hardware) -> str:
     return hw.model_dump_json(exclude=set(ENGINE_IGNORES))
 
 
-def _segments(kernel: Kernel, eh: EngineHardware, source: str,
-              detail: bool) -> tuple[list[Segment], dict, float, int]:
+def _segments(kernel: Kernel, eh: EngineHardware, source: str, detail: bool,
+              keep_tiles: bool = True) -> tuple[list[Segment], dict, float, int]:
     """The simulated tile sequences of ``kernel``, its tiling description, peak rate and launch cycles.
 
-    ``detail=False`` may leave the tiling description short and fold tile arrays into their sums.
+    ``detail=False`` may leave the tiling description short and fold tile arrays into their sums;
+    ``keep_tiles=False`` may fold tile arrays into their sums (the same numbers, no per-tile records).
     """
     check_kernel(kernel)
     hw = eh.hw
@@ -117,7 +118,7 @@ def _segments(kernel: Kernel, eh: EngineHardware, source: str,
         segments = [Segment(work, times, bw, count=count, active=active, wave_class=i)
                     for i, (work, times, bw, active, count) in enumerate(blocks)]
         return segments, tiling, peak, hw.launch_overhead_cycles.dense
-    segments, tiling, peak = eh.simulation(kernel, eh, source, detail)
+    segments, tiling, peak = eh.simulation(kernel, eh, source, detail, keep_tiles)
     launch = hw.launch_overhead_cycles.sparse if kernel.sparse_datapath else hw.launch_overhead_cycles.dense
     return segments, tiling, peak, launch
 
@@ -154,9 +155,10 @@ def _vector(kernel: Kernel, eh: EngineHardware, detail: bool) -> tuple[list[Segm
 
 # -- systolic ------------------------------------------------------------------------------
 
-def _systolic_batch(kernel: Kernel, eh: EngineHardware, source: str,
-                    detail: bool) -> tuple[list[Segment], dict, float]:
-    """A systolic kernel: ``batch`` independent copies of one GEMM back to back."""
+def _systolic_batch(kernel: Kernel, eh: EngineHardware, source: str, detail: bool,
+                    keep_tiles: bool = True) -> tuple[list[Segment], dict, float]:
+    """A systolic kernel: ``batch`` independent copies of one GEMM back to back (one segment: tile arrays are
+    kept for ``detail``, whatever ``keep_tiles``)."""
     segments, tiling, peak = _systolic(kernel, eh, source, detail)
     segments[0].count = kernel.batch  # independent copies run back to back
     if kernel.batch > 1:
@@ -232,16 +234,20 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
 
 # -- tensor cores (engine.ctagrid) ----------------------------------------------------------
 
-def _cta_waves(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> tuple[list[Segment], dict, float]:
-    """A GPU-like kernel: CTA tiles in waves over the cores (a row-gather SpMM: engine.rowgather)."""
+def _cta_waves(kernel: Kernel, eh: EngineHardware, source: str, detail: bool,
+               keep_tiles: bool = True) -> tuple[list[Segment], dict, float]:
+    """A GPU-like kernel: CTA tiles in waves over the cores (a row-gather SpMM: engine.rowgather). Without
+    ``keep_tiles`` each wave class is folded into its sums as it is simulated: a grid of many classes of up to
+    ``classes.KSTEP_CAP`` k-steps each held every class's arrays (hundreds of MB) only to sum them."""
     if kernel.sparse and kernel.gather_cols:
         return rg.row_gather(kernel, eh.hw)
-    return cg.tensor_core(kernel, eh.hw, source)
+    return cg.tensor_core(kernel, eh.hw, source, fold=not keep_tiles)
 
 
 # -- the simulations compute kinds name (ComputeKind.simulation) --------------------------
 
-Simulation = Callable[[Kernel, EngineHardware, str, bool], tuple[list[Segment], dict, float]]
+Simulation = Callable[[Kernel, EngineHardware, str, bool, bool], tuple[list[Segment], dict, float]]
+# (kernel, hardware, source, detail, keep_tiles) -> (segments, tiling, peak)
 SIMULATIONS: dict[str, Simulation] = {
     "systolic": _systolic_batch,  # folds and chunks of one array (SCALE-Sim semantics)
     "cta_waves": _cta_waves,  # CTA tiles in waves over cores sharing L2 and DRAM

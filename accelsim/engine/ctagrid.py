@@ -29,8 +29,11 @@ from accelsim.lowering import Kernel
 _Candidate = tuple[tuple[int, int, int], Kernel, str, float, "st.GridExtras | None"]
 
 
-def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment], dict, float]:
-    """The fastest candidate kernel (CTA tile, split-k, raster) of ``kernel`` on ``hw``: its segments, tiling, peak."""
+def tensor_core(kernel: Kernel, hw: Hardware, source: str, fold: bool = False) -> tuple[list[Segment], dict, float]:
+    """The fastest candidate kernel (CTA tile, split-k, raster) of ``kernel`` on ``hw``: its segments, tiling, peak.
+
+    ``fold``: keep each wave class's sums instead of its tile arrays (the same totals; memory of one class at a
+    time instead of every class of two candidates)."""
     comp = hw.core.compute
     assert isinstance(comp, TensorCoreCompute)
     dtype = kernel.dtype
@@ -86,7 +89,7 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment
             if split > 1 and split > steps:
                 continue
             segs, tiling, unsettled = _cta_grid(inner, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages,
-                                                rasters[:1], extras=extras)
+                                                rasters[:1], extras=extras, fold=fold)
             total = sum(s.count * s.end for s in segs)
             if feed is not None:
                 tiling["smem_operand_share"] = round(feed, 6)
@@ -102,7 +105,7 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str) -> tuple[list[Segment
         tile, inner, path, mbits, extras = chosen[0]
         rate, feed = _fed_rate(inner, hw, path, comp.macs_per_cycle[dtype], tile, *_tile_bytes(chosen[0], e))
         segs, tiling, _ = _cta_grid(inner, hw, tile, chosen[1], getattr(comp.mma, path), rate, e, mbits, chosen[2],
-                                    rasters, (chosen[3], best[1], best[2]), extras)
+                                    rasters, (chosen[3], best[1], best[2]), extras, fold)
         if feed is not None:
             tiling["smem_operand_share"] = round(feed, 6)
         best = (sum(s.count * s.end for s in segs), segs, tiling)
@@ -156,7 +159,8 @@ def _compute_rate(kernel: Kernel, hw: Hardware, path: str, peak: float, efficien
 def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma: list[int], rate: float,
               e: float, mbits: float, stages: int, rasters: list[tuple[str, int]],
               known: tuple[list[tc.WaveClass], list[Segment], dict] | None = None,
-              extras: st.GridExtras | None = None) -> tuple[list[Segment], dict, list[tc.WaveClass] | None]:
+              extras: st.GridExtras | None = None,
+              fold: bool = False) -> tuple[list[Segment], dict, list[tc.WaveClass] | None]:
     """One candidate kernel: ``tile`` and ``split``, launched in the raster (order, width) of ``rasters`` whose
     waves read the fewest DRAM bytes (the first wins a tie). Also returns the wave classes, or None when no raster
     could read fewer DRAM bytes (``tc.raster_classes``). ``known``: the first raster's classes and result.
@@ -283,6 +287,13 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
         times = pl.run_pipeline_split(xfer, bw, wb_bw, latency, dec_rate, dec_lat, stages, 0.0, g_rate)
         return work, times, bw
 
+    def segment(work: np.ndarray, times: np.ndarray, bw: np.ndarray, count: int, active: int,
+                wave_class: int) -> Segment:
+        """A class's Segment: its arrays, or (``fold``) only their sums, which are what its totals read."""
+        if fold:
+            return Segment(None, None, None, count, active, wave_class, cl.sums_of(work, times, latency))
+        return Segment(work, times, bw, count, active, wave_class)
+
     fc = 0.0 if c_in_l2 else 1.0
     # a write-back L2 absorbs a wave's C stores (when they fit) and writes them to DRAM meanwhile and while the next
     # wave loads
@@ -307,10 +318,10 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
                 for run_waves, repeats in st.wave_runs(count, max(1, cl.KSTEP_CAP // max(1, len(base)))):
                     work, times, bw = run_class(st.back_to_back(base, run_waves), idx, active, repeats, fa, fb, fc,
                                                 drain)
-                    segs.append(Segment(work, times, bw, count=repeats, active=active, wave_class=idx))
+                    segs.append(segment(work, times, bw, count=repeats, active=active, wave_class=idx))
                 continue
             work, times, bw = run_class(base, idx, active, count, fa, fb, fc, drain)
-            segs.append(Segment(work, times, bw, count=count, active=active, wave_class=idx))
+            segs.append(segment(work, times, bw, count=count, active=active, wave_class=idx))
         sk = _stream_k_plan(comp.stream_k, kernel, split, extras, ctas, slots, k_steps)
         tail = next((i for i, c in enumerate(classes) if c[0] < slots and c[3] == 1), None)
         if sk is not None and tail is None:  # no partial last wave among the raster's classes
@@ -336,7 +347,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             if full is not None:
                 sk_segs[full] = dataclasses.replace(sk_segs[full], count=sk_segs[full].count - 1)
             sk_segs = [s for i, s in enumerate(sk_segs) if i != tail and s.count > 0]
-            sk_segs.append(Segment(work, times, bw, count=1, active=units, wave_class=tail))
+            sk_segs.append(segment(work, times, bw, count=1, active=units, wave_class=tail))
             if sum(s.count * s.end for s in sk_segs) < sum(s.count * s.end for s in segs):
                 segs = sk_segs
             else:  # data-parallel is faster for this tile

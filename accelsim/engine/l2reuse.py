@@ -226,7 +226,8 @@ def _band_list(nb: int, slots: int, bs: int) -> list[tuple[int, int]]:
     the middle ones grouped by their phase against the wave grid."""
     tau = slots // math.gcd(bs % slots, slots)
     n_mid = max(0, nb - 4)
-    return [(b, 1) for b in sorted({0, 1, nb - 2, nb - 1} & set(range(nb)))] + \
+    ends = sorted({b for b in (0, 1, nb - 2, nb - 1) if 0 <= b < nb})  # not set(range(nb)): nb may be ~2^31
+    return [(b, 1) for b in ends] + \
         [(2 + j, (n_mid - 1 - j) // tau + 1) for j in range(min(tau, n_mid))]
 
 

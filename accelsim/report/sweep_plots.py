@@ -17,6 +17,11 @@ no global state).
   used.
 - **Where sparsity pays**: speedup vs dense of each sparse pattern over the same two parameters,
   green above 1x, red below.
+
+Every chart marks the rows over the device's memory (``fits_memory`` False; :mod:`.sweep_marks` says which):
+hollow and off the fronts on the Pareto plots, hatched ``//`` on the heatmaps, and where sparsity pays a row
+that fits but whose dense baseline does not hatched ``..``; its title counts them (or says that results
+without these columns were not checked).
 """
 
 from __future__ import annotations
@@ -32,9 +37,14 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from accelsim.errors import AccelsimError
 from accelsim.fileio import figure_bytes, write_atomic
+from accelsim.report.sweep_marks import DENSE_OVER, OVER, MemoryFit, memory_fit, pareto_data, pareto_front
+
+__all__ = ["MemoryFit", "SweepRows", "choose_slice", "heatmap_figure", "memory_fit", "pareto_figure", "pareto_front",
+           "sparsity_pays_figure", "sweep_figures", "sweep_plot"]
 
 DPI = 110
 MAX_SETTINGS = 6
@@ -99,9 +109,14 @@ def check_cells(table: SweepRows) -> None:
     numeric = [c for c in ("latency_us", "speedup_vs_dense", "energy_j", "sram_bytes", "peak_macs_per_cycle")
                if c in cols]
     fi = cols.index("feasible")
+    fits = [cols.index(c) for c in ("fits_memory", "dense_fits_memory") if c in cols]
     for n, r in enumerate(table.rows, start=2):
         if not isinstance(r[fi], bool):
             raise AccelsimError(f"{table.source}: line {n}: feasible: expected True or False, got {r[fi]!r}")
+        for i in fits:
+            if r[i] is not None and not isinstance(r[i], bool):
+                raise AccelsimError(f"{table.source}: line {n}: {cols[i]}: expected True, False or empty, got "
+                                    f"{r[i]!r}")
         for c in numeric:
             v = r[cols.index(c)]
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
@@ -133,43 +148,37 @@ def _value_label(path: str, v: Any) -> str:
 
 # ------------------------------------------------------------------------------------------- pareto
 
-def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Points (cost, value) no other point beats on both (lower cost and lower value), by cost."""
-    front: list[tuple[float, float]] = []
-    best = math.inf
-    for c, v in sorted(points):
-        if v < best:
-            front.append((c, v))
-            best = v
-    return front
-
-
 def pareto_figure(table: SweepRows, setting: tuple[Any, ...], cost: list[float | None], cost_label: str,
-                  title: str = "") -> Figure:
+                  title: str = "", fit: MemoryFit | None = None) -> Figure:
+    """Latency vs ``cost`` of one workload setting, the Pareto front per pattern over the rows that fit the device's
+    memory; rows over it hollow, and the caption (``sweep_marks.ParetoData.note``) in the title."""
+    fit = fit if fit is not None else memory_fit(table)
+    data = pareto_data(table, table.sparsities(), lambda r: table.setting(r) == setting, cost, fit)
     fig = Figure(figsize=(8.5, 5.6), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     xs_all: list[float] = []
     ys_all: list[float] = []
-    for j, sp in enumerate(table.sparsities()):
-        pts: list[tuple[float, float]] = []
-        for c, r in zip(cost, table.rows, strict=True):
-            if (table.setting(r) == setting and table.get(r, "sparsity") == sp and table.get(r, "feasible")
-                    and c is not None and table.get(r, "latency_us")):
-                pts.append((c, table.get(r, "latency_us")))
-        if not pts:
-            continue
+    order = {sp: j for j, sp in enumerate(table.sparsities())}
+    for ser in data.series:
+        j = order[ser.sparsity]
         color = PATTERN_COLORS[j % len(PATTERN_COLORS)]
         marker = PATTERN_MARKERS[j % len(PATTERN_MARKERS)]
-        xs_all += [p[0] for p in pts]
-        ys_all += [p[1] for p in pts]
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=14, color=color, marker=marker, alpha=0.25,
-                   linewidths=0)
-        front = pareto_front(pts)
-        ax.step([p[0] for p in front], [p[1] for p in front], where="post", color=color, linewidth=1.5,
-                linestyle=PATTERN_LINES[j % len(PATTERN_LINES)])
-        ax.scatter([p[0] for p in front], [p[1] for p in front], s=34, color=color, marker=marker,
-                   edgecolors="black", linewidths=0.5, label=f"{sp} (front: {len(front)} of {len(pts)})", zorder=3)
+        pts, front = ser.fits, ser.front
+        xs_all += [p[0] for p in pts + ser.over]
+        ys_all += [p[1] for p in pts + ser.over]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=14, color=color, marker=marker, alpha=0.25,
+                       linewidths=0)
+            ax.step([p[0] for p in front], [p[1] for p in front], where="post", color=color, linewidth=1.5,
+                    linestyle=PATTERN_LINES[j % len(PATTERN_LINES)])
+            ax.scatter([p[0] for p in front], [p[1] for p in front], s=34, color=color, marker=marker,
+                       edgecolors="black", linewidths=0.5, label=f"{ser.sparsity} (front: {len(front)} of {len(pts)})",
+                       zorder=3)
+        if ser.over:
+            ax.scatter([p[0] for p in ser.over], [p[1] for p in ser.over], s=30, marker=marker, facecolors="none",
+                       edgecolors=color, linewidths=0.9, zorder=2,
+                       label=f"{ser.sparsity}: {len(ser.over)} {OVER} (hollow, off the front)")
     if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) > 20:
         ax.set_xscale("log")
     if ys_all and min(ys_all) > 0 and max(ys_all) / min(ys_all) > 20:
@@ -178,9 +187,25 @@ def pareto_figure(table: SweepRows, setting: tuple[Any, ...], cost: list[float |
     ax.set_ylabel("latency (us, lower is better)")
     ax.grid(True, which="both", color="#e0e0e0", linewidth=0.5)
     ax.legend(title="sparsity", fontsize=8, title_fontsize=8, loc="best")
-    ax.set_title(title or f"{setting_label(table, setting)}: latency vs cost, Pareto front per pattern "
-                 "(lower left is better)", fontsize=10)
+    head = title or f"{setting_label(table, setting)}: latency vs cost, Pareto front per pattern (lower left is better)"
+    ax.set_title(head + (f"\n{_wrap(data.note, _chars(fig))}" if data.note else ""), fontsize=10)
     return fig
+
+
+def _chars(fig: Figure) -> int:
+    """About how many characters of a 10-point title fit across ``fig``."""
+    return max(40, int(fig.get_figwidth() * 12))
+
+
+def _wrap(text: str, width: int = 100) -> str:
+    """``text`` broken into lines of at most about ``width`` characters at spaces."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------ heatmaps
@@ -249,15 +274,16 @@ def choose_slice(table: SweepRows, x: str | None = None, y: str | None = None,
 
 
 def _grid_cells(table: SweepRows, setting: tuple[Any, ...], sp: str, sl: Slice
-                ) -> tuple[list[Any], list[Any], dict[tuple[Any, Any], Sequence[Any]]]:
+                ) -> tuple[list[Any], list[Any], dict[tuple[Any, Any], int]]:
+    """The y values, x values and {(y, x): row index} of one panel."""
     ykey, xkey, fixed = sl.ykey, sl.xkey, sl.held
-    cells: dict[tuple[Any, Any], Sequence[Any]] = {}
-    for r in table.rows:
+    cells: dict[tuple[Any, Any], int] = {}
+    for i, r in enumerate(table.rows):
         if table.get(r, "origin") != "grid" or table.setting(r) != setting or table.get(r, "sparsity") != sp:
             continue
         if any(table.get(r, k) != v for k, v in fixed.items()):
             continue
-        cells.setdefault((table.get(r, ykey), table.get(r, xkey)), r)
+        cells.setdefault((table.get(r, ykey), table.get(r, xkey)), i)
     ys = sorted({k[0] for k in cells}, key=_sort_key)
     xs = sorted({k[1] for k in cells}, key=_sort_key)
     return ys, xs, cells
@@ -290,23 +316,38 @@ def _panel_figure(n: int) -> tuple[Figure, list[Any]]:
     return fig, [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
 
 
-def _heat_panel(ax: Any, table: SweepRows, ys: list[Any], xs: list[Any], cells: dict, value: str, norm: Any,
-                cmap: str, text: Any, ykey: str, xkey: str, ylabel: bool = True) -> Any:
+HATCH_OVER = "//"  # a heatmap cell whose row is over the device's memory
+HATCH_DENSE_OVER = ".."  # ... whose dense baseline is (speedup charts)
+
+
+def _heat_panel(ax: Any, table: SweepRows, ys: list[Any], xs: list[Any], cells: dict[tuple[Any, Any], int],
+                value: str, norm: Any, cmap: str, text: Callable[[Sequence[Any]], str], ykey: str, xkey: str,
+                marks: dict[int, tuple[str, str]], ylabel: bool = True) -> Any:
+    """One panel; ``marks``: {row index: (hatch, label line)} of the cells to hatch (memory)."""
     data = np.full((len(ys), len(xs)), np.nan)
-    for (y, x), r in cells.items():
+    for (y, x), n in cells.items():
+        r = table.rows[n]
         v = table.get(r, value)
         if table.get(r, "feasible") and isinstance(v, int | float):
             data[ys.index(y), xs.index(x)] = v
     im = ax.imshow(np.ma.masked_invalid(data), origin="lower", aspect="auto", cmap=cmap, norm=norm)
     ax.set_facecolor("#bbbbbb")
-    for (y, x), r in cells.items():
+    for (y, x), n in cells.items():
+        r = table.rows[n]
         i, j = ys.index(y), xs.index(x)
         label = text(r) if table.get(r, "feasible") else "infeasible"
         color = "black"
         if not np.isnan(data[i, j]):
             red, green, blue, _ = im.cmap(im.norm(data[i, j]))
             color = "white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black"
-        ax.text(j, i, label, ha="center", va="center", fontsize=7, color=color)
+        box = None
+        if n in marks:  # hatched, its label on a white box
+            hatch, line = marks[n]
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=hatch, edgecolor=color,
+                                   linewidth=0, gid=f"row{n}"))
+            label += f"\n{line}"
+            color, box = "black", {"facecolor": "white", "alpha": 0.85, "linewidth": 0, "pad": 1.5}
+        ax.text(j, i, label, ha="center", va="center", fontsize=7, color=color, bbox=box)
     ax.set_xticks(range(len(xs)), [_value_label(xkey, v) for v in xs], fontsize=7, rotation=30)
     ax.set_yticks(range(len(ys)), [_value_label(ykey, v) for v in ys], fontsize=7)
     ax.set_xlabel(xkey, fontsize=8)
@@ -316,13 +357,14 @@ def _heat_panel(ax: Any, table: SweepRows, ys: list[Any], xs: list[Any], cells: 
 
 
 def _panels(table: SweepRows, setting: tuple[Any, ...], sps: list[Any], sl: Slice,
-            metric: str) -> tuple[list[tuple], list[float]]:
-    """Grid panels (one per sparsity that has cells) and the feasible values of ``metric`` in them."""
+            metric: str) -> tuple[list[tuple], list[float], list[int]]:
+    """Grid panels (one per sparsity that has cells), the feasible values of ``metric`` in them, the rows shown."""
     panels = [(sp, *_grid_cells(table, setting, sp, sl)) for sp in sps]
     panels = [p for p in panels if p[3]]
-    vals = [table.get(r, metric) for _, _, _, cells in panels for r in cells.values()
-            if table.get(r, "feasible") and table.get(r, metric)]
-    return panels, vals
+    shown = [n for _, _, _, cells in panels for n in cells.values()]
+    vals = [table.get(table.rows[n], metric) for n in shown
+            if table.get(table.rows[n], "feasible") and table.get(table.rows[n], metric)]
+    return panels, vals, shown
 
 
 def _as_slice(table: SweepRows, ykey: str | Slice, xkey: str | None) -> Slice:
@@ -333,13 +375,23 @@ def _as_slice(table: SweepRows, ykey: str | Slice, xkey: str | None) -> Slice:
     return sl
 
 
+def _marks(fit: MemoryFit, speedup: bool) -> dict[int, tuple[str, str]]:
+    """{row index: (hatch, label line)}: rows over memory, and (``speedup``) rows whose dense baseline is."""
+    marks = {n: (HATCH_OVER, OVER) for n in fit.over}
+    if speedup:
+        marks.update({n: (HATCH_DENSE_OVER, DENSE_OVER) for n in fit.dense_over})
+    return marks
+
+
 def heatmap_figure(table: SweepRows, setting: tuple[Any, ...], ykey: str | Slice,
-                   xkey: str | None = None) -> Figure | None:
+                   xkey: str | None = None, fit: MemoryFit | None = None) -> Figure | None:
     """Latency over two grid parameters (a :class:`Slice`, or the y and x keys with other grid parameters
-    at their first value), a panel per sparsity, the binding constraint in each cell."""
+    at their first value), a panel per sparsity, the binding constraint in each cell; cells over the device's
+    memory hatched, and counted in the title."""
     sl = _as_slice(table, ykey, xkey)
+    fit = fit if fit is not None else memory_fit(table)
     ykey, xkey = sl.ykey, sl.xkey
-    panels, vals = _panels(table, setting, table.sparsities(), sl, "latency_us")
+    panels, vals, shown = _panels(table, setting, table.sparsities(), sl, "latency_us")
     if not vals:
         return None
     norm = LogNorm(min(vals), max(vals)) if min(vals) > 0 and max(vals) > min(vals) else Normalize(min(vals),
@@ -347,26 +399,31 @@ def heatmap_figure(table: SweepRows, setting: tuple[Any, ...], ykey: str | Slice
     fig, axes = _panel_figure(len(panels))
     im = None
     cols = _layout(len(panels))[1]
+    marks = _marks(fit, speedup=False)
     for i, (ax, (sp, ys, xs, cells)) in enumerate(zip(axes, panels, strict=True)):
         im = _heat_panel(ax, table, ys, xs, cells, "latency_us", norm, "viridis_r",
                          lambda r: f"{BINDING_MARK.get(table.get(r, 'binding'), '?')}\n"
-                                   f"{_num(round(table.get(r, 'latency_us')))}", ykey, xkey, i % cols == 0)
+                                   f"{_num(round(table.get(r, 'latency_us')))}", ykey, xkey, marks, i % cols == 0)
         ax.set_title(f"{sp}", fontsize=9)
     assert im is not None  # at least one panel: it has values
     fig.colorbar(im, ax=axes, label="latency (us)", shrink=0.85)
     held = f"\n{sl.text()}" if sl.held else ""
-    fig.suptitle(f"{setting_label(table, setting)}: latency; binding C compute, M memory, D decode, L launch{held}",
-                 fontsize=10)
+    note = fit.note(shown)
+    fig.suptitle(f"{setting_label(table, setting)}: latency; binding C compute, M memory, D decode, L launch{held}"
+                 + (f"\n{_wrap(note, _chars(fig))}" if note else ""), fontsize=10)
     return fig
 
 
 def sparsity_pays_figure(table: SweepRows, setting: tuple[Any, ...], ykey: str | Slice,
-                         xkey: str | None = None) -> Figure | None:
-    """Speedup of each sparse pattern over dense on the same hardware, over two grid parameters."""
+                         xkey: str | None = None, fit: MemoryFit | None = None) -> Figure | None:
+    """Speedup of each sparse pattern over dense on the same hardware, over two grid parameters; cells over the
+    device's memory hatched //, cells that fit but whose dense baseline does not hatched .., both counted in the
+    title."""
     sl = _as_slice(table, ykey, xkey)
+    fit = fit if fit is not None else memory_fit(table)
     ykey, xkey = sl.ykey, sl.xkey
     sps = [sp for sp in table.sparsities() if sp != "dense"]
-    panels, vals = _panels(table, setting, sps, sl, "speedup_vs_dense")
+    panels, vals, shown = _panels(table, setting, sps, sl, "speedup_vs_dense")
     if not vals:
         return None
     span = max(max(vals), 1 / min(vals), 1.01)  # symmetric in ratio: 0.8x is as red as 1.25x is green
@@ -374,14 +431,17 @@ def sparsity_pays_figure(table: SweepRows, setting: tuple[Any, ...], ykey: str |
     fig, axes = _panel_figure(len(panels))
     im = None
     cols = _layout(len(panels))[1]
+    marks = _marks(fit, speedup=True)
     for i, (ax, (sp, ys, xs, cells)) in enumerate(zip(axes, panels, strict=True)):
         im = _heat_panel(ax, table, ys, xs, cells, "speedup_vs_dense", norm, "RdYlGn",
-                         lambda r: f"{table.get(r, 'speedup_vs_dense'):.2f}x", ykey, xkey, i % cols == 0)
+                         lambda r: f"{table.get(r, 'speedup_vs_dense'):.2f}x", ykey, xkey, marks, i % cols == 0)
         ax.set_title(f"{sp} vs dense", fontsize=9)
     assert im is not None  # at least one panel: it has values
     fig.colorbar(im, ax=axes, label="speedup vs dense (same hardware)", shrink=0.85)
     held = f"\n{sl.text()}" if sl.held else ""
-    fig.suptitle(f"{setting_label(table, setting)}: where does sparsity pay?{held}", fontsize=10)
+    note = fit.note(shown, speedup=True)
+    fig.suptitle(f"{setting_label(table, setting)}: where does sparsity pay?{held}"
+                 + (f"\n{_wrap(note, _chars(fig))}" if note else ""), fontsize=10)
     return fig
 
 
@@ -402,23 +462,39 @@ def _iter_figures(table: SweepRows, cost: str | None, sl: Slice | None) -> Itera
     label = DEFAULT_COST_LABEL if expr == DEFAULT_COST else expr
     costs = table.cost_values(expr)
     energies = _energies(table)
+    fit = memory_fit(table)
     if sl is None:
         sl = choose_slice(table)
     for setting in table.settings()[:MAX_SETTINGS]:
         slug = setting_slug(table, setting)
-        yield f"pareto_{slug}", pareto_figure(table, setting, costs, label)
+        yield f"pareto_{slug}", pareto_figure(table, setting, costs, label, fit=fit)
         if energies is not None:
             yield f"pareto_energy_{slug}", pareto_figure(
                 table, setting, energies, "energy per inference (mJ)",
                 title=f"{setting_label(table, setting)}: latency vs energy, Pareto front per pattern (lower left is "
-                      "better)")
+                      "better)", fit=fit)
         if sl is not None:
-            heat = heatmap_figure(table, setting, sl)
+            heat = heatmap_figure(table, setting, sl, fit=fit)
             if heat is not None:
                 yield f"heatmap_{slug}", heat
-            pays = sparsity_pays_figure(table, setting, sl)
+            pays = sparsity_pays_figure(table, setting, sl, fit=fit)
             if pays is not None:
                 yield f"sparsity_pays_{slug}", pays
+
+
+def memory_summary(fit: MemoryFit, rows: int) -> str:
+    """One line on the whole table's memory fit, for the notes ``sweep_plot`` returns."""
+    if not fit.checked:
+        return ("memory: not checked (no fits_memory column: results of a sweep before format 4); rows over "
+                "dram.capacity_bytes are not marked and may sit on a Pareto front")
+    parts = [f"{len(fit.over):,} of {rows:,} rows exceed dram.capacity_bytes (hollow on the Pareto plots and off "
+             "their fronts, hatched // on the heatmaps)" if fit.over else
+             f"none of the {fit.checked_rows:,} rows checked exceeds dram.capacity_bytes"]
+    if fit.dense_over:
+        parts.append(f"{len(fit.dense_over):,} fit but their dense baseline does not (hatched .. where sparsity pays)")
+    if fit.unchecked:
+        parts.append(f"{len(fit.unchecked):,} not checked (no dram.capacity_bytes)")
+    return "memory: " + "; ".join(parts)
 
 
 def _energies(table: SweepRows) -> list[float | None] | None:
@@ -442,7 +518,8 @@ def sweep_plot(table: SweepRows, out_dir: str | os.PathLike[str],
     ``cost``: an area-model expression over result columns (overrides the spec's ``cost``). ``x``, ``y``:
     the heatmaps' grid parameters; ``at``: {grid parameter: value} to hold the others at (default: their
     first value; either way the notes and the titles say which). ``progress(done, total)`` per figure.
-    The cells the plots use are checked first (:func:`check_cells`).
+    The cells the plots use are checked first (:func:`check_cells`). The last note says how many rows exceed
+    the device's memory and how the plots draw them (or that these results were not checked).
     """
     check_cells(table)
     sl = choose_slice(table, x=x, y=y, at=at)
@@ -452,6 +529,7 @@ def sweep_plot(table: SweepRows, out_dir: str | os.PathLike[str],
     if sl is not None:
         notes.append(f"heatmaps: {sl.ykey} (y) by {sl.xkey} (x)" + (f"; {sl.text()}" if sl.held else "")
                      + " (choose with --x, --y, --at KEY=VALUE)")
+    notes.append(memory_summary(memory_fit(table), len(table.rows)))
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
