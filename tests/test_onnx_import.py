@@ -430,3 +430,32 @@ def test_onnx_is_imported_only_when_a_model_is_read() -> None:
     code = "import sys, accelsim.workloads.onnx, accelsim.cli; print('onnx' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert proc.stdout.strip() == "False"
+
+
+def test_integer_ops_keep_their_int8_type_or_say_they_do_not(tmp_path: Path) -> None:
+    """MatMulInteger was imported as a plain fp32 gemm (4x the operand bytes, the fp32 rate) with no note; a Gemm
+    reading a non-constant C (a residual) and ConvInteger were costed without saying what was left out."""
+    inits = [numpy_helper.from_array(np.array(0.1, dtype=np.float32), "s"),
+             numpy_helper.from_array(np.array(0, dtype=np.int8), "zp"),
+             _init("w", [256, 512], np.int8), _init("wc", [8, 4, 3, 3], np.int8), _init("wg", [512, 512])]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["xq"], name="quant"),
+             helper.make_node("MatMulInteger", ["xq", "w", "zp", "zp"], ["y32"], name="mmi"),
+             helper.make_node("Cast", ["y32"], ["yf"], name="cast", to=F),
+             helper.make_node("Gemm", ["yf", "wg", "yf"], ["res"], name="residual_gemm"),
+             helper.make_node("QuantizeLinear", ["img", "s", "zp"], ["imgq"], name="quant_img"),
+             helper.make_node("ConvInteger", ["imgq", "wc", "zp", "zp"], ["c32"], name="convi")]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", F, [64, 256]),
+                                           helper.make_tensor_value_info("img", F, [1, 4, 16, 16])],
+                              [helper.make_tensor_value_info("res", F, [64, 512]),
+                               helper.make_tensor_value_info("c32", TensorProto.INT32, [1, 8, 14, 14])], inits)
+    data, notes = import_onnx(_save(tmp_path, graph))
+    layers = {lay["name"]: lay for lay in data["layers"]}
+    assert layers["mmi"] == {"name": "mmi", "op": "gemm", "m": 512, "n": 64, "k": 256, "dtype": "int8",
+                             "out_dtype": "int32"}
+    assert "dtype" not in layers["residual_gemm"] and data["dtype"] == "fp32"
+    assert "MatMulInteger costed as an int8 GEMM (dtype: int8, C written as int32)" in notes
+    assert any(n.startswith("Gemm with a non-constant C input") and "not costed" in n for n in notes)
+    assert any(n.startswith("ConvInteger costed as a conv2d in the workload dtype") for n in notes)
+    model = workload_from_dict(data)  # the emitted workload loads with the GEMM's own element types
+    mmi = next(lay for lay in model.layers if lay.name == "mmi")
+    assert (mmi.dtype, mmi.out_dtype) == ("int8", "int32")

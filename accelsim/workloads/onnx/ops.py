@@ -158,6 +158,9 @@ def _gemm(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
         g.add(node, idx, {"op": "gemm", "m": rows, "n": cols, "k": ka})
     else:
         g.add(node, idx, {"op": "matmul", "m": rows, "n": cols, "k": ka, "batch": 1})
+    if len(node.input) > 2 and node.input[2] and not _is_weight(g, node.input[2]):
+        g.note_once("Gemm with a non-constant C input (e.g. a residual added in the epilogue): reading C is not "
+                    "costed (a constant C is a bias, fused)")
 
 def _matmul(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
     ia, ib = MATMUL_OPS[node.op_type]
@@ -178,15 +181,33 @@ def _matmul(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
     out0 = node.output[0]
     if g.shape(out0) is None:
         g.shapes[out0] = (*lead, *([] if a_vec else [m_]), *([] if b_vec else [n_]))
+    integer = _integer_types(g, node) if node.op_type in INTEGER_OPS else {}
     if _is_weight(g, b) and prod(sb[:-2]) == 1:
         # activation [..., M, K] x weight [K, N]: weight A is N x K, all activation rows are columns of B
-        g.add(node, idx, {"op": "gemm", "m": n_, "n": prod(lead) * m_, "k": k_})
+        g.add(node, idx, {"op": "gemm", "m": n_, "n": prod(lead) * m_, "k": k_, **integer})
     elif _is_weight(g, a) and prod(sa[:-2]) == 1 and not _is_weight(g, b):
-        g.add(node, idx, {"op": "gemm", "m": m_, "n": prod(lead) * n_, "k": k_})
+        g.add(node, idx, {"op": "gemm", "m": m_, "n": prod(lead) * n_, "k": k_, **integer})
     else:
         if _is_weight(g, a) or _is_weight(g, b):
             g.note_once("MatMul with a batched constant operand costed as matmul (no weight sparsity)")
+        if node.op_type in INTEGER_OPS:
+            g.note_once(f"{node.op_type} between activations costed as a matmul in the workload dtype (a matmul "
+                        "layer has no element type of its own)")
         g.add(node, idx, {"op": "matmul", "m": m_, "n": n_, "k": k_, "batch": max(1, prod(lead))})
+
+
+INTEGER_OPS = {"MatMulInteger", "QLinearMatMul"}
+
+
+def _integer_types(g: GraphState, node: Any) -> dict[str, str]:
+    """The element types of an integer matmul's GEMM layer: int8 operands (uint8 too), C in int32 for
+    MatMulInteger; QLinearMatMul writes int8, which a workload cannot say (C in the workload dtype, noted)."""
+    if node.op_type == "MatMulInteger":
+        g.note_once("MatMulInteger costed as an int8 GEMM (dtype: int8, C written as int32)")
+        return {"dtype": "int8", "out_dtype": "int32"}
+    g.note_once("QLinearMatMul costed as an int8 GEMM (dtype: int8); its requantized int8 output is written in the "
+                "workload dtype (a layer's out_dtype is int32 or fp32 only)")
+    return {"dtype": "int8"}
 
 def _spatial(g: GraphState, node: Any, idx: int, attrs: dict[str, Any], size: Sequence[int], kernel: Sequence[int],
              out_shape: Sequence[int] | None, ceil_mode: bool = False) -> tuple[list[int], list[int], list[int]]:
@@ -285,6 +306,9 @@ def _conv(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
     g.add(node, idx, {"op": "conv2d", "ifmap": size, "kernel": keff, "channels": channels, "filters": filters,
                       "stride": pair(*strides), "padding": pair(*padding), "batch": batch,
                       "groups": groups})
+    if node.op_type != "Conv":
+        g.note_once(f"{node.op_type} costed as a conv2d in the workload dtype: a conv layer has no element type of "
+                    "its own (its int8 operands take the workload dtype's bytes and MMA rate)")
 
 def _pool(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
     op = node.op_type
