@@ -10,7 +10,11 @@ import pytest
 from conftest import HW, cli
 
 from accelsim import load_hardware, run
+from accelsim.analysis.deployment import build_report
+from accelsim.analysis.deployment_quality import quality_guard
 from accelsim.analysis.reality import PLAN_NOMINAL_LABEL, RUNGS, RealityCheck, reality_check
+from accelsim.formats import parse_format
+from accelsim.report.deploy import render_markdown
 from accelsim.report.reality_chart import TITLE_CHARS, render_reality_check, subtitle, text_bars, why_lines
 from accelsim.workloads.model import Workload, workload_from_dict
 
@@ -30,6 +34,7 @@ layers:
   - {name: sm, op: softmax, elements: "batch * 128 * 2048"}
 """
 PLAN_TEXT = "2:4 on g0; unstructured:75% on g2; g1 dense"
+QUALITY = {"metric": "accuracy", "higher_is_better": True, "dense": 0.80, "patterns": {"2:4": 0.79}, "max_drop": 0.05}
 
 
 def _model(layers: list[dict], sparsity: str | None = "2:4", name: str = "plan", **extra: object) -> Workload:
@@ -152,3 +157,51 @@ def test_reality_check_cli_on_the_plan_file(tmp_path: Path, capsys: pytest.Captu
     assert lines[0] == f"SPARSE REALITY CHECK  plan (batch 4), fp16 on a100-like, workload plan ({PLAN_TEXT})"
     assert lines[1].endswith("2.63x") and lines[2].endswith("1.04x")
     assert "  + pattern the hardware runs        2.63x  (\u00b10.00x, 0% of the gap)" in lines
+
+
+# ---------------------------------------------------------------------------------------------- the report
+
+@pytest.fixture(scope="module")
+def plan_report() -> tuple[Workload, object]:
+    model = _plan(m=512, n=128, quality=QUALITY)  # a figure measured at 2:4 only
+    return model, build_report(model, A100, None)
+
+
+def test_the_report_labels_a_mixed_plan_by_its_patterns(plan_report) -> None:
+    """Audit: the title said 'workload plan (2:4)' (the top-level pattern) for a plan that also runs
+    unstructured:75%."""
+    _, rep = plan_report
+    assert rep.subject.label == f"workload plan ({PLAN_TEXT})" and rep.subject.pattern is None
+    md = render_markdown(rep)
+    assert md.startswith(f"# Sparsity deployment report: plan on a100-like, "
+                                                 f"workload plan ({PLAN_TEXT})\n")
+    assert "None" not in md.split("## ")[0] and "workload plan (2:4)" not in md
+
+
+def test_best_format_is_at_each_layers_own_level_and_none_for_a_kept_dense_layer(plan_report) -> None:
+    """Audit: g2 (unstructured:75%) was offered 'channel:50%' and g1 (kept dense by the plan) 'channel:50%'."""
+    model, rep = plan_report
+    rows = {r.name: r for r in rep.layers}
+    assert rows["g1"].best_format is None and rows["sm"].best_format is None
+    d = _dense(model, A100)
+    for name, density in (("g0", 0.5), ("g2", 0.25)):
+        best, gain = rows[name].best_format, rows[name].best_format_speedup
+        assert best is not None and gain is not None
+        if best != "dense":
+            fmt = parse_format(best)
+            assert fmt is not None and fmt.density == pytest.approx(density)
+            lay = next(x for x in run(model, A100, best).layers if x.name == name)  # that format, simulated alone
+            assert gain == pytest.approx(d[name] / lay.cycles["total"], rel=1e-12)
+    md = render_markdown(rep)
+    g1 = next(line for line in md.splitlines() if line.startswith("| g1 |"))
+    assert g1.endswith("| - (kept dense by the plan) |")
+
+
+def test_a_mixed_plan_does_not_borrow_the_top_level_patterns_quality_figure(plan_report) -> None:
+    """A quality figure measured at 2:4 is not the figure of a plan that also runs unstructured:75% on g2 (the
+    report took the top-level pattern's)."""
+    model, rep = plan_report
+    assert rep.quality.status == "missing" and rep.quality.pattern is None
+    assert "no quality figure for a plan that mixes patterns (the workload lists: 2:4" in rep.quality.message
+    assert "| mixed plan |" in next(line for line in render_markdown(rep).splitlines() if "| accuracy |" in line)
+    assert quality_guard(model, "2:4", None).status == "ok"  # the same figure holds a run at 2:4
