@@ -49,6 +49,7 @@ from accelsim.analysis.deployment_summary import (
     summarise,
     support_matrix,
 )
+from accelsim.analysis.plan import plan_text
 from accelsim.analysis.reality import RealityCheck, reality_check
 from accelsim.analysis.sensitivity import Sensitivity, sensitivity
 from accelsim.errors import AccelsimError
@@ -278,36 +279,40 @@ def _subject_title(model: Workload, hw: Hardware, label: str) -> str:
     return f"{model.name}{f' ({params})' if params else ''} on {hw.name}, {label}"
 
 
-def _run_pattern(model: Workload, real: RunResult, sparsity: str | None) -> str | None:
+def _run_pattern(real: RunResult, sparsity: str | None) -> str | None:
+    """The one pattern the run asks for: ``--sparsity``, else the one its plan asks every such layer for; None for
+    a plan that asks different layers for different patterns (a top-level ``sparsity`` is not the whole plan)."""
     if sparsity not in (None, "dense"):
         return sparsity
     requested = sorted({r.pattern_requested for r in real.layers if r.pattern_requested})
-    if model.sparsity not in (None, "dense"):
-        return model.sparsity
     return requested[0] if len(requested) == 1 else None
 
 
-def best_formats(model: Workload, hw: Hardware, pattern: str | None, dense_cycles: list[int], sim: Simulator,
+def best_formats(model: Workload, hw: Hardware, real: RunResult, dense_cycles: list[int], sim: Simulator,
                  source: str) -> dict[str, tuple[str, float]]:
-    """Per layer that asks for sparsity: the fastest format of any registered family at the run's sparsity level
-    (1 - density of ``pattern``), or ("dense", 1.0) when none beats dense. Empty when the run mixes patterns."""
-    fmt = parse_format(pattern) if pattern else None
-    if fmt is None:
-        return {}
-    level = 1.0 - fmt.density
+    """Per layer that asks for sparsity in ``real``: the fastest format of any registered family at the sparsity
+    level of the pattern that layer asks for (1 - its density; one level for a --sparsity run, each layer's own in a
+    plan that mixes levels), or ("dense", 1.0) when none beats dense. A layer that asks for none (vector ops, a
+    layer the plan keeps dense) gets no entry."""
+    levels: dict[float, set[str]] = {}  # level -> the layers asking for a pattern of that level
+    for lay in real.layers:
+        fmt = parse_format(lay.pattern_requested) if lay.pattern_requested else None
+        if fmt is not None:
+            levels.setdefault(round(1.0 - fmt.density, 9), set()).add(lay.name)
     best: dict[str, tuple[str, float]] = {}
-    for family in families():
-        candidate = family.at_sparsity(level)
-        if candidate is None:
-            continue
-        res = run(model, hw, str(candidate), hw_source=source, simulator=sim)
-        for i, lay in enumerate(res.layers):
-            if not lay.pattern_requested:
+    for level, names in levels.items():
+        for family in families():
+            candidate = family.at_sparsity(level)
+            if candidate is None:
                 continue
-            gain = dense_cycles[i] / lay.cycles["total"] if lay.path == "sparse" and lay.cycles["total"] else 1.0
-            if gain > best.get(lay.name, ("dense", 1.0))[1]:
-                best[lay.name] = (str(candidate), gain)
-            best.setdefault(lay.name, ("dense", 1.0))
+            res = run(model, hw, str(candidate), hw_source=source, simulator=sim)
+            for i, lay in enumerate(res.layers):
+                if lay.name not in names or not lay.pattern_requested:
+                    continue
+                gain = dense_cycles[i] / lay.cycles["total"] if lay.path == "sparse" and lay.cycles["total"] else 1.0
+                if gain > best.get(lay.name, ("dense", 1.0))[1]:
+                    best[lay.name] = (str(candidate), gain)
+                best.setdefault(lay.name, ("dense", 1.0))
     return best
 
 
@@ -373,8 +378,8 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
     dense_cycles = [r.cycles["total"] for r in dense.layers]
     if sum(dense_cycles) != real.dense_total_cycles:  # pragma: no cover - an engine invariant
         raise RuntimeError("the dense run and the sparse run's dense baselines disagree")
-    pattern = _run_pattern(model, real, sparsity)
-    label = sparsity or f"workload plan ({pattern or 'mixed'})"
+    pattern = _run_pattern(real, sparsity)
+    label = sparsity or f"workload plan ({plan_text(real.layers)})"
     rc = reality_check(model, hw, sparsity, policy=policy, hw_source=source)
     step()
 
@@ -383,7 +388,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         if p != sparsity:
             runs.append((p, run(model, hw, p, policy=policy, hw_source=source, simulator=sim)))
         step()
-    rows = layer_rows(real, dense_cycles, best_formats(model, hw, pattern, dense_cycles, sim, source))
+    rows = layer_rows(real, dense_cycles, best_formats(model, hw, real, dense_cycles, sim, source))
     schedule = pruning_schedule(real, dense_cycles)
     step()
     impact = fallback_impact(split(model, hw.devices).workload if hw.devices > 1 else model, hw, real, policy)

@@ -304,7 +304,8 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
         missing.append(f"the workload has no quality: block, and the quality registry gives no single figure: "
                        f"{ev.message}")
     else:
-        missing.append(f"no quality figure for {pattern} (the workload lists: {', '.join(q.patterns) or 'none'}; "
+        asked = pattern or "a plan that mixes patterns"  # a figure at one pattern is not a mixed plan's
+        missing.append(f"no quality figure for {asked} (the workload lists: {', '.join(q.patterns) or 'none'}; "
                        f"registry: {ev.message})")
     if thr is None:
         missing.append("no threshold (quality.max_drop in the workload, or --quality-threshold)")

@@ -345,8 +345,8 @@ class LayerRow(Record):
     binding: str
     utilization: float
     speedup: float
-    # the fastest format at the run's sparsity level for this layer ("dense" when none beats it; None when the
-    # layer asks for no sparsity or the run mixes levels), and its speedup over dense
+    # the fastest format at the sparsity level of the pattern this layer asks for ("dense" when none beats it; None
+    # when the layer asks for no pattern, e.g. one the plan keeps dense), and its speedup over dense
     best_format: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     best_format_speedup: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     # True for an op fused into the attention kernel above it: it runs nothing of its own (its shape is zero)
@@ -356,7 +356,7 @@ class LayerRow(Record):
 def layer_rows(real: RunResult, dense_cycles: list[int],
                best: Mapping[str, tuple[str, float]] | None = None) -> tuple[LayerRow, ...]:
     """One row per op of the sparse run, with its dense time (``dense_cycles``, model order) and, from ``best``
-    (layer -> (format, speedup)), the best format at the run's sparsity level."""
+    (layer -> (format, speedup)), the best format at the sparsity level the layer asks for."""
     total = real.total_cycles or 1
     best = best or {}
     return tuple(LayerRow(

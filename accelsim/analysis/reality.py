@@ -20,6 +20,13 @@ one real effect at a time, so the speedups telescope exactly from nominal to rea
 8. + kernel efficiency the sparse kernel's sustained share of its peak (tensor-core parts)
 9. + fixed costs       the sparse kernel's extra launch / prologue cost = the real run
 
+A run on the workload's own plan (``sparsity`` None) whose layers ask for different patterns has no one datasheet
+figure: its nominal is what the ops that ask for a pattern would gain if each ran at its own M/N, weighted by their
+dense time (their dense cycles over the sum of dense cycles / (M/N)). Every other op is taken at that ratio too (as
+every op is at the one M/N of a uniform run; rung 3 takes it back), so rung 2 moves only where a layer runs another
+pattern than it asked for. ``plan`` names the plan (:func:`accelsim.analysis.plan.plan_text`) and ``plan_executed``
+maps each requested pattern to the patterns its sparse layers ran.
+
 On a tensor-parallel system (a system config) the ladder runs on one device's shard and gains a rung after
 2, ``communication``: the collectives (all-reduces after each block, accelsim.workloads.tensor_parallel) keep
 their time, since sparsity shrinks the GEMMs and the weights but not the activations they all-reduce.
@@ -41,6 +48,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from accelsim.analysis.plan import plan_patterns, plan_text
 from accelsim.energy import uncapped
 from accelsim.errors import AccelsimError
 from accelsim.formats import parse_format
@@ -68,6 +76,7 @@ RUNGS = [
     ("fixed_cost", "+ sparse kernel fixed cost = real"),
 ]
 
+PLAN_NOMINAL_LABEL = "nominal (M/N each op asked for)"  # a plan that asks different layers for different patterns
 COMMUNICATION_RUNG = ("communication", "+ communication (all-reduces do not shrink)")  # systems only, after 2
 HOST_FLOOR_RUNG = ("host_floor", "+ host per-call floor (no call beats it)")  # host.call_floor_us > 0, after 3
 POWER_RUNG = ("power_clock", "+ power-limited clocks = real")  # a power cap slows a kernel: the last rung
@@ -162,6 +171,10 @@ class RealityCheck(Record):
     dtype: str | None = None  # the workload's element type (None: read from a file written before it was echoed)
     quantization: RealityQuantization | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     sparsity: str | None
+    # the workload's own plan, run without a --sparsity (plan_text: '2:4', '2:4 on g0; unstructured:75% on g2'),
+    # and the patterns each requested pattern's sparse layers ran
+    plan: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    plan_executed: Mapping[str, tuple[str, ...]] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     policy: str
     patterns_executed: tuple[str, ...]
     inputs: RealityInputs
@@ -191,6 +204,9 @@ class RealityCheck(Record):
             return cls(
                 schema_version=int(data["schema_version"]), hardware=data["hardware"], workload=data["workload"],
                 params=freeze(data["params"]), dtype=data.get("dtype"), sparsity=data["sparsity"],
+                plan=data.get("plan"),
+                plan_executed=None if data.get("plan_executed") is None else freeze(
+                    {k: tuple(v) for k, v in data["plan_executed"].items()}),
                 policy=data["policy"],
                 quantization=None if data.get("quantization") is None else RealityQuantization(
                     **data["quantization"]),
@@ -292,9 +308,20 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     on_sparse = [lay.path == "sparse" for lay in real_layers]
     patterns = sorted({lay.pattern_executed for lay in real_layers if lay.path == "sparse" and lay.pattern_executed})
     requested = sorted({lay.pattern_requested for lay in real_run.layers if lay.pattern_requested})
+    mixed = sparsity is None and len(requested) > 1  # the workload's own plan asks for several patterns
     nominal_pat = parse_format(sparsity) if sparsity not in (None, "dense") else (
-        parse_format(requested[0]) if requested else None)
+        parse_format(requested[0]) if requested and not mixed else None)
     nominal = nominal_pat.dense_speedup if nominal_pat else 1.0
+    # each op's nominal ratio: the one M/N of a uniform run; in a mixed plan, the M/N the op asks for, and the plan's
+    # dense-time-weighted ratio for the ops that ask for none (so that rung 1 is that ratio, exactly)
+    nom_ratio = [nominal] * len(real_layers)
+    if mixed:
+        asked = [_dense_speedup(lay.pattern_requested) for lay in real_run.layers]
+        asked_time = sum(dense_t[i] for i, r in enumerate(asked) if r is not None)
+        asked_sparse_time = sum(dense_t[i] / r for i, r in enumerate(asked) if r is not None)
+        plan_ratio = asked_time / asked_sparse_time if asked_sparse_time else 1.0
+        nom_ratio = [plan_ratio if r is None else r for r in asked]
+        nominal = dense_total / sum(dense_t[i] / nom_ratio[i] for i in range(len(real_layers)))
 
     dense_compute = [lay.cycles["compute"] for lay in dense.layers]
     # the host's per-call floor is a max, not a sum: from its own rung on, the arithmetic rungs shrink the GPU's own
@@ -308,8 +335,9 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     def floored(i: int, t: float) -> float:
         return max(float(op_floor[i]), t)
 
-    # the executed pattern's ideal ratio per op (M'/N' of the native pattern it runs on)
-    exec_ratio = [nominal if lay.path != "sparse" else _ideal_ratio(lay.pattern_executed) for lay in real_layers]
+    # the executed pattern's ideal ratio per op (M'/N' of the native pattern it runs on; non-sparse ops: nominal)
+    exec_ratio = [nom_ratio[i] if lay.path != "sparse" else _ideal_ratio(lay.pattern_executed)
+                  for i, lay in enumerate(real_layers)]
     sparse_eff_ratio = kind_of(base_hw).sparse_efficiency_ratio(base_hw.core.compute)
 
     def sparse_times(variant: Hardware) -> list[float]:
@@ -326,8 +354,8 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
 
     real_compute = [lay.cycles["compute"] for lay in real_layers]
     totals = {
-        "nominal": dense_total / nominal,
-        # every op gains the ratio of the pattern it really runs (non-sparse ops: the nominal one)
+        "nominal": dense_total / nominal if not mixed else sum(dense_t[i] / nom_ratio[i] for i in range(len(kernels))),
+        # every op gains the ratio of the pattern it really runs (non-sparse ops: their nominal one)
         "executed_pattern": sum(dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
         # the collectives keep their time (systems only; the other ops as in executed_pattern)
         "communication": sum(dense_t[i] if is_comm[i] else dense_t[i] / exec_ratio[i] for i in range(len(kernels))),
@@ -355,6 +383,8 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     for key, label in ladder:
         if capped and key == "fixed_cost":  # the real run is the power rung's
             label = label.removesuffix(" = real")
+        if mixed and key == "nominal":
+            label = PLAN_NOMINAL_LABEL
         speedup = baseline.get(key, dense_total) / totals[key] if totals[key] else 1.0
         rungs.append(Rung(rung=key, label=label, sparse_cycles=round(totals[key], 3), speedup=speedup,
                           change=None if prev is None else speedup - prev))
@@ -399,6 +429,8 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         dtype=model.dtype,
         quantization=_quantization(model),
         sparsity=sparsity,
+        plan=plan_text(real_run.layers) if sparsity is None else None,
+        plan_executed=_plan_executed(real_run) if sparsity is None else None,
         policy=policy,
         patterns_executed=tuple(patterns),
         inputs=RealityInputs(hardware_hash=hw.config_hash(), workload_hash=model.config_hash()),
@@ -423,6 +455,20 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
         if capped else None,
         warnings=tuple(real_run.warnings),
     )
+
+
+def _dense_speedup(pattern: str | None) -> float | None:
+    """The nominal M/N of a requested pattern (None: the op asks for none)."""
+    fmt = parse_format(pattern) if pattern else None
+    return fmt.dense_speedup if fmt is not None else None
+
+
+def _plan_executed(res: RunResult) -> Mapping[str, tuple[str, ...]]:
+    """Each pattern the plan asks for -> the patterns its layers that ran sparse executed (empty: none ran sparse)."""
+    by_name = {lay.name: lay for lay in res.layers}
+    return freeze({pattern: tuple(sorted({str(by_name[n].pattern_executed) for n in names
+                                          if by_name[n].path == "sparse" and by_name[n].pattern_executed}))
+                   for pattern, names in plan_patterns(res.layers).items()})
 
 
 def _capped(res: RunResult) -> bool:

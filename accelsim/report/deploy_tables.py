@@ -134,9 +134,10 @@ def _layer_row(r: LayerRow) -> list[str]:
 
 
 def _best(r: LayerRow) -> str:
-    """The best format at this sparsity and its speedup ("-" for layers that ask for none)."""
+    """The best format at the sparsity level the layer asks for and its speedup ("-" for layers that ask for none;
+    "- (kept dense by the plan)" for a layer the workload's plan keeps dense)."""
     if r.best_format is None:
-        return "-"
+        return "- (kept dense by the plan)" if r.reason == "kept_dense" else "-"
     return r.best_format if r.best_format == "dense" else f"{r.best_format} {fmt_x(r.best_format_speedup)}"
 
 
@@ -204,7 +205,7 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
     t["quality"] = (["metric", "dense", "value per pattern", "this run", "change", "drop", "threshold", "status"], [
         [q.metric or "-", "-" if q.dense is None else fmt_num(q.dense),
          ", ".join(f"{k}: {fmt_num(v)}" for k, v in q.patterns.items()) or "-",
-         str(q.pattern), "-" if q.delta is None else f"{q.delta:+.4g}",
+         q.pattern or "mixed plan", "-" if q.delta is None else f"{q.delta:+.4g}",
          "-" if q.drop is None else f"{q.drop:.4g}",
          "-" if q.threshold is None else f"{q.threshold:.4g} ({q.threshold_source})",
          q.status.upper()]])

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelsim.fileio import figure_files
+from accelsim.formats import parse_format
 from accelsim.textsafe import printable
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ WHY_LINE_IN = 0.22     # figure inches per "why" line below the plots
 MAX_WHY_LINES = 4
 WHY_LINE_CHARS = 190
 
+TITLE = "Sparse reality check: "
+TITLE_CHARS = 120      # a longer title (a plan naming many layers) would run past the figure's edges
+
 BAR_CHAR = "\u2588"
 TEXT_LABELS = ("nominal sparsity", "real speedup", "fallback overhead")
 
@@ -66,14 +70,28 @@ def format_params(params: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k} {v}" for k, v in (params or {}).items())
 
 
-def _subject(data: RealityCheck) -> str:
+def run_label(data: RealityCheck) -> str:
+    """What the sparse run ran: its ``--sparsity`` (``2:4``), or the workload's own plan
+    (``workload plan (2:4 on g0; unstructured:75% on g2; g1 dense)``)."""
+    if data.sparsity is None and data.plan is not None:
+        return f"workload plan ({data.plan})"
+    return str(data.sparsity)
+
+
+def _subject(data: RealityCheck, label: str | None = None) -> str:
     """``bert-base (batch 16, seq 128), fp16 on a100-like, 2:4``: the element type where known, unless the workload is
-    quantized (then :func:`quantized_note` names the weights' and activations' types)."""
+    quantized (then :func:`quantized_note` names the weights' and activations' types); ``label`` replaces
+    :func:`run_label`."""
     params = format_params(data.params)
     workload = f"{data.workload} ({params})" if params else str(data.workload)
     if data.dtype is not None and data.quantization is None:
         workload += f", {data.dtype}"
-    return printable(f"{workload} on {data.hardware}, {data.sparsity}")
+    return printable(f"{workload} on {data.hardware}, {label or run_label(data)}")
+
+
+def _plan_in_title(data: RealityCheck) -> bool:
+    """Whether the chart's title names the whole plan; a longer one says 'workload plan' and the footer names it."""
+    return data.sparsity is not None or data.plan is None or len(TITLE + _subject(data)) <= TITLE_CHARS
 
 
 def quantized_note(data: RealityCheck) -> str:
@@ -89,11 +107,29 @@ def quantized_note(data: RealityCheck) -> str:
 
 
 def _executed_note(data: RealityCheck) -> str:
-    """'1:4 requested, executed as 2:4' when the hardware ran another pattern than asked for; else ''."""
+    """'1:4 requested, executed as 2:4' when the hardware ran another pattern than asked for; else ''. A run on the
+    workload's own plan names each requested pattern that its sparse layers ran as another ('; '-separated)."""
+    if data.sparsity is None and data.plan_executed is not None:
+        return printable("; ".join(f"{asked} requested, executed as {', '.join(ran)}"
+                                   for asked, ran in data.plan_executed.items() if ran and list(ran) != [asked]))
     executed = list(data.patterns_executed)
     if executed and executed != [data.sparsity]:
         return f"{data.sparsity} requested, executed as {', '.join(executed)}"
     return ""
+
+
+def nominal_note(data: RealityCheck) -> str:
+    """For a workload plan that asks for several patterns, how its nominal bar is made (else '')."""
+    if data.sparsity is not None or data.plan_executed is None or len(data.plan_executed) < 2:
+        return ""
+    ratios = ", ".join(f"{p} {_mn(p)}" for p in data.plan_executed)
+    return printable(f"nominal {float(data.bars.nominal_speedup):.2f}x = the ops that ask for a pattern, each at its "
+                     f"M/N ({ratios}), by their dense time")
+
+
+def _mn(pattern: str) -> str:
+    fmt = parse_format(pattern)
+    return f"{fmt.dense_speedup:g}x" if fmt is not None else "?"
 
 
 def _short_name(rung: Rung) -> str:
@@ -167,7 +203,8 @@ def render_reality_check(data: RealityCheck) -> tuple[Figure, dict[str, Any]]:
     ax = fig.add_subplot(grid[0, 0])
     ax3 = fig.add_subplot(grid[0, 1])
 
-    fig.suptitle(f"Sparse reality check: {_subject(data)}", fontsize=14, fontweight="bold", y=from_top(0.975),
+    title = _subject(data) if _plan_in_title(data) else _subject(data, "workload plan (named below)")
+    fig.suptitle(TITLE + title, fontsize=14, fontweight="bold", y=from_top(0.975),
                  color=COLOR_TEXT)
     fig.text(0.5, from_top(0.905), subtitle(data), ha="center", va="center", fontsize=10, color="#555555",
              linespacing=1.3)
@@ -219,11 +256,14 @@ def render_reality_check(data: RealityCheck) -> tuple[Figure, dict[str, Any]]:
 
 
 def why_lines(data: RealityCheck) -> list[str]:
-    """The chart's footer: the executed-pattern note and the explanation, as the terminal prints them.
+    """The chart's footer: the workload plan where the title has no room for it, the executed-pattern note and the
+    explanation, as the terminal prints them.
 
     At most MAX_WHY_LINES lines of at most WHY_LINE_CHARS characters; what is cut says where the rest is.
     """
-    lines = ([f"note: {_executed_note(data)}"] if _executed_note(data) else [])
+    lines = [] if _plan_in_title(data) else [printable(f"workload plan: {data.plan}")]
+    lines += [f"note: {nominal_note(data)}"] if nominal_note(data) else []
+    lines += [f"note: {_executed_note(data)}"] if _executed_note(data) else []
     lines += [f"note: {clock_note(data)}"] if data.clock is not None else []
     lines += [f"why: {printable(e)}" for e in data.explanation]
     cut = [line if len(line) <= WHY_LINE_CHARS else line[: WHY_LINE_CHARS - 3] + "..." for line in lines]
@@ -366,8 +406,10 @@ def text_bars(data: RealityCheck, width: int = 40) -> str:
                 line += f"  ({_signed(float(rung.change))}, {_percent(share)} of the gap)"
             lines.append(line)
     explanation = data.explanation
-    if _executed_note(data) or explanation or data.clock is not None:
+    if nominal_note(data) or _executed_note(data) or explanation or data.clock is not None:
         lines.append("")
+    if nominal_note(data):
+        lines.append(f"note: {nominal_note(data)}")
     if _executed_note(data):
         lines.append(f"note: {_executed_note(data)}")
     if data.clock is not None:
