@@ -205,3 +205,12 @@ def test_a_mixed_plan_does_not_borrow_the_top_level_patterns_quality_figure(plan
     assert "no quality figure for a plan that mixes patterns (the workload lists: 2:4" in rep.quality.message
     assert "| mixed plan |" in next(line for line in render_markdown(rep).splitlines() if "| accuracy |" in line)
     assert quality_guard(model, "2:4", None).status == "ok"  # the same figure holds a run at 2:4
+
+
+def test_run_table_names_the_plan_it_ran(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`accelsim run` with no --sparsity said only 'per workload plan', whatever the plan asked for."""
+    wl = tmp_path / "plan.yaml"
+    wl.write_text(PLAN_YAML)
+    code, out, _ = cli(capsys, "run", "--hw", HW / "a100-like.yaml", "--workload", wl)
+    assert code == 0
+    assert out.splitlines()[0].endswith(f"sparsity: per workload plan ({PLAN_TEXT})")

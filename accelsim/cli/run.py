@@ -7,6 +7,7 @@ import csv
 import io
 
 from accelsim.analysis.explain import traffic_notes
+from accelsim.analysis.plan import plan_text
 from accelsim.cli import options
 from accelsim.cli.common import (
     command_line,
@@ -88,7 +89,7 @@ def format_table(result: RunResult) -> str:
 
     sep = "  ".join("-" * w for w in widths)
     title = (f"{printable(wl['name'])} on {printable(hw['name'])} ({hw['clock_ghz']} GHz), sparsity: "
-             f"{body['sparsity'] or 'per workload plan'}")
+             f"{body['sparsity'] or f'per workload plan ({plan_text(result.layers)})'}")
     if "dtype_declared" in wl:
         title += f", dtype: {wl['dtype']} (--dtype; the workload says {wl['dtype_declared']})"
     if "quantization" in wl:
