@@ -17,6 +17,7 @@ from conftest import HW, WL, cli
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import load_hardware
 from accelsim.lowering import lower
+from accelsim.report import plots
 from accelsim.results import RunResult
 from accelsim.simulation import run
 from accelsim.sweep import load_results, run_sweep, spec_from_dict
@@ -166,6 +167,54 @@ def test_mobilenetv2_lowers_to_the_same_macs_on_every_shipped_config() -> None:
         assert all(k.macs_executed == 0 for k in vector_dw)
         assert sum(k.macs_executed for k in kernels) == expected - sum(k.macs for k in vector_dw)
     assert placements == {"array", "vector"}
+
+
+# -- roofline -----------------------------------------------------------------------------------------------
+
+def _roofs(fig: Any) -> dict[str, float]:
+    """The roofs drawn: legend label -> the flat part's height."""
+    ax = fig.axes[0]
+    return {line.get_label(): float(max(line.get_ydata())) for line in ax.get_lines()
+            if "roof" in line.get_label()}
+
+
+def test_roofline_draws_a_roof_per_element_type_and_no_point_sits_above_its_roof(a100: Any) -> None:
+    w = workload_from_dict(QUANTIZED)
+    dense, sparse = run(w, a100, "dense"), run(w, a100, "2:4")
+    int8, fp16 = peak_macs_per_cycle(a100, "int8"), peak_macs_per_cycle(a100, "fp16")
+    fig = plots.plot_roofline(dense, sparse, a100)
+    roofs = _roofs(fig)
+    assert roofs == {f"dense roof, fp16 ({fp16:,.0f} MACs/cycle)": fp16,
+                     f"dense roof, int8 ({int8:,.0f} MACs/cycle)": int8,
+                     f"sparse roof 2:4, fp16: 2x compute ({2 * fp16:,.0f})": 2 * fp16,
+                     f"sparse roof 2:4, int8: 2x compute ({2 * int8:,.0f})": 2 * int8}
+    bw = a100.dram_bytes_per_cycle()
+    for res in (dense, sparse):
+        pts = plots.roofline_points(res)
+        assert {p["name"]: p["dtype"] for p in pts} == {"fc1": "int8", "fc2": "fp16"}
+        for p in pts:
+            roof = p["peak"] * (2.0 if p["path"] == "sparse" else 1.0)
+            assert p["perf"] <= min(roof, p["ai"] * bw)
+    fc1 = next(p for p in plots.roofline_points(dense) if p["name"] == "fc1")
+    assert fc1["perf"] > fp16 * 0.5 and fc1["peak"] == int8
+
+
+def test_roofline_says_which_layers_and_macs_it_leaves_out(a100: Any) -> None:
+    w = workload_from_dict(DEPTHWISE)
+    dense, sparse = run(w, a100, "dense"), run(w, a100, "2:4")
+    left = plots.roofline_left_out(sparse)
+    assert left["vector"] == {"layers": 2, "with_macs": 1, "ops": {"depthwise conv2d": 1}, "macs": DW_MACS}
+    assert left["model_macs"] == sparse.totals["macs"]
+    assert {p["name"] for p in plots.roofline_points(sparse)} == {"expand", "project"}
+    fig = plots.plot_roofline(dense, sparse, a100)
+    texts = [t.get_text() for t in fig.texts]
+    share = DW_MACS / sparse.totals["macs"]
+    assert f"left out: 2 vector-unit layer(s) (1 depthwise conv2d with {DW_MACS:,} MACs, {share:.1%} of the " \
+           "model's)" in texts
+    # on the TPU-like part the depthwise conv runs on the array: it is a point, and only the activation is left out
+    tpu = load_hardware(HW / "tpu-like.yaml")
+    fig = plots.plot_roofline(run(w, tpu, "dense"), run(w, tpu, "2:4"), tpu)
+    assert "left out: 1 vector-unit layer(s)" in [t.get_text() for t in fig.texts]
 
 
 def test_the_reports_occupancy_measures_each_layer_against_its_own_types_peak(a100: Any) -> None:
