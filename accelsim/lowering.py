@@ -129,7 +129,7 @@ class Kernel:
 
     @cached_property
     def macs(self) -> int:
-        """Dense-equivalent multiply-accumulates of the op."""
+        """Dense-equivalent multiply-accumulates of the op, wherever it runs (also a vector-unit depthwise conv)."""
         return self.m * self.n * self.k * self.batch * self.products
 
     @property
@@ -146,10 +146,10 @@ class Kernel:
         return -(-self.k // self.group_m) * self.keep_n
 
     @cached_property
-    def macs_executed(self) -> int:
+    def macs_executed(self) -> int:  # the array's: none on the vector unit (a depthwise conv there keeps its macs)
         if self.op == "attention" and self.causal_q:  # fused causal: the products the mask keeps
             return (self.m // self.causal_q) * visible_pairs(self.causal_q, self.n) * self.k * self.batch * 2
-        macs = self.m_exec * self.n * self.k_compressed * self.batch * self.products
+        macs = 0 if self.vector else self.m_exec * self.n * self.k_compressed * self.batch * self.products
         return round(macs * self.a_density) if self.sparse and self.compute_on == "vector" else macs
 
     def as_dense(self, reason: str | None = None) -> Kernel:
@@ -455,8 +455,8 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str 
     req_str = str(requested) if requested else None
     if layer.op == "conv2d" and layer.groups > 1:
         reason = "op_no_sparse_kernel" if requested else None
-        if layer.depthwise and target.depthwise == "vector":
-            return _vector_kernel(layer, dtype, e, target, req_str, reason)
+        if layer.depthwise and target.depthwise == "vector":  # keeps its GEMM view: macs are its work
+            return replace(_vector_kernel(layer, dtype, e, target, req_str, reason), m=m, n=n, k=k, batch=batch)
         return Kernel(layer.name, layer.op, m, n, k, dtype, e, "dense", req_str, None, reason, b_unique=b_unique,
                       batch=batch)
     if layer.op == "matmul":

@@ -11,13 +11,14 @@ mappings and lists tuples. Arrays (read-only, by convention) become lists in ``t
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-__all__ = ["OMIT_IF_NONE", "Record", "freeze", "plain"]
+__all__ = ["OMIT_IF_NONE", "Record", "copy_tree", "freeze", "json_form", "plain", "rounded"]
 
 OMIT_IF_NONE: Mapping[str, bool] = MappingProxyType({"omit_if_none": True})
 
@@ -59,3 +60,26 @@ class Record:
                 continue
             out[f.name] = plain(value)
         return out
+
+
+def json_form(obj: Any) -> Any:
+    """``obj`` as its JSON reads back (tuples become lists): what result equality compares."""
+    return json.loads(json.dumps(obj))
+
+
+def copy_tree(obj: Any) -> Any:
+    """A copy of JSON-like ``obj`` (dicts and lists copied, everything else shared): a result's own dicts,
+    several times faster than ``copy.deepcopy`` on the small trees a layer holds."""
+    if isinstance(obj, dict):
+        return {k: copy_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [copy_tree(v) for v in obj]
+    return obj
+
+
+def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
+    """Round floats for stable JSON."""
+    out: dict[str, Any] = {}
+    for k, v in e.items():
+        out[k] = rounded(v, digits) if isinstance(v, dict) else float(f"{v:.{digits}g}") if isinstance(v, float) else v
+    return out

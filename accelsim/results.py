@@ -25,6 +25,7 @@ from accelsim.errors import AccelsimError
 from accelsim.fileio import dumps_finite  # noqa: F401 (re-exported: results' writers import it from here)
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import hardware_from_dict
+from accelsim.records import copy_tree, json_form, rounded
 from accelsim.system.energy import system_energy
 from accelsim.tables import to_dataframe
 from accelsim.version import __version__
@@ -142,6 +143,7 @@ class LayerTotals(NamedTuple):
     requested: bool  # the plan asked for a sparse pattern
     macs: int
     macs_executed: int
+    peak: float  # the array's dense MACs per cycle in the element type the layer runs in (0: not array work)
     count: int = 1  # type: ignore[assignment]  # shadows tuple.count on purpose: the natural name
     clock_cycles: int | None = None  # cycles counted at the kernel's own clock (None: totals.total, nominal)
     capped: bool = False  # the power cap lowered the kernel's clock
@@ -165,6 +167,7 @@ class ModelTotals:
     dense_total_cycles: int
     clock_cycles: int = 0  # cycles counted at each layer's own clock (= total when every clock is nominal)
     capped_layers: int = 0  # layers whose clock the power cap lowered
+    macs_by_peak: tuple[tuple[float, int], ...] = ()  # executed MACs by the array peak they ran against, by peak
 
     @property
     def total(self) -> int:
@@ -176,9 +179,13 @@ class ModelTotals:
     def speedup_vs_dense(self) -> float:
         return round(self.dense_total_cycles / self.total, 6) if self.total else 1.0
 
-    def utilization(self, peak_macs_per_cycle: float) -> float:
+    def utilization(self) -> float:
+        """The array's utilization over the whole model: each layer's executed MACs over the array's peak in the
+        element type it runs in (an int8 layer against the int8 peak), summed, over the model's cycles. That is
+        the time-weighted mean of the array layers' utilization, with vector-unit and communication layers
+        counting as time without array work: never above the busiest array layer's, nor 1."""
         total = self.total
-        return round(self.macs_executed / (total * peak_macs_per_cycle), 6) if total and peak_macs_per_cycle else 0.0
+        return round(sum(m / (total * p) for p, m in self.macs_by_peak), 6) if total else 0.0
 
     def fallback_share_of_time(self) -> float:
         return round(self.fallback_cycles / self.total, 6) if self.total else 0.0
@@ -201,8 +208,13 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
     sram = [0, 0, 0, 0]
     macs = macs_exec = n_layers = requested = fallback = fallback_cycles = clock_cycles = capped = 0
     paths: dict[str, int] = {}
+    by_peak: dict[float, int] = {}
     bind = dict.fromkeys(BINDING_NAMES, 0)
-    for t, path, req, m, mx, n, at_clock, is_capped in layers:
+    for t, path, req, m, mx, peak, n, at_clock, is_capped in layers:
+        if mx:  # the array's work, against its peak in the layer's element type
+            if peak <= 0:
+                raise ValueError(f"a {path} layer executed {mx:,} MACs but has no array peak to measure them against")
+            by_peak[peak] = by_peak.get(peak, 0) + n * mx
         cyc = n * t.total
         total += cyc
         clock_cycles += n * (t.total if at_clock is None else at_clock)
@@ -241,7 +253,8 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
         dram=dict(zip(TENSORS, dram, strict=True)), sram=dict(zip(TENSORS, sram, strict=True)), macs=macs,
         macs_executed=macs_exec, layers=n_layers, layers_by_path=dict(sorted(paths.items())),
         requested_layers=requested, fallback_layers=fallback, fallback_cycles=fallback_cycles, binding_cycles=bind,
-        dense_total_cycles=dense_total_cycles, clock_cycles=clock_cycles, capped_layers=capped)
+        dense_total_cycles=dense_total_cycles, clock_cycles=clock_cycles, capped_layers=capped,
+        macs_by_peak=tuple(sorted(by_peak.items())))
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,6 +290,7 @@ class KernelResult:
     tiles: np.ndarray | None = field(default=None, repr=False)
     energy: dict[str, Any] | None = None
     clock: dict[str, Any] | None = None
+    dtype: str | None = None  # the element type it runs in when not the workload's (a quantized linear's weights)
 
     @property
     def speedup_vs_dense(self) -> float:
@@ -296,8 +310,9 @@ class KernelResult:
                if f.name not in changes and isinstance(getattr(self, f.name), dict)}
         return dataclasses.replace(self, **own, **changes)
 
-    def layer_totals(self) -> LayerTotals:
-        """This layer's share of a model total."""
+    def layer_totals(self, peak: float = 0.0) -> LayerTotals:
+        """This layer's share of a model total (``peak``: the array's dense MACs per cycle in the element type it
+        runs in, :meth:`RunResult.layer_peak`; needed where it executed MACs)."""
         c, d, s, b = self.cycles, self.bytes["dram"], self.bytes["sram"], self.busy
         t = KernelTotals(c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], d["a_values"],
                          d["a_metadata"], d["b"], d["c"], s["a_values"], s["a_metadata"], s["b"], s["c"], b["memory"],
@@ -306,7 +321,7 @@ class KernelResult:
                          b.get("gather", 0), float(self.counts.get("gather_rows", 1.0 if "gather" in b else 0.0)),
                          c.get("communication", 0))
         clock = self.clock
-        return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed, 1,
+        return LayerTotals(t, self.path, bool(self.pattern_requested), self.macs, self.macs_executed, peak, 1,
                            None if clock is None else clock["cycles_at_clock"],
                            clock is not None and clock["power_capped"])
 
@@ -335,7 +350,8 @@ class KernelResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON body of this layer (no per-tile records, no ``counts``)."""
         return {
-            "name": self.name, "op": self.op, "shape": self.shape, "path": self.path,
+            "name": self.name, "op": self.op, "shape": self.shape, **({"dtype": self.dtype} if self.dtype else {}),
+            "path": self.path,
             "pattern_requested": self.pattern_requested, "pattern_executed": self.pattern_executed,
             "reason": self.reason, "padding": self.padding, "cycles": self.cycles,
             "macs": self.macs, "macs_executed": self.macs_executed,
@@ -354,21 +370,16 @@ class KernelResult:
         dense = data["dense_cycles"] if "dense_cycles" in data else round(data["speedup_vs_dense"] * total)
         fields = {k: copy.deepcopy(data[k]) for k in _LAYER_KEYS}
         return cls(**fields, dense_cycles=int(dense), energy=copy.deepcopy(data.get("energy")),
-                   clock=copy.deepcopy(data.get("clock")))
+                   clock=copy.deepcopy(data.get("clock")), dtype=data.get("dtype"))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, KernelResult):
             return NotImplemented
-        return _json_form(self.to_dict()) == _json_form(other.to_dict())
+        return json_form(self.to_dict()) == json_form(other.to_dict())
 
 
 _LAYER_KEYS = ("name", "op", "shape", "path", "pattern_requested", "pattern_executed", "reason", "padding", "cycles",
                "macs", "macs_executed", "utilization", "bytes", "binding", "busy", "tiling")
-
-
-def _json_form(obj: Any) -> Any:
-    """``obj`` as its JSON reads back (tuples become lists): what result equality compares."""
-    return json.loads(json.dumps(obj))
 
 
 @functools.lru_cache(maxsize=1)
@@ -390,16 +401,6 @@ def _git_commit() -> str:
 def _numba_version() -> str:
     """numba's version, read from its package metadata (numba itself is imported only under engine/)."""
     return importlib.metadata.version("numba")
-
-
-def copy_tree(obj: Any) -> Any:
-    """A copy of JSON-like ``obj`` (dicts and lists copied, everything else shared): a result's own dicts,
-    several times faster than ``copy.deepcopy`` on the small trees a layer holds."""
-    if isinstance(obj, dict):
-        return {k: copy_tree(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [copy_tree(v) for v in obj]
-    return obj
 
 
 def build_meta(command: list[str] | None = None, hashes: dict[str, str] | None = None) -> dict[str, Any]:
@@ -435,6 +436,14 @@ class RunResult:
     footprint: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     system: dict[str, Any] | None = None  # tensor-parallel systems only: devices, split, communication
+    # the array's dense MACs/cycle in each KernelResult.dtype (quantized linears; the workload's: peak_macs_per_cycle)
+    dtype_peaks: dict[str, float] = field(default_factory=dict)
+
+    def layer_peak(self, layer: KernelResult) -> float:
+        """The array's dense MACs/cycle in the type ``layer`` runs in (its utilization's); 0.0 off the array."""
+        if layer.path in ("vector", "communication"):
+            return 0.0
+        return self.peak_macs_per_cycle if layer.dtype is None else self.dtype_peaks[layer.dtype]
 
     @property
     def total_cycles(self) -> int:
@@ -442,7 +451,7 @@ class RunResult:
 
     def model_totals(self) -> ModelTotals:
         """Sums over layers (the same summation a sweep row comes from)."""
-        return model_totals((r.layer_totals() for r in self.layers), self.dense_total_cycles)
+        return model_totals((r.layer_totals(self.layer_peak(r)) for r in self.layers), self.dense_total_cycles)
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -453,7 +462,7 @@ class RunResult:
             "latency_us": t.latency_us(self.clock_ghz),
             "macs": t.macs,
             "macs_executed": t.macs_executed,
-            "utilization": t.utilization(self.peak_macs_per_cycle),
+            "utilization": t.utilization(),
             "bytes": {"dram": t.dram, "sram": t.sram} if self.layers else {},
             "layers": t.layers,
             "layers_by_path": t.layers_by_path,
@@ -560,9 +569,11 @@ class RunResult:
                                 f"version {SCHEMA_VERSION} ('accelsim regress' migrates older results)")
         try:
             hw = hardware_from_dict(dict(data["hardware"]), "<result hardware>")
+            own, layer_dtypes = data["workload"]["dtype"], {d["dtype"] for d in data["layers"] if d.get("dtype")}
             return cls(hardware=copy.deepcopy(data["hardware"]), workload=copy.deepcopy(data["workload"]),
                        sparsity=data["sparsity"], layers=[KernelResult.from_dict(d) for d in data["layers"]],
-                       clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, data["workload"]["dtype"]),
+                       clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, own),
+                       dtype_peaks={d: peak_macs_per_cycle(hw, d) for d in sorted(layer_dtypes)},
                        meta=copy.deepcopy(data.get("meta", {})),
                        dense_total_cycles=data["totals"]["dense_total_cycles"], policy=data["policy"],
                        footprint=copy.deepcopy(data["footprint"]), warnings=list(data["warnings"]),
@@ -577,7 +588,7 @@ class RunResult:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RunResult):
             return NotImplemented
-        return _json_form(self.to_dict()) == _json_form(other.to_dict())
+        return json_form(self.to_dict()) == json_form(other.to_dict())
 
 
 def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
@@ -587,11 +598,3 @@ def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     total = math.fsum(comp.values())
     return {"total_j": total, "by_component_j": comp, "by_tensor_j": tens,
             "avg_power_w": total / seconds if seconds else 0.0, "inferences_per_j": 1.0 / total if total else 0.0}
-
-
-def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
-    """Round floats for stable JSON."""
-    out: dict[str, Any] = {}
-    for k, v in e.items():
-        out[k] = rounded(v, digits) if isinstance(v, dict) else float(f"{v:.{digits}g}") if isinstance(v, float) else v
-    return out

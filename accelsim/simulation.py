@@ -84,12 +84,15 @@ def choose_path(kernel: Kernel, cycles: int, dense_cycles: int, policy: str) -> 
     return kernel
 
 
-def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult) -> KernelResult:
+def _labelled(res: KernelResult, kernel: Kernel, base: KernelResult, dtype: str) -> KernelResult:
+    """``res`` labelled as ``kernel``'s layer; with the element type it runs in where the array runs it in another
+    than the workload's ``dtype`` (a quantized linear), as its utilization is measured against that type's peak."""
     clock = res.clock if base is res or res.clock is None or base.clock is None else \
         {**res.clock, "dense_ghz": base.clock["ghz"]}
     return res.replace(name=kernel.name, op=kernel.op, reason=kernel.reason, path=kernel.path,
                        pattern_requested=kernel.pattern_requested, pattern_executed=kernel.pattern_executed,
-                       dense_cycles=base.cycles["total"], clock=clock)
+                       dense_cycles=base.cycles["total"], clock=clock,
+                       dtype=None if kernel.vector or kernel.dtype == dtype else kernel.dtype)
 
 
 def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str, Any]:
@@ -240,7 +243,7 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
             kernel = kernels[i] = chosen
             res = base
         dense_total += base.cycles["total"]
-        results.append(_labelled(res, kernel, base))
+        results.append(_labelled(res, kernel, base, model.dtype))
         bases.append(base)
         if progress is not None:
             progress(i + 1, len(kernels))
@@ -304,6 +307,7 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
     return RunResult(hardware=hw.to_dict(), workload=summary, sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,
+                     dtype_peaks={d: peak_macs_per_cycle(hw, d) for d in sorted({r.dtype for r in results if r.dtype})},
                      dense_total_cycles=dense_total, policy=policy, footprint=fp, warnings=warnings, system=system)
 
 

@@ -122,13 +122,16 @@ class Subject(Record):
     dtype: str
     hardware: str
     clock_ghz: float
-    peak_macs_per_cycle: float
+    peak_macs_per_cycle: float  # the array's dense MACs per cycle in ``dtype``
     sparsity: str | None
     pattern: str | None
     label: str
     policy: str
     title: str
     layers: int
+    # where the array runs element types other than ``dtype`` alone (quantized linears): each type it runs and its
+    # peak, the one each layer's utilization and the occupancy are measured against
+    peak_macs_per_cycle_by_dtype: Mapping[str, float] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -274,6 +277,15 @@ def _contradictions(real: RunResult, rows: tuple[LayerRow, ...], schedule: Pruni
 
 # ============================================================================================ build
 
+def _element_peaks(*runs: RunResult) -> Mapping[str, float] | None:
+    """The array's peak in each element type the runs' array layers run in, where that is not the workload's
+    dtype alone; None otherwise."""
+    own = runs[0].workload["dtype"]
+    peaks = {r.dtype or own: run.layer_peak(r) for run in runs for r in run.layers
+             if r.path not in ("vector", "communication")}
+    return None if set(peaks) <= {own} else freeze(dict(sorted(peaks.items())))
+
+
 def _subject_title(model: Workload, hw: Hardware, label: str) -> str:
     params = ", ".join(f"{k} {v}" for k, v in model.params.items())
     return f"{model.name}{f' ({params})' if params else ''} on {hw.name}, {label}"
@@ -411,7 +423,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
                         dtype=model.dtype, hardware=hw.name, clock_ghz=hw.clock_ghz,
                         peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), sparsity=sparsity,
                         pattern=pattern, label=label, policy=policy, title=_subject_title(model, hw, label),
-                        layers=len(real.layers)),
+                        layers=len(real.layers), peak_macs_per_cycle_by_dtype=_element_peaks(real, dense)),
         guardrail=guard.guardrail(),
         summary=summarise(real, dense, rc),
         reality_check=rc,

@@ -135,18 +135,28 @@ class Summary(Record):
 
 
 def _occupancy(res: RunResult) -> Occupancy:
-    """Tensor-core / array occupancy: executed and dense-equivalent MACs over the peak, model and array ops."""
-    peak = res.peak_macs_per_cycle or 1.0
+    """Tensor-core / array occupancy: executed and dense-equivalent MACs of the array ops, each over the array's
+    peak in the element type it runs in (``RunResult.layer_peak``: an int8 layer against the int8 peak), over the
+    model's cycles and over the array ops' own. Work on the vector unit (a depthwise conv there) is not the
+    array's: its MACs count in neither."""
     total = res.total_cycles or 1
     array = [r for r in res.layers if r.path in ("dense", "sparse")]
     arr_cycles = sum(r.cycles["total"] for r in array) or 1
-    execd = sum(r.macs_executed for r in res.layers)
-    macs = sum(r.macs for r in res.layers)
+    execd: dict[float, int] = {}  # executed and dense-equivalent MACs by the peak they run against
+    macs: dict[float, int] = {}
+    for r in array:
+        p = res.layer_peak(r)
+        execd[p] = execd.get(p, 0) + r.macs_executed
+        macs[p] = macs.get(p, 0) + r.macs
+
+    def over(by_peak: dict[float, int], cycles: int) -> float:
+        return sum(m / (cycles * p) for p, m in sorted(by_peak.items()))
+
     return Occupancy(
-        model=execd / (total * peak),
-        array_ops=sum(r.macs_executed for r in array) / (arr_cycles * peak),
-        model_dense_equivalent=macs / (total * peak),
-        array_ops_dense_equivalent=sum(r.macs for r in array) / (arr_cycles * peak),
+        model=over(execd, total),
+        array_ops=over(execd, arr_cycles),
+        model_dense_equivalent=over(macs, total),
+        array_ops_dense_equivalent=over(macs, arr_cycles),
         array_time_share=sum(r.cycles["total"] for r in array) / total,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+from typing import Any
 
 from accelsim.analysis.explain import traffic_notes
 from accelsim.analysis.plan import plan_text
@@ -37,6 +38,15 @@ def _shape_text(shape: dict[str, int]) -> str:
         return f"{shape['message_bytes']:,} B x{shape['devices']}"
     text = f"{shape['m']}x{shape['n']}x{shape['k']}"
     return f"{shape['batch']}x({text})" if "batch" in shape else text
+
+
+def util_line(layers: list[dict[str, Any]], dtype: str) -> str:
+    """What the util column means where it is not plain MACs over the workload dtype's peak."""
+    types = sorted({lay["dtype"] for lay in layers if "dtype" in lay})
+    peak = (f"peak in the type it runs in ({', '.join(types)} where quantized, {dtype} elsewhere)" if types
+            else "peak")
+    return (f"util: an array layer's executed MACs over the array's {peak}; a vector layer's ops over the vector "
+            "unit's peak; TOTAL: the array's over the model's cycles (vector layers add time, no array work)")
 
 
 def format_by_op_type(result: RunResult) -> str:
@@ -103,6 +113,8 @@ def format_table(result: RunResult) -> str:
             f"A metadata {_fmt_int(dram['a_metadata'])}, B {_fmt_int(dram['b'])}, C {_fmt_int(dram['c'])} | "
             f"dense total {_fmt_int(t['dense_total_cycles'])} cycles")
     lines = [title, line(head), sep, *[line(r) for r in rows[:-1]], sep, line(rows[-1]), foot]
+    if any(lay["path"] == "vector" or "dtype" in lay for lay in body["layers"]):
+        lines.append(util_line(body["layers"], wl.get("dtype", "")))
     if "clock" in t:
         lines.append(clock_line(t["clock"], len(body["layers"]), wl.get("dtype", "")))
     if "energy" in t:

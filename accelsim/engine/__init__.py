@@ -365,6 +365,15 @@ def _format_echo(kernel: Kernel, t: KernelTotals) -> dict:
     return out
 
 
+def _shape(kernel: Kernel) -> dict[str, int]:
+    """A result's shape: the GEMM view (batch when > 1), a vector op's elements, both for a depthwise conv on the
+    vector unit (its ``macs`` are m n k batch)."""
+    gemm = {"m": kernel.m, "n": kernel.n, "k": kernel.k} | ({"batch": kernel.batch} if kernel.batch > 1 else {})
+    if not kernel.vector:
+        return gemm
+    return {"elements": kernel.elements} | (gemm if kernel.m else {})
+
+
 def _result(kernel: Kernel, t: KernelTotals, tiling: dict, peak: float, tiles: np.ndarray | None) -> KernelResult:
     """The KernelResult of ``kernel`` from its totals."""
     macs_exec = kernel.macs_executed
@@ -374,8 +383,7 @@ def _result(kernel: Kernel, t: KernelTotals, tiling: dict, peak: float, tiles: n
                             "kv_tiles_skipped": 0}
     return KernelResult(
         name=kernel.name, op=kernel.op,
-        shape={"elements": kernel.elements} if kernel.vector else
-        ({"m": kernel.m, "n": kernel.n, "k": kernel.k} | ({"batch": kernel.batch} if kernel.batch > 1 else {})),
+        shape=_shape(kernel),
         path=kernel.path, pattern_requested=kernel.pattern_requested,
         pattern_executed=kernel.pattern_executed, reason=kernel.reason, padding=dict(kernel.padding),
         cycles=t.cycles(), macs=kernel.macs, macs_executed=macs_exec,

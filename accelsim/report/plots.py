@@ -274,64 +274,158 @@ def _sparse_rate(result: RunResult, hw: Hardware) -> tuple[float, str | None]:
 
 
 def roofline_points(result: RunResult) -> list[dict[str, Any]]:
-    """Per array layer: arithmetic intensity (dense-equivalent MACs / DRAM bytes) and MACs/cycle."""
+    """Per array layer: arithmetic intensity (dense-equivalent MACs / DRAM bytes), MACs/cycle, and the element
+    type it runs in with the array's peak in it (its roof). :func:`roofline_left_out` says what is not here."""
+    own = str(result.workload.get("dtype", ""))
     out = []
     for k in result.layers:
         dram = sum(k.bytes["dram"].values())
-        if k.path == "vector" or k.macs <= 0 or dram <= 0 or k.cycles["total"] <= 0:
+        if k.path in OFF_ARRAY or k.macs <= 0 or dram <= 0 or k.cycles["total"] <= 0:
             continue
-        out.append({"name": k.name, "path": k.path, "ai": k.macs / dram, "perf": k.macs / k.cycles["total"]})
+        out.append({"name": k.name, "path": k.path, "ai": k.macs / dram, "perf": k.macs / k.cycles["total"],
+                    "dtype": k.dtype or own, "peak": result.layer_peak(k)})
     return out
+
+
+OFF_ARRAY = ("vector", "communication")  # paths that do not run on the tensor / PE array: no roofline point
+
+
+def roofline_left_out(result: RunResult) -> dict[str, Any]:
+    """The layers :func:`roofline_points` leaves out, by cause, with their dense-equivalent MACs: ``vector`` (on
+    the vector unit: ``layers``, and of them ``with_macs`` -- depthwise convs there -- by ``ops`` and ``macs``),
+    ``communication`` (collectives), ``no_macs`` (array ops without MACs of their own: fused into attention),
+    ``no_dram`` (array ops that move no DRAM bytes or take no cycles: no finite intensity; ``layers``, ``macs``);
+    ``model_macs`` the run's total."""
+    vec, vec_macs, comm, no_macs, no_dram, no_dram_macs = 0, 0, 0, 0, 0, 0
+    ops: Counter[str] = Counter()
+    for k in result.layers:
+        if k.path == "vector":
+            vec += 1
+            if k.macs > 0:
+                ops["depthwise conv2d" if k.op == "conv2d" else k.op] += 1
+                vec_macs += k.macs
+        elif k.path == "communication":
+            comm += 1
+        elif k.macs <= 0:
+            no_macs += 1
+        elif sum(k.bytes["dram"].values()) <= 0 or k.cycles["total"] <= 0:
+            no_dram += 1
+            no_dram_macs += k.macs
+    return {"vector": {"layers": vec, "with_macs": sum(ops.values()), "ops": dict(sorted(ops.items())),
+                       "macs": vec_macs},
+            "communication": comm, "no_macs": no_macs, "no_dram": {"layers": no_dram, "macs": no_dram_macs},
+            "model_macs": sum(k.macs for k in result.layers)}
+
+
+def _left_out_text(left: dict[str, Any]) -> str:
+    """One run's left-out layers in words (:func:`roofline_left_out`)."""
+    parts = []
+    total = left["model_macs"]
+
+    def share(macs: int) -> str:
+        return f"{macs:,} MACs, {macs / total:.1%} of the model's" if total else f"{macs:,} MACs"
+
+    v = left["vector"]
+    if v["layers"]:
+        text = f"{v['layers']:,} vector-unit layer(s)"
+        if v["with_macs"]:
+            what = ", ".join(f"{n:,} {op}" for op, n in v["ops"].items())
+            text += f" ({what} with {share(v['macs'])})"
+        parts.append(text)
+    nd = left["no_dram"]
+    if nd["layers"]:
+        parts.append(f"{nd['layers']:,} array layer(s) with no DRAM bytes or cycles, no finite intensity "
+                     f"({share(nd['macs'])})")
+    if left["no_macs"]:
+        parts.append(f"{left['no_macs']:,} op(s) fused into attention (no MACs of their own)")
+    if left["communication"]:
+        parts.append(f"{left['communication']:,} collective(s)")
+    return "; ".join(parts) if parts else "none"
+
+
+def _left_out_line(dense_result: RunResult, sparse_result: RunResult, pat: str) -> str:
+    """What the roofline leaves out, once where both runs leave out the same, else per run."""
+    d, s = _left_out_text(roofline_left_out(dense_result)), _left_out_text(roofline_left_out(sparse_result))
+    return f"left out: {d}" if d == s else f"left out of the dense run: {d}; of the {pat} run: {s}"
+
+
+ROOF_STYLES = ("-", (0, (1, 1.2)), (0, (6, 1.5, 1, 1.5)))  # a dense roof's line per element type, in turn
+SPARSE_ROOF_STYLES = ("--", (0, (3, 2)), (0, (3, 1.5, 1, 1.5)))
+DENSE_MARKERS, SPARSE_MARKERS, FALLBACK_MARKERS = ("o", "s", "D"), ("^", "v", "<"), ("x", "+", "1")
 
 
 def plot_roofline(dense_result: RunResult, sparse_result: RunResult, hw: Hardware) -> Figure:
     """Roofline of ``hw``: each array layer a point, dense and sparse, with the dense and sparse roofs.
 
     x: arithmetic intensity, dense-equivalent MACs per DRAM byte (sparse layers move compressed
-    bytes, so they sit to the right); y: achieved dense-equivalent MACs per cycle. Roofs:
-    min(peak, AI x DRAM bytes/cycle) dense, and with the sparse pattern's rate (2x for 2:4).
+    bytes, so they sit to the right); y: achieved dense-equivalent MACs per cycle. Roofs, one per
+    element type the points run in (an int8 linear of a quantized fp16 model runs against the int8 peak):
+    min(peak, AI x DRAM bytes/cycle) dense, and with the sparse pattern's rate (2x for 2:4). A line
+    under the title says which layers have no point (vector unit, collectives, no DRAM bytes) and their MACs.
     """
     hw_name, wl, pat = _names(sparse_result)
     fig = _figure("roofline")
-    ax = fig.add_axes((0.11, 0.11, 0.85, 0.76))
-    peak = float(sparse_result.peak_macs_per_cycle or dense_result.peak_macs_per_cycle)
+    ax = fig.add_axes((0.11, 0.11, 0.85, 0.73))
     rate, pat_exec = _sparse_rate(sparse_result, hw)
     bw = hw.dram_bytes_per_cycle()
     dense_pts = roofline_points(dense_result)
     sparse_pts = roofline_points(sparse_result)
+    peaks = {p["dtype"]: p["peak"] for p in dense_pts + sparse_pts}
+    if not peaks:  # no array layer at all: the workload dtype's roof
+        peaks = {str(sparse_result.workload.get("dtype", "")): float(sparse_result.peak_macs_per_cycle)}
+    dtypes = sorted(peaks, key=lambda d: (peaks[d], d))
+    sparse_dtypes = [d for d in dtypes if any(p["dtype"] == d and p["path"] == "sparse" for p in sparse_pts)]
+    top, low = max(peaks.values()), min(peaks.values())
     ais = [p["ai"] for p in dense_pts + sparse_pts]
     lo = min(ais) / 2 if ais else 0.1
     hi = max(ais) * 2 if ais else 1e4
     if np.isfinite(bw):
-        lo, hi = min(lo, peak / bw / 8), max(hi, peak * rate / bw * 4)
+        lo, hi = min(lo, low / bw / 8), max(hi, top * rate / bw * 4)
     x = np.geomspace(lo, hi, 400)
-    roof_d = np.minimum(peak, x * bw) if np.isfinite(bw) else np.full_like(x, peak)
-    ax.plot(x, roof_d, color=tl.DENSE_COLOR, linewidth=2.0, label=f"dense roof ({peak:,.0f} MACs/cycle)")
+    several = len(dtypes) > 1
+    plateaus: dict[float, list[str]] = {}  # each roof's flat part, named at the right edge (roofs may coincide)
+    for i, d in enumerate(dtypes):
+        peak = peaks[d]
+        plateaus.setdefault(peak, []).append(f"{d} dense")
+        roof_d = np.minimum(peak, x * bw) if np.isfinite(bw) else np.full_like(x, peak)
+        ax.plot(x, roof_d, color=tl.DENSE_COLOR, linewidth=2.0, linestyle=ROOF_STYLES[i % len(ROOF_STYLES)],
+                label=f"dense roof, {d} ({peak:,.0f} MACs/cycle)")
     if rate > 1.0:
-        roof_s = np.minimum(peak * rate, x * bw) if np.isfinite(bw) else np.full_like(x, peak * rate)
-        ax.plot(x, roof_s, color=tl.SPARSE_COLOR, linewidth=2.0, linestyle="--",
-                label=f"sparse roof {pat_exec}: {rate:g}x compute ({peak * rate:,.0f})")
+        for i, d in enumerate(sparse_dtypes or dtypes[:1]):
+            peak = peaks[d]
+            plateaus.setdefault(peak * rate, []).append(f"{d} {pat_exec}")
+            roof_s = np.minimum(peak * rate, x * bw) if np.isfinite(bw) else np.full_like(x, peak * rate)
+            ax.plot(x, roof_s, color=tl.SPARSE_COLOR, linewidth=2.0,
+                    linestyle=SPARSE_ROOF_STYLES[i % len(SPARSE_ROOF_STYLES)],
+                    label=f"sparse roof {pat_exec}, {d}: {rate:g}x compute ({peak * rate:,.0f})")
+    if several:
+        for y, names in sorted(plateaus.items()):
+            ax.text(hi / 1.05, y * 1.04, " = ".join(names), ha="right", va="bottom", fontsize=7.5, color=TEXT)
     by_name = {p["name"]: p for p in dense_pts}
     for p in sparse_pts:
         d = by_name.get(p["name"])
         if d is not None:
             ax.plot([d["ai"], p["ai"]], [d["perf"], p["perf"]], color="#bbbbbb", linewidth=0.6, zorder=1)
-    if dense_pts:
-        ax.scatter([p["ai"] for p in dense_pts], [p["perf"] for p in dense_pts], s=22, marker="o",
-                   color=tl.DENSE_COLOR, label="layer, dense run", zorder=3)
-    sp = [p for p in sparse_pts if p["path"] == "sparse"]
-    fb = [p for p in sparse_pts if p["path"] != "sparse"]
-    if sp:
-        ax.scatter([p["ai"] for p in sp], [p["perf"] for p in sp], s=26, marker="^", color=tl.SPARSE_COLOR,
-                   label=f"layer, {pat} run (sparse path)", zorder=4)
-    if fb:
-        ax.scatter([p["ai"] for p in fb], [p["perf"] for p in fb], s=26, marker="x", color="#ee8e00",
-                   label=f"layer, {pat} run (fell back to dense)", zorder=4)
+
+    def scatter(pts: list[dict[str, Any]], markers: tuple[str, ...], size: int, color: str, label: str,
+                zorder: int) -> None:
+        for i, d in enumerate(dtypes):
+            mine = [p for p in pts if p["dtype"] == d]
+            if mine:
+                ax.scatter([p["ai"] for p in mine], [p["perf"] for p in mine], s=size,
+                           marker=markers[i % len(markers)], color=color, zorder=zorder,
+                           label=f"{label}, {d}" if several else label)
+
+    scatter(dense_pts, DENSE_MARKERS, 22, tl.DENSE_COLOR, "layer, dense run", 3)
+    scatter([p for p in sparse_pts if p["path"] == "sparse"], SPARSE_MARKERS, 26, tl.SPARSE_COLOR,
+            f"layer, {pat} run (sparse path)", 4)
+    scatter([p for p in sparse_pts if p["path"] != "sparse"], FALLBACK_MARKERS, 26, "#ee8e00",
+            f"layer, {pat} run (fell back to dense)", 4)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ys = [p["perf"] for p in dense_pts + sparse_pts]
-    ax.set_ylim(min(ys + [peak]) / 3 if ys else peak / 1e3, peak * max(rate, 1.0) * 2)
+    ax.set_ylim(min(ys + [low]) / 3 if ys else low / 1e3, top * max(rate, 1.0) * 2)
     ax.set_xlabel("arithmetic intensity (dense-equivalent MACs / DRAM byte)")
     ax.set_ylabel("achieved MACs / cycle (dense-equivalent)")
     ax.grid(which="both", color=GRID, linewidth=0.5)
@@ -342,6 +436,8 @@ def plot_roofline(dense_result: RunResult, sparse_result: RunResult, hw: Hardwar
     fig.text(0.5, 0.905, f"DRAM {bw_text}; sparse layers move compressed A (values + metadata), so they "
              "shift right; grey lines join a layer's dense and sparse points", ha="center", fontsize=8.5,
              color="#555555")
+    fig.text(0.5, 0.87, _left_out_line(dense_result, sparse_result, pat), ha="center", fontsize=8,
+             color="#555555", wrap=True)
     return fig
 
 

@@ -165,7 +165,7 @@ def _metrics(t: ModelTotals, peak: float, clock_ghz: float, energy: float | None
     dram_total = sum(dram)
     binding, share = t.binding()
     return (True, None, memory[1], memory[0], memory[2], t.latency_us(clock_ghz), t.total, t.dense_total_cycles,
-            t.speedup_vs_dense(), t.utilization(peak), peak, t.cycles["compute"], t.cycles["stall_memory"],
+            t.speedup_vs_dense(), t.utilization(), peak, t.cycles["compute"], t.cycles["stall_memory"],
             t.cycles["stall_decode"], t.cycles["launch"], t.cycles.get("communication", 0), t.macs, t.macs_executed,
             dram_total, *dram, dram[1],
             round(dram[1] / dram_total, 6) if dram_total else 0.0, t.layers, t.layers_by_path.get("sparse", 0),
@@ -262,8 +262,9 @@ def _row(model: Workload, keys: _Point, sparsity: str | None, policy: str, st: _
             dense.append(gi)
         n = g.count
         dense_total += n * base.totals.total
+        peak = 0.0 if run_kernel.vector else peak_macs_per_cycle(hw, run_kernel.dtype)  # its utilization's peak
         layers.append(LayerTotals(res.totals, run_kernel.path, bool(run_kernel.pattern_requested), run_kernel.macs,
-                                  run_kernel.macs_executed, n, res.actual.total, res.capped))
+                                  run_kernel.macs_executed, peak, n, res.actual.total, res.capped))
         if with_energy:
             e = keys.kernel_energy(run_kernel.dtype, run_kernel, res)  # a quantized Linear: its weights' type
             energy += n * e
