@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import re
 from pathlib import Path
 
@@ -224,6 +225,9 @@ def test_guardrail_threshold_argument_wins_and_missing_states() -> None:
                                "layers": [{"name": "g", "op": "gemm", "m": 512, "n": 512, "k": 512}]})
     assert build_report(tiny, A100, "2:4", quality_threshold=0.5).guardrail.status == "ok"
     assert build_report(tiny, A100, "2:4", quality_threshold=0.25).guardrail.status == "breach"
+    for bad in (math.inf, 1e309, math.nan, -1.0):  # inf used to pass, simulate everything, then fail writing JSON
+        with pytest.raises(AccelsimError, match="finite number >= 0"):
+            build_report(tiny, A100, "2:4", quality_threshold=bad)
     g = build_report(tiny, A100, "1:4").guardrail  # no figure for 1:4
     assert g.status == "missing"
     rep = _report("bert")[2]  # no quality block at all

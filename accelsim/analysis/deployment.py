@@ -21,6 +21,7 @@ import dataclasses
 import datetime as _dt
 import hashlib
 import importlib.metadata
+import math
 import os
 import platform
 import shlex
@@ -367,8 +368,9 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
     if sparsity == "dense" or (sparsity is None and not any(k.pattern_requested for k in lower(model, hw, None))):
         raise AccelsimError("the report needs a pattern: pass a sparsity such as 2:4, or give the workload a "
                             "sparsity plan")
-    if quality_threshold is not None and not (isinstance(quality_threshold, int | float) and quality_threshold >= 0):
-        raise AccelsimError(f"quality threshold must be a number >= 0 (the largest acceptable drop), "
+    if quality_threshold is not None and not (isinstance(quality_threshold, int | float)
+                                              and 0 <= quality_threshold < math.inf):
+        raise AccelsimError(f"quality threshold must be a finite number >= 0 (the largest acceptable drop), "
                             f"got {quality_threshold!r}")
     extra = _checked_patterns(patterns)
 
