@@ -385,3 +385,26 @@ def test_shipped_specs_validate() -> None:
     for name in ("sram-vs-bandwidth", "decode-throughput"):
         spec = load_spec(ROOT / "sweeps" / f"{name}.yaml")
         assert spec.name == name and len(spec.points) * spec.rows_per_point <= 400
+
+
+def test_spec_notes_name_promoted_patterns_and_undeclared_parameters(tiny: str) -> None:
+    """A 1:4 column on a part that runs 1:4 as 2:4, and a workload without the swept `batch`, used to give rows
+    that repeated the 2:4 rows and fewer settings with no word about either."""
+    from accelsim.sweep.summary import spec_notes
+
+    no_batch = dict(TINY, name="tiny-nobatch", params={"seq": 64})
+    no_batch["layers"] = [{"name": "g", "op": "gemm", "m": 256, "n": "seq", "k": 256}]
+    path = Path(tiny).with_name("nobatch.yaml")
+    path.write_text(yaml.safe_dump(no_batch))
+    spec = spec_from_dict({"name": "n", "hardware": str(ROOT / "hwconfigs/a100-like.yaml"),
+                           "workloads": [tiny, str(path)], "set": {"batch": [1, 4]},
+                           "sparsity": ["dense", "2:4", "1:4"]})
+    notes = spec_notes(spec)
+    assert notes[0] == ("workload tiny-nobatch declares no parameter 'batch': its rows leave that column empty "
+                        "(1 setting per point and pattern, not 2)")
+    assert notes[1].startswith("sparsity 1:4 runs as 2:4 on a100-like for every layer of tiny, tiny-nobatch that "
+                               "asks for it")
+    assert len(notes) == 2
+    flex = spec_from_dict({"name": "f", "hardware": FLEX, "workloads": [tiny], "set": {"batch": [1]},
+                           "sparsity": ["2:4", "1:4"]})
+    assert spec_notes(flex) == []  # flexible N:M runs 1:4 as asked

@@ -1,16 +1,22 @@
 """What a finished sweep's rows add up to for its summary: infeasible rows, rows whose memory footprint
 (or their dense baseline's) exceeds the device's memory, rows whose tensor-parallel split is uneven; all
-but the first as warnings that name a first example (what ``accelsim run`` warns for that point)."""
+but the first as warnings that name a first example (what ``accelsim run`` warns for that point). And what the
+spec itself leaves out without an error (:func:`spec_notes`): a ``set`` parameter a workload does not declare, a
+pattern the hardware runs as another one."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelsim.errors import AccelsimError
 from accelsim.hardware.model import hardware_from_dict
+from accelsim.lowering import lower
 from accelsim.sweep.points import with_overrides
 from accelsim.sweep.spec import SweepSpec
+from accelsim.workloads.model import workload_from_dict
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,46 @@ def summarize(spec: SweepSpec, rows: Sequence[Sequence[Any]]) -> RowSummary:
         warnings.append(
             f"{_share(noted, rows, i)} split unevenly over a system's devices or replicate layers (split_notes, as "
             f"`accelsim run` warns). E.g. {_where(spec, first, i)}: {first[i['split_notes']]}")
+    warnings += spec_notes(spec)
     return RowSummary(infeasible, len(over), len(dense_over), len(noted), tuple(warnings))
+
+
+def spec_notes(spec: SweepSpec) -> list[str]:
+    """What the spec leaves out without an error: ``set`` parameters a workload does not declare (its rows leave
+    the column empty, fewer rows), and patterns that every layer asking for them runs as another (on the spec's
+    hardware as given, before point overrides: their rows repeat that pattern's)."""
+    notes = []
+    for w in spec.workloads:
+        missing = [k for k in spec.set_keys if all(k not in c for c in w.combos)]
+        if missing:
+            full = math.prod(len({c[k] for ww in spec.workloads for c in ww.combos if k in c}) or 1
+                             for k in spec.set_keys)
+            notes.append(f"workload {w.label} declares no parameter {', '.join(repr(k) for k in missing)}: its rows "
+                         f"leave {'that column' if len(missing) == 1 else 'those columns'} empty "
+                         f"({len(w.combos)} setting{'s' if len(w.combos) != 1 else ''} per point and pattern, not "
+                         f"{full})")
+    try:
+        hw = hardware_from_dict(spec.hardware_data, spec.hardware_source)
+    except AccelsimError:
+        return notes
+    promoted: dict[tuple[str, str], list[str]] = {}  # (asked, ran) -> workloads
+    for w in spec.workloads:
+        model = workload_from_dict(w.data, w.source, w.combos[0] if w.combos else {})
+        for sp in spec.sparsity:
+            if sp is None or sp == "dense":
+                continue
+            try:
+                kernels = lower(model, hw, sp)
+            except (AccelsimError, ValueError):
+                continue
+            ran = {k.pattern_executed for k in kernels if k.pattern_requested == sp and k.pattern_executed}
+            if ran and sp not in ran:
+                promoted.setdefault((sp, ", ".join(sorted(str(r) for r in ran))), []).append(w.label)
+    for (sp, ran_text), labels in promoted.items():
+        notes.append(f"sparsity {sp} runs as {ran_text} on {hw.name} for every layer of {', '.join(labels)} that asks "
+                     f"for it (the hardware's pattern; pattern_promoted): those rows are the {ran_text} rows again, "
+                     f"not a {sp} result")
+    return notes
 
 
 def _share(some: list[Sequence[Any]], rows: Sequence[Sequence[Any]], i: dict[str, int]) -> str:
