@@ -370,6 +370,26 @@ def test_report_command_and_summary_lines(tmp_path: Path) -> None:
         report_command(str(HW / "a100-like.yaml"), str(WL / "mobilenetv2.yaml"), str(tmp_path / "d"), "dense")
 
 
+def test_hw_set_overrides_are_named_in_the_title_subject_and_run_table(tmp_path: Path, capsys) -> None:
+    """A report on a changed config was titled as if it were the shipped a100-like (the override only in the
+    header's command line); so was run's table."""
+    from conftest import cli
+
+    gemms = WL / "bert-base-gemms.yaml"
+    report_command(str(HW / "a100-like.yaml"), str(gemms), str(tmp_path / "r"), "2:4", [],
+                   hw_set=["dram.bandwidth_gb_s=100"])
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert data["subject"]["hw_set"] == ["dram.bandwidth_gb_s=100"]
+    assert " on a100-like (--hw-set dram.bandwidth_gb_s=100), 2:4" in data["subject"]["title"]
+    md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert data["subject"]["title"] in md.splitlines()[0] or data["subject"]["title"] in md
+    report_command(str(HW / "a100-like.yaml"), str(gemms), str(tmp_path / "s"), "2:4", [])
+    assert "hw_set" not in json.loads((tmp_path / "s" / "report.json").read_text())["subject"]
+    code, out, _ = cli(capsys, "run", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--sparsity", "2:4",
+                       "--hw-set", "dram.bandwidth_gb_s=100")
+    assert code == 0 and "on a100-like (1.41 GHz, --hw-set dram.bandwidth_gb_s=100), sparsity: 2:4" in out
+
+
 def test_group_names() -> None:
     assert group_name(["encoder.0.q", "encoder.1.q", "encoder.2.q"]) == "encoder.{0..2}.q"
     assert group_name(["a.0.q", "a.1.k"]) == "a.0.q, a.1.k"  # not a.{0..1}.{q,k}: a.0.k is not in the set

@@ -25,7 +25,7 @@ import math
 import os
 import platform
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,7 @@ class Subject(Record):
     # where the array runs element types other than ``dtype`` alone (quantized linears): each type it runs and its
     # peak, the one each layer's utilization and the occupancy are measured against
     peak_macs_per_cycle_by_dtype: Mapping[str, float] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    hw_set: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # --hw-set overrides
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -287,9 +288,10 @@ def _element_peaks(*runs: RunResult) -> Mapping[str, float] | None:
     return None if set(peaks) <= {own} else freeze(dict(sorted(peaks.items())))
 
 
-def _subject_title(model: Workload, hw: Hardware, label: str) -> str:
+def _subject_title(model: Workload, hw: Hardware, label: str, hw_set: Sequence[str] = ()) -> str:
     params = ", ".join(f"{k} {v}" for k, v in model.params.items())
-    return f"{model.name}{f' ({params})' if params else ''} on {hw.name}, {label}"
+    changed = f" (--hw-set {', '.join(hw_set)})" if hw_set else ""
+    return f"{model.name}{f' ({params})' if params else ''} on {hw.name}{changed}, {label}"
 
 
 def _run_pattern(real: RunResult, sparsity: str | None) -> str | None:
@@ -349,7 +351,8 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
                  patterns: list[str] | str | None = None, quality_threshold: float | None = None,
                  weights: str | os.PathLike[str] | None = None, command: list[str] | str | None = None,
                  hw_source: str | None = None, workload_source: str | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> DeploymentReport:
+                 progress: Callable[[int, int], None] | None = None,
+                 hw_set: Sequence[str] = ()) -> DeploymentReport:
     """Simulate and assemble the deployment analysis (see the module docstring).
 
     ``sparsity``: the N:M pattern for every weight op (None: the workload's own plan).
@@ -357,6 +360,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
     ``quality_threshold``: the largest acceptable quality drop (wins over ``quality.max_drop``).
     ``weights``: a .npz (arrays named by layer) or .npy (single weight layer) for the numeric proxy.
     ``progress(done, total)`` after each stage (runs, reality check, impact, proxy, sensitivity, serving).
+    ``hw_set``: the ``--hw-set`` overrides ``hw`` was loaded with, named in the title and the subject.
     """
     if policy not in POLICIES:
         raise AccelsimError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
@@ -424,8 +428,9 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         subject=Subject(workload=model.name, description=model.description, params=freeze(model.params),
                         dtype=model.dtype, hardware=hw.name, clock_ghz=hw.clock_ghz,
                         peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), sparsity=sparsity,
-                        pattern=pattern, label=label, policy=policy, title=_subject_title(model, hw, label),
-                        layers=len(real.layers), peak_macs_per_cycle_by_dtype=_element_peaks(real, dense)),
+                        pattern=pattern, label=label, policy=policy, title=_subject_title(model, hw, label, hw_set),
+                        layers=len(real.layers), peak_macs_per_cycle_by_dtype=_element_peaks(real, dense),
+                        hw_set=tuple(hw_set) or None),
         guardrail=guard.guardrail(),
         summary=summarise(real, dense, rc),
         reality_check=rc,

@@ -123,7 +123,7 @@ def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str
                                        patterns, quality_threshold, weights)
     report = build_report(model, hw, sparsity, policy=policy, patterns=patterns, quality_threshold=quality_threshold,
                           weights=weights, command=command, hw_source=str(hw_path),
-                          workload_source=str(workload_path), progress=progress)
+                          workload_source=str(workload_path), progress=progress, hw_set=list(hw_set or []))
     paths = write_report(report, out_dir)
     return paths, summary_lines(report)
 

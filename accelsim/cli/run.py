@@ -66,7 +66,7 @@ def format_by_op_type(result: RunResult) -> str:
     return "\n".join(["by op type", line(head), "  ".join("-" * w for w in widths), *map(line, rows)]) + "\n"
 
 
-def format_table(result: RunResult) -> str:
+def format_table(result: RunResult, hw_set: list[str] | None = None) -> str:
     """Human-readable per-layer table and totals of a RunResult."""
     body = result.body()
     hw, wl = body["hardware"], body["workload"]
@@ -98,7 +98,8 @@ def format_table(result: RunResult) -> str:
         return "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(cells))
 
     sep = "  ".join("-" * w for w in widths)
-    title = (f"{printable(wl['name'])} on {printable(hw['name'])} ({hw['clock_ghz']} GHz), sparsity: "
+    changed = f", --hw-set {printable(', '.join(hw_set))}" if hw_set else ""  # the file's config, changed
+    title = (f"{printable(wl['name'])} on {printable(hw['name'])} ({hw['clock_ghz']} GHz{changed}), sparsity: "
              f"{body['sparsity'] or f'per workload plan ({plan_text(result.layers)})'}")
     if "dtype_declared" in wl:
         title += f", dtype: {wl['dtype']} (--dtype; the workload says {wl['dtype_declared']})"
@@ -216,7 +217,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif fmt == "csv":
         text = format_csv(result)
     else:
-        text = format_table(result)
+        text = format_table(result, args.hw_set)
         if args.by_op_type:
             text += "\n" + format_by_op_type(result)
     warn(result.warnings)
