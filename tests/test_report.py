@@ -375,6 +375,8 @@ def test_hw_set_overrides_are_named_in_the_title_subject_and_run_table(tmp_path:
     header's command line); so was run's table."""
     from conftest import cli
 
+    from accelsim.analysis.reality import RealityCheck
+
     gemms = WL / "bert-base-gemms.yaml"
     report_command(str(HW / "a100-like.yaml"), str(gemms), str(tmp_path / "r"), "2:4", [],
                    hw_set=["dram.bandwidth_gb_s=100"])
@@ -388,6 +390,13 @@ def test_hw_set_overrides_are_named_in_the_title_subject_and_run_table(tmp_path:
     code, out, _ = cli(capsys, "run", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--sparsity", "2:4",
                        "--hw-set", "dram.bandwidth_gb_s=100")
     assert code == 0 and "on a100-like (1.41 GHz, --hw-set dram.bandwidth_gb_s=100), sparsity: 2:4" in out
+    rc = data["reality_check"]
+    assert rc["hw_set"] == ["dram.bandwidth_gb_s=100"]
+    code, out, _ = cli(capsys, "reality-check", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--sparsity",
+                       "2:4", "--hw-set", "dram.bandwidth_gb_s=100", "-o", tmp_path / "rc")
+    assert code == 0 and "fp16 on a100-like (--hw-set dram.bandwidth_gb_s=100), 2:4" in out.splitlines()[0]
+    back = json.loads((tmp_path / "rc" / "reality_check.json").read_text())
+    assert RealityCheck.from_dict(back).hw_set == ("dram.bandwidth_gb_s=100",)
 
 
 def test_group_names() -> None:

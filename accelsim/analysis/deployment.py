@@ -398,7 +398,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
         raise RuntimeError("the dense run and the sparse run's dense baselines disagree")
     pattern = _run_pattern(real, sparsity)
     label = sparsity or f"workload plan ({plan_text(real.layers)})"
-    rc = reality_check(model, hw, sparsity, policy=policy, hw_source=source)
+    rc = reality_check(model, hw, sparsity, policy=policy, hw_source=source, hw_set=hw_set)
     step()
 
     runs = [(label, real)]

@@ -45,7 +45,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from accelsim.analysis.plan import plan_patterns, plan_text
@@ -194,6 +194,7 @@ class RealityCheck(Record):
     # the real runs' clocks where a power cap slowed a kernel (the run's totals.clock, dense run's beside it)
     clock: Mapping[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     warnings: tuple[str, ...] = ()  # the real sparse run's warnings (fallbacks, host floor, memory)
+    hw_set: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # --hw-set overrides
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RealityCheck:
@@ -222,7 +223,8 @@ class RealityCheck(Record):
                 sparse_layers=data["sparse_layers"], layers=data["layers"],
                 slower_sparse_layers=tuple(data["slower_sparse_layers"]), explanation=tuple(data["explanation"]),
                 clock=None if data.get("clock") is None else freeze(data["clock"]),
-                warnings=tuple(data.get("warnings", ())))
+                warnings=tuple(data.get("warnings", ())),
+                hw_set=None if data.get("hw_set") is None else tuple(data["hw_set"]))
         except (KeyError, TypeError) as exc:
             raise AccelsimError(f"reality-check data: missing or unexpected field ({exc})") from None
 
@@ -285,8 +287,10 @@ def _ideal_ratio(executed: str | None) -> float:
 
 
 def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *,
-                  policy: str = "sparse-if-supported", hw_source: str = "<hardware>") -> RealityCheck:
-    """Simulate the ladder; return rungs, losses, the three bars and the reasons."""
+                  policy: str = "sparse-if-supported", hw_source: str = "<hardware>",
+                  hw_set: Sequence[str] = ()) -> RealityCheck:
+    """Simulate the ladder; return rungs, losses, the three bars and the reasons. ``hw_set``: the ``--hw-set``
+    overrides ``hw`` was loaded with, echoed (and named in the chart's title)."""
     real_run = run(model, hw, sparsity, policy=policy, hw_source=hw_source)
     dense_run = run(model, hw, "dense", hw_source=hw_source)
     capped = _capped(real_run) or _capped(dense_run)
@@ -422,6 +426,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
             explanation.append(f"{len(slower)} sparse layer(s) run slower than their dense kernel: "
                                + ", ".join(slower[:5]) + (" ..." if len(slower) > 5 else ""))
     return RealityCheck(
+        hw_set=tuple(hw_set) or None,
         schema_version=1,
         hardware=hw.name,
         workload=model.name,

@@ -51,7 +51,7 @@ def cmd_reality_check(args: argparse.Namespace) -> int:
         raise AccelsimError(f"reality-check needs a pattern: {args.workload} {plan}; pass --sparsity N:M "
                             f"(e.g. 2:4)")
     require_folder(args.out)
-    data = reality_check(model, hw, sparsity, policy=args.policy, hw_source=args.hw)
+    data = reality_check(model, hw, sparsity, policy=args.policy, hw_source=args.hw, hw_set=args.hw_set or ())
     written: list[Path] = []
     if args.out:  # written before the bars are printed: a refused output prints nothing but its error
         out = Path(args.out)

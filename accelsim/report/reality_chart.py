@@ -86,7 +86,8 @@ def _subject(data: RealityCheck, label: str | None = None) -> str:
     workload = f"{data.workload} ({params})" if params else str(data.workload)
     if data.dtype is not None and data.quantization is None:
         workload += f", {data.dtype}"
-    return printable(f"{workload} on {data.hardware}, {label or run_label(data)}")
+    changed = f" (--hw-set {', '.join(data.hw_set)})" if data.hw_set else ""
+    return printable(f"{workload} on {data.hardware}{changed}, {label or run_label(data)}")
 
 
 def _plan_in_title(data: RealityCheck) -> bool:
