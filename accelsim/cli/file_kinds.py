@@ -16,14 +16,16 @@ from typing import Any
 from accelsim.config.schema import read_yaml
 from accelsim.errors import ConfigError
 from accelsim.hardware.families import EXTENDS_KEY, FAMILY_KEY, PROVENANCE_KEY, read_hardware_data
-from accelsim.hardware.model import Hardware, hardware_schema, load_hardware_with_provenance
+from accelsim.hardware.file_schema import hardware_schema
+from accelsim.hardware.model import Hardware, load_hardware_with_provenance
 from accelsim.hardware.provenance import Provenance, provenance
 from accelsim.report.provenance_text import format_provenance
 from accelsim.serving.config import RuntimeConfig
-from accelsim.serving.variants import VariantsFile, load_variants
+from accelsim.serving.variants import VariantsFile, check_variants
 from accelsim.sweep import load_spec
 from accelsim.sweep.schema import SweepSpecModel
-from accelsim.workloads.model import workload_from_dict, workload_schema
+from accelsim.workloads.file_schema import workload_schema
+from accelsim.workloads.model import workload_from_dict
 
 _SWEEP_KEYS = frozenset({"workloads", "grid", "random"})
 
@@ -66,8 +68,8 @@ def _sweep(path: Path, data: dict[str, Any], src: str) -> str:
 
 
 def _variants(path: Path, data: dict[str, Any], src: str) -> str:
-    vf, _ = load_variants(path)
-    return f"{src}: ok (variants, {len(vf.variants)})"
+    checked = check_variants(path)  # what decide and serve check before simulating
+    return f"{src}: ok (variants, {len(checked.file.variants)})"
 
 
 def _runtime(path: Path, data: dict[str, Any], src: str) -> str:

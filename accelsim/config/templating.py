@@ -26,7 +26,8 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
 _FUNCS: dict[str, Callable[..., int | float]] = {"min": min, "max": max, "ceil": math.ceil,
                                                  "floor": math.floor}
-_TEXT_KEYS = {"name", "op", "sparsity", "function", "kind", "source_op", "description", "routing", "dtype",
+# layer fields taken as text; every other layer field may be an expression
+TEXT_KEYS = {"name", "op", "sparsity", "function", "kind", "source_op", "description", "routing", "dtype",
               "out_dtype", "to_dtype", "from_dtype"}
 # top-level text fields ``--set`` may replace when the file declares them (e.g. --set kv_dtype=fp8)
 SETTABLE_FIELDS = ("kv_dtype",)
@@ -162,7 +163,7 @@ def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: 
             continue
         layer = {}
         for key, value in item.items():
-            if key in _TEXT_KEYS:
+            if key in TEXT_KEYS:
                 layer[key] = value
             else:
                 layer[key] = _resolve_value(value, names, src, f"{here}.{key}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -33,16 +32,12 @@ from accelsim.hardware.base import (  # noqa: F401 (re-exported: config sections
     Unlimited,
 )
 from accelsim.hardware.families import (
-    EXTENDS_KEY,
-    FAMILY_KEY,
     META_KEYS,
-    PROVENANCE_KEY,
     HardwareData,
     read_hardware_data,
 )
 from accelsim.hardware.formats_support import FormatsSpec, UnstructuredSupport  # noqa: F401 (re-exported)
 from accelsim.hardware.provenance import Provenance, peak_problems, provenance
-from accelsim.hardware.provenance import Section as ProvenanceSection
 from accelsim.hardware.systems import is_system_data, read_system, refuse_device_override, system_data
 from accelsim.hardware.systolic import SystolicCompute  # noqa: F401 (re-exported)
 from accelsim.hardware.tensor_core import TensorCoreCompute  # noqa: F401 (re-exported)
@@ -518,25 +513,6 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> dict[str, An
         node = nxt
     node[keys[-1]] = value
     return out
-
-
-def hardware_schema() -> str:
-    """JSON Schema of the hardware config, for editor completion (with the file-only keys extends,
-    family and provenance)."""
-    schema = Hardware.model_json_schema()
-    section = ProvenanceSection.model_json_schema(ref_template="#/$defs/{model}")
-    schema.setdefault("$defs", {}).update(section.pop("$defs", {}))
-    schema["$defs"]["ProvenanceSection"] = section
-    schema["properties"][EXTENDS_KEY] = {
-        "type": "string", "description": "A family file this config builds on (path relative to this file); "
-                                         "merged key by key, this file's values win."}
-    schema["properties"][FAMILY_KEY] = {
-        "type": "string", "description": "Marks a family file (shared by a generation and software stack) and "
-                                         "names it; a family file is extended, not loaded on its own."}
-    schema["properties"][PROVENANCE_KEY] = {
-        "$ref": "#/$defs/ProvenanceSection", "description": "Where each number comes from: spec, derived, "
-                                                            "family-calibrated or estimate."}
-    return json.dumps(schema, indent=2, sort_keys=True)
 
 
 def _rebuild_compute_union() -> None:

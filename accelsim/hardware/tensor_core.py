@@ -90,6 +90,7 @@ class StreamK(Strict):
 
 RasterOrder = Literal["grouped", "grouped_columns", "m_fastest"]
 GroupWidths = Annotated[list[PosInt], Field(min_length=1)]
+RasterOrders = Annotated[list[RasterOrder], Field(min_length=1)]
 
 
 class Raster(Strict):
@@ -101,7 +102,7 @@ class Raster(Strict):
     tile scheduler takes the raster order and swizzle size as run-time arguments.
     """
 
-    order: Annotated[list[RasterOrder], Field(min_length=1)] = Field(
+    order: RasterOrders = Field(
         ["grouped"], description="'grouped': CTAs walk a band of group_width CTA-rows (m fastest inside the band), "
         "then move along n, then take the next band (Triton's grouped matmul order, GROUP_M; CUTLASS 3's "
         "RasterOrder::AlongN with a swizzle); 'grouped_columns': the same with m and n exchanged (CUTLASS 2.x "
@@ -115,9 +116,15 @@ class Raster(Strict):
         "GROUP_SIZE_M = 8, CUTLASS's library generator default SwizzlingFunctor.Identity8 "
         "(python/cutlass_library/generator.py, dense and sparse GEMMs). A list: candidates, as for order.")
 
-    @field_validator("order", "group_width", mode="before")
+    # one name or width is a list of one (json_schema_input_type: the schema of the file says so too)
+    @field_validator("order", mode="before", json_schema_input_type=RasterOrder | RasterOrders)
     @classmethod
-    def _one_or_more(cls, value: Any) -> Any:
+    def _one_or_more_orders(cls, value: Any) -> Any:
+        return value if isinstance(value, list) else [value]
+
+    @field_validator("group_width", mode="before", json_schema_input_type=PosInt | GroupWidths)
+    @classmethod
+    def _one_or_more_widths(cls, value: Any) -> Any:
         return value if isinstance(value, list) else [value]
 
     def candidates(self) -> list[tuple[str, int]]:

@@ -91,8 +91,10 @@ from accelsim.serving.run_record import (
 from accelsim.serving.service import SimulatedService
 from accelsim.serving.stats import batch_means_ci
 from accelsim.serving.variants import (
+    CheckedVariants,
     Variant,
     VariantsFile,
+    check_variants,
     evaluate_variants,
     load_variants,
     quality_at_budget,
@@ -104,7 +106,8 @@ __all__ = [
     "SimulatedService",
     "ServingModel", "BatchTrace", "LlmTrace", "parse_size_spec", "sample_sizes", "poisson_arrivals", "read_trace",
     "simulate_batching", "simulate_llm", "batch_means_ci", "find_max_rate", "latency_vs_load", "compare",
-    "Variant", "VariantsFile", "load_variants", "evaluate_variants", "verdict", "quality_at_budget", "Decision",
+    "Variant", "VariantsFile", "load_variants", "check_variants", "CheckedVariants",
+    "evaluate_variants", "verdict", "quality_at_budget", "Decision",
     "decide", "ServeRequest", "serve", "BudgetVerdict",
     "CapacityEval", "CapacityResult", "CapacitySummary", "CompareResult", "Comparison", "LoadCurve", "LoadPoint",
     "QualityResult", "ServeResult", "VariantOutcome", "ServingRun", "LatencyStats", "QuantileTable", "SlaOutcome",

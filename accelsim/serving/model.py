@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.errors import AccelsimError, ConfigError
+from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
 from accelsim.records import freeze
 from accelsim.serving.arrivals import parse_size_spec, poisson_arrivals, read_trace, sample_sizes, trace_column
@@ -43,6 +43,7 @@ from accelsim.serving.run_record import (
 from accelsim.serving.service import (
     PLAN_LABEL,
     SimulatedService,
+    assign_set_params,
     canonical_pattern,
     has_layer_plan,
     kv_bytes_per_token,
@@ -102,27 +103,16 @@ class ServingModel:
         sim = simulator or Simulator(hw_obj, hw_src)
         sp = canonical_pattern(sparsity)
         sets = dict(set_params or {})
+        dec: SimulatedService | None = None
         if decode_workload is None:
-            svc = SimulatedService(hw_obj, workload, sp, size_param=size_param, set_params=sets, policy=policy,
-                                   simulator=sim, hw_source=hw_src)
+            svc = SimulatedService(hw_obj, workload, sp, size_param=size_param, policy=policy, simulator=sim,
+                                   hw_source=hw_src)
         else:
             svc = SimulatedService(hw_obj, workload, sp, size_param="seq", policy=policy, simulator=sim,
                                    hw_source=hw_src)
             dec = SimulatedService(hw_obj, decode_workload, sp, size_param="kv_len", policy=policy, simulator=sim,
                                    hw_source=hw_src)
-            unknown = sorted(set(sets) - set(svc.defaults) - set(dec.defaults))
-            if unknown:
-                raise ConfigError(str(workload), unknown[0], "--set names a parameter neither the prefill nor the "
-                                  f"decode workload has ({', '.join(sorted({*svc.defaults, *dec.defaults}))})")
-            svc.set_params = {k: v for k, v in sets.items() if k in svc.defaults}
-            dec.set_params = {k: v for k, v in sets.items() if k in dec.defaults}
-            if dec.size_param in dec.set_params:  # each decode step's kv_len is the request's own
-                raise ConfigError(str(decode_workload), str(dec.size_param), f"--set gives "
-                                  f"{dec.set_params[dec.size_param]!r}, but each decode step's kv_len is its "
-                                  "request's prompt plus the tokens generated so far: drop it (--prompt-tokens "
-                                  "sets the prompts)")
-            dec.check_set_params()
-        svc.check_set_params()
+        assign_set_params(svc, dec, sets)
         top = canonical_pattern(svc.data.get("sparsity"))
         label = sp or (PLAN_LABEL if has_layer_plan(workload) or (top not in (None, "dense")
                                                                   and plan_exceptions(workload)) else top or "dense")
@@ -136,6 +126,7 @@ class ServingModel:
                 info["note"] = (f"{svc.name} has no 'batch' parameter: requests are served one at a time "
                                 "(max_batch 1)")
             return cls(svc, config, name=svc.name, sparsity=label, default_size=svc.default_size, info=info)
+        assert dec is not None
         kv_per_token = kv_bytes_per_token(dec)
         fp = dec.footprint(1, dec.default_size)
         weights = fp["weights_deployed_bytes"]

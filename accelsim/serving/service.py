@@ -21,25 +21,19 @@ from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload, workload_from_dict
 from accelsim.workloads.tensor_parallel import split
 
-__all__ = ["SimulatedService", "canonical_pattern", "resolve_hardware", "kv_bytes_per_token", "PLAN_LABEL",
+__all__ = ["ServedWorkload", "SimulatedService", "assign_set_params", "check_served", "canonical_pattern",
+           "resolve_hardware", "kv_bytes_per_token", "PLAN_LABEL",
            "has_layer_plan", "plan_exceptions", "group_note"]
 
 PLAN_LABEL = "workload plan"  # a deployment run on the workload's own per-layer sparsity plan (no one pattern)
 
 
-class SimulatedService:
-    """Batch service time (s) from accelsim's simulation of the lowered plan; cached per (batch, size).
+class ServedWorkload:
+    """A workload file as serving reads it, no hardware: its parameters, the one each request varies
+    (``size_param``), the batch parameter and the set ones; :meth:`workload` expands it at one shape."""
 
-    ``service(b, s)`` = ``run(workload at {batch: b, size_param: s, **set_params}, hw, sparsity)
-    .total_cycles / (clock_ghz * 1e9)``. One object per (workload, sparsity); share ``simulator``
-    across objects on the same hardware to reuse kernel simulations.
-    """
-
-    def __init__(self, hw: Hardware, workload: str | Path, sparsity: str | None = None, *,
-                 size_param: str | None = "auto", set_params: Mapping[str, Any] | None = None,
-                 policy: str = "sparse-if-supported", simulator: Simulator | None = None,
-                 hw_source: str = "<hardware>") -> None:
-        self.hw = hw
+    def __init__(self, workload: str | Path, *, size_param: str | None = "auto",
+                 set_params: Mapping[str, Any] | None = None) -> None:
         self.source = str(workload)
         data, _ = configio.read_yaml(workload)
         if "layers" not in data:
@@ -48,7 +42,6 @@ class SimulatedService:
             data = {k: v for k, v in data.items() if k != "quality"}
         self.data = data
         self.defaults = dict(self.data.get("params") or {})
-        self.sparsity = canonical_pattern(sparsity)
         self.set_params = dict(set_params or {})
         if size_param == "auto":
             size_param = next((p for p in ("seq", "kv_len") if p in self.defaults), None)
@@ -59,14 +52,7 @@ class SimulatedService:
         # A workload without a 'batch' parameter (e.g. a GEMM list, resnet18.yaml) is one request's work:
         # a batch of b such requests runs them back to back (b x one request's time).
         self.batch_param = "batch" if "batch" in self.defaults else None
-        self.policy = policy
-        self.sim = simulator or Simulator(hw, hw_source)
         self.name = str(self.data.get("name", Path(self.source).stem))
-        self._cache: dict[tuple[int, Any], float] = {}
-        self._footprints: dict[tuple[int, Any], dict[str, Any]] = {}
-        self.simulations = 0
-        self.warnings: tuple[str, ...] | None = None  # the first simulated run's (the workload's structure: TP split)
-        self.runs: list[RunResult] = []  # every shape's run, once each (the clocks they ran at: energy.run_clock)
 
     def check_set_params(self, how: str = "--set") -> None:
         """Refuse set parameters serving would override or truncate without a word: the batch (the scheduler
@@ -101,6 +87,65 @@ class SimulatedService:
     def workload(self, batch: int, size: Any) -> Workload:
         """The workload at this batch and size (with the set parameters)."""
         return workload_from_dict(self.data, self.source, self.params(batch, size))
+
+
+def assign_set_params(svc: ServedWorkload, dec: ServedWorkload | None, sets: Mapping[str, Any]) -> None:
+    """Give each set parameter to the workload(s) that declare it (an LLM: prefill ``svc``, decode ``dec``;
+    one-shot: all to ``svc``) and refuse what serving would override or truncate without a word."""
+    if dec is None:
+        svc.set_params = dict(sets)
+        svc.check_set_params()
+        return
+    unknown = sorted(set(sets) - set(svc.defaults) - set(dec.defaults))
+    if unknown:
+        raise ConfigError(svc.source, unknown[0], "--set names a parameter neither the prefill nor the "
+                          f"decode workload has ({', '.join(sorted({*svc.defaults, *dec.defaults}))})")
+    svc.set_params = {k: v for k, v in sets.items() if k in svc.defaults}
+    dec.set_params = {k: v for k, v in sets.items() if k in dec.defaults}
+    if dec.size_param in dec.set_params:  # each decode step's kv_len is the request's own
+        raise ConfigError(dec.source, str(dec.size_param), f"--set gives "
+                          f"{dec.set_params[dec.size_param]!r}, but each decode step's kv_len is its "
+                          "request's prompt plus the tokens generated so far: drop it (--prompt-tokens "
+                          "sets the prompts)")
+    dec.check_set_params()
+    svc.check_set_params()
+
+
+def check_served(workload: str | Path, set_params: Mapping[str, Any] | None = None,
+                 decode_workload: str | Path | None = None) -> None:
+    """What :meth:`ServingModel.from_files` refuses in a workload pair and its set parameters, checked without
+    hardware or simulation: the parameters assigned as serving assigns them, then each workload expanded at
+    batch 1 and its default size with them (an unknown parameter, a bad expression: ConfigError)."""
+    svc = ServedWorkload(workload, size_param="auto" if decode_workload is None else "seq")
+    dec = None if decode_workload is None else ServedWorkload(decode_workload, size_param="kv_len")
+    assign_set_params(svc, dec, dict(set_params or {}))
+    for w in (svc, dec):
+        if w is not None:
+            w.workload(1, w.default_size)
+
+
+class SimulatedService(ServedWorkload):
+    """Batch service time (s) from accelsim's simulation of the lowered plan; cached per (batch, size).
+
+    ``service(b, s)`` = ``run(workload at {batch: b, size_param: s, **set_params}, hw, sparsity)
+    .total_cycles / (clock_ghz * 1e9)``. One object per (workload, sparsity); share ``simulator``
+    across objects on the same hardware to reuse kernel simulations.
+    """
+
+    def __init__(self, hw: Hardware, workload: str | Path, sparsity: str | None = None, *,
+                 size_param: str | None = "auto", set_params: Mapping[str, Any] | None = None,
+                 policy: str = "sparse-if-supported", simulator: Simulator | None = None,
+                 hw_source: str = "<hardware>") -> None:
+        super().__init__(workload, size_param=size_param, set_params=set_params)
+        self.hw = hw
+        self.sparsity = canonical_pattern(sparsity)
+        self.policy = policy
+        self.sim = simulator or Simulator(hw, hw_source)
+        self._cache: dict[tuple[int, Any], float] = {}
+        self._footprints: dict[tuple[int, Any], dict[str, Any]] = {}
+        self.simulations = 0
+        self.warnings: tuple[str, ...] | None = None  # the first simulated run's (the workload's structure: TP split)
+        self.runs: list[RunResult] = []  # every shape's run, once each (the clocks they ran at: energy.run_clock)
 
     def __call__(self, batch: int, size: Any = None) -> float:
         """Service time (s) of a batch of ``batch`` requests of ``size``."""

@@ -30,12 +30,13 @@ from accelsim.serving.config import (
 )
 from accelsim.serving.model import ServingModel
 from accelsim.serving.results import BudgetVerdict, QualityResult, VariantOutcome
-from accelsim.serving.service import resolve_hardware
+from accelsim.serving.service import check_served, resolve_hardware
 from accelsim.simulation import Simulator
 from accelsim.workloads.model import Quality
 from accelsim.workloads.quality import QualityFigure, QualityRef, resolve_ref, typed_figure
 
-__all__ = ["LATENCY_METRICS", "Variant", "VariantsFile", "count_quality_kinds", "evaluate_variants", "load_variants",
+__all__ = ["LATENCY_METRICS", "CheckedVariants", "Variant", "VariantsFile", "check_variants",
+           "count_quality_kinds", "evaluate_variants", "load_variants",
            "merged_runtime", "quality_at_budget", "study_metric", "verdict"]
 
 LATENCY_METRICS = ("latency", "ttft", "tpot")
@@ -149,7 +150,41 @@ def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
     for i, (v, wl) in enumerate(zip(vf.variants, workloads, strict=True)):
         if not wl.is_file():
             raise ConfigError(str(path), f"variants.{i}({v.name}).workload", f"{v.workload}: file not found")
+        if v.decode_workload is not None and not _rel(v.decode_workload, path).is_file():
+            raise ConfigError(str(path), f"variants.{i}({v.name}).decode_workload",
+                              f"{v.decode_workload}: file not found")
     return vf, workloads
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckedVariants:
+    """A variants file checked as decide and serve check it before simulating (:func:`check_variants`)."""
+
+    file: VariantsFile
+    workloads: tuple[Path, ...]  # each variant's workload, resolved against the file
+    decode_workloads: tuple[Path | None, ...]  # each LLM variant's decode workload (None: one-shot)
+    figures: tuple[QualityFigure | None, ...]  # each variant's quality figure, registry references resolved
+    metric: str
+    higher_is_better: bool
+
+
+def check_variants(path: str | Path) -> CheckedVariants:
+    """Read a variants file and check everything about it that needs no hardware or simulation (ConfigError
+    naming the file and key): :func:`load_variants`, registry references resolved, one metric and direction,
+    ``latency: ttft / tpot`` only on LLM variants, and each variant's ``set`` against its workloads (assigned
+    as serving assigns it, the workloads expanded at their defaults with it). ``accelsim validate`` runs it;
+    :func:`evaluate_variants` runs it before simulating anything."""
+    vf, paths = load_variants(path)
+    src = str(path)
+    figures = tuple(variant_figure(vf, i, p, src) for i, p in enumerate(paths))
+    metric, hib = study_metric(vf, figures, src)
+    decodes = tuple(_rel(v.decode_workload, path) if v.decode_workload else None for v in vf.variants)
+    for i, (v, wl, dec) in enumerate(zip(vf.variants, paths, decodes, strict=True)):
+        if vf.latency != "latency" and dec is None:
+            raise ConfigError(src, f"variants.{i}.decode_workload",
+                              f"latency: {vf.latency} needs an LLM variant (a decode workload)")
+        check_served(wl, v.set, dec)
+    return CheckedVariants(vf, tuple(paths), decodes, figures, metric, hib)
 
 
 def variant_figure(vf: VariantsFile, i: int, path: Path, src: str) -> QualityFigure | None:
@@ -207,24 +242,20 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
                       simulator: Simulator | None = None
                       ) -> tuple[VariantsFile, float, str, bool, tuple[VariantOutcome, ...]]:
     """Serve every variant at one rate; return the file, the rate, the metric, its direction and the rows."""
-    vf, paths = load_variants(variants)
+    checked = check_variants(variants)
+    vf, metric, hib = checked.file, checked.metric, checked.higher_is_better
     src = str(variants)
     rate = rate if rate is not None else vf.rate_rps
     if requests is None and duration_s is None:
         requests = vf.requests or DEFAULT_REQUESTS_PER_EVAL
     if rate is None:
         raise ServingError(f"{variants}: give an arrival rate (or rate_rps in the variants file)")
-    figures = [variant_figure(vf, i, p, src) for i, p in enumerate(paths)]
-    metric, hib = study_metric(vf, figures, src)
     hw_obj, hw_src = resolve_hardware(hw, hw_set)
     sim = simulator or Simulator(hw_obj, hw_src)
     cfg = merged_runtime(vf, config)
     rows: list[VariantOutcome] = []
-    for v, path, fig in zip(vf.variants, paths, figures, strict=True):
-        dec = _rel(v.decode_workload, variants) if v.decode_workload else None
-        if vf.latency != "latency" and dec is None:
-            raise ConfigError(src, f"variants.{vf.variants.index(v)}.decode_workload",
-                              f"latency: {vf.latency} needs an LLM variant (a decode workload)")
+    for v, path, dec, fig in zip(vf.variants, checked.workloads, checked.decode_workloads, checked.figures,
+                                 strict=True):
         base: dict[str, Any] = {
             "name": v.name, "workload": v.workload, "decode_workload": v.decode_workload, "set": dict(v.set),
             "quality": None if fig is None else fig.value, "quality_kind": "missing" if fig is None else fig.kind,

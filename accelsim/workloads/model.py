@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -483,8 +482,3 @@ def load_workload(path: str | Path, params: dict[str, Any] | None = None) -> Wor
     if "core" in data and "layers" not in data:
         raise ConfigError(str(path), None, "this is a hardware config (it has 'core'), expected a workload file")
     return workload_from_dict(data, str(path), params)
-
-
-def workload_schema() -> str:
-    """JSON Schema of the workload file."""
-    return json.dumps(Workload.model_json_schema(), indent=2, sort_keys=True)
