@@ -57,6 +57,7 @@ class Decision(Record):
     variants: tuple[VariantOutcome, ...]
     verdicts: tuple[BudgetVerdict, ...]
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The decision as plain data: the study, one row per variant, one verdict per budget."""
@@ -67,6 +68,7 @@ class Decision(Record):
         out["variants"] = [v.to_dict() for v in self.variants]
         out["verdicts"] = [v.to_dict() for v in self.verdicts]
         out["notes"] = list(self.notes)
+        out["warnings"] = list(self.warnings)
         return {"command": "decide", **out}
 
     def variant(self, name: str) -> VariantOutcome:
@@ -88,6 +90,22 @@ def _notes(rows: Sequence[VariantOutcome]) -> list[str]:
         if r.note:
             notes.append(f"{r.name}: {r.note}")
     return notes
+
+
+_SHAKY = ("too few requests", "near capacity")
+
+
+def _warnings(rows: Sequence[VariantOutcome], verdicts: Sequence[BudgetVerdict]) -> list[str]:
+    """Where a verdict rests on latencies that do not mean what they say: a variant whose quantile comes from
+    too few requests (limits.min_samples) or whose offered load is near capacity (not steady-state)."""
+    shaky = {r.name: r.note for r in rows if r.fits and r.note and any(k in r.note for k in _SHAKY)}
+    if not shaky:
+        return []
+    out = [f"{name}: {note}" for name, note in shaky.items()]
+    for vd in verdicts:
+        out.append(f"verdict at {vd.budget_ms:g} ms rests on {', '.join(shaky)}: it may change with more "
+                   "requests (--requests)")
+    return out
 
 
 def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence[float] | None = None,
@@ -121,4 +139,5 @@ def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence
                     duration_s=duration_s, seed=seed, runtime_config=freeze(merged_runtime(vf, config).to_dict()),
                     note=vf.note, quality_kinds=freeze(count_quality_kinds(rows)), counted_kinds=EVIDENCE_KINDS,
                     variants=rows, verdicts=verdicts,
-                    notes=tuple(n for n in (group_note(hw_obj), *_notes(rows)) if n))
+                    notes=tuple(n for n in (group_note(hw_obj), *_notes(rows)) if n),
+                    warnings=tuple(_warnings(rows, verdicts)))

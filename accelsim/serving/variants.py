@@ -28,6 +28,7 @@ from accelsim.serving.config import (
     RuntimeConfig,
     ServingError,
 )
+from accelsim.serving.limits import NEAR_CAPACITY, near_capacity, sample_warning
 from accelsim.serving.model import ServingModel
 from accelsim.serving.results import BudgetVerdict, QualityResult, VariantOutcome
 from accelsim.serving.service import resolve_hardware
@@ -242,10 +243,18 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
         stats = res.stats(vf.latency)
         if stats is None:
             raise ConfigError(src, "latency", f"{vf.latency} is not measured for {v.name} (one-shot model)")
-        note = None
+        notes = []
         if res.load.overloaded:
-            note = ("overloaded: offered load above capacity, the queue grows for the whole run; counted as "
-                    "missing any budget")
+            notes.append("overloaded: offered load above capacity, the queue grows for the whole run; counted as "
+                         "missing any budget")
+        elif near_capacity(res.load.offered_over_capacity):
+            notes.append(f"near capacity: offered load {res.load.offered_over_capacity:.3g} of capacity (>= "
+                         f"{NEAR_CAPACITY:g}); its {quantile} is not steady-state and grows with the requests "
+                         "simulated, so a verdict on it may flip with more")
+        thin = sample_warning("its latency", res.measured, (quantile,), remedy="raise --requests")
+        if thin is not None:
+            notes.append("too few requests: " + thin.removeprefix("its latency: "))
+        note = "; ".join(notes) or None
         rows.append(VariantOutcome(**base, sparsity=model.sparsity, value_ms=stats.quantile(quantile),
                                    p50_ms=stats.p50, utilisation=res.utilisation, overloaded=res.load.overloaded,
                                    note=note))
