@@ -39,7 +39,6 @@ __all__ = ["DEFAULT_MAX_BATCH", "SERVING_LOADS", "SERVING_MAX_WAIT_MS", "SERVING
 SERVING_LOADS = (0.5, 0.8)  # offered load as a share of the dense deployment's capacity
 SERVING_REQUESTS = 4000     # requests' worth of arrivals per run: duration = SERVING_REQUESTS / rate
 SERVING_SEED = 0
-NEAR_MARK = "~"             # marks a percentile whose offered load is near (not above) capacity
 SERVING_MAX_WAIT_MS = 2.0
 DEFAULT_MAX_BATCH = 8       # the batch limit when the headline runs one request (batch 1)
 
@@ -231,7 +230,7 @@ def serving_section(hw: Hardware, workload_source: str | None, model: Workload, 
                  "capacity, so the queue grows for the whole run and its percentiles are not steady-state.")
     near = sorted({lab for r in rows for lab in models if r.by_label[lab].near_capacity})
     if near:
-        note += (f" NEAR CAPACITY ({', '.join(near)}): where marked {NEAR_MARK}, the offered load is at least "
+        note += (f" NEAR CAPACITY ({', '.join(near)}): where marked ~, the offered load is at least "
                  f"{NEAR_CAPACITY:.0%} of that variant's capacity, so its percentiles are not steady-state: they "
                  "are optimistic and grow with the run length.")
     kv_lines = kv_limit_notes(last)

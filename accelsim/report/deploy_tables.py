@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from accelsim.analysis.deployment_serving import NEAR_MARK
 from accelsim.report.deploy_text import (
     SCHEDULE_ROWS,
     TOP_LAYERS,
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Table", "serving_cells", "tables"]
 
 Table = tuple[list[str], list[list[str]]]
+NEAR_MARK = "~"  # a percentile whose offered load is near (not above) capacity; the section's note says so
 
 
 def serving_cells(sv: ServingSection) -> Table:

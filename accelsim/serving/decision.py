@@ -26,6 +26,7 @@ from accelsim.serving.variants import (
     evaluate_variants,
     load_variants,
     merged_runtime,
+    shaky_warnings,
     verdict,
 )
 from accelsim.simulation import Simulator
@@ -92,22 +93,6 @@ def _notes(rows: Sequence[VariantOutcome]) -> list[str]:
     return notes
 
 
-_SHAKY = ("too few requests", "near capacity")
-
-
-def _warnings(rows: Sequence[VariantOutcome], verdicts: Sequence[BudgetVerdict]) -> list[str]:
-    """Where a verdict rests on latencies that do not mean what they say: a variant whose quantile comes from
-    too few requests (limits.min_samples) or whose offered load is near capacity (not steady-state)."""
-    shaky = {r.name: r.note for r in rows if r.fits and r.note and any(k in r.note for k in _SHAKY)}
-    if not shaky:
-        return []
-    out = [f"{name}: {note}" for name, note in shaky.items()]
-    for vd in verdicts:
-        out.append(f"verdict at {vd.budget_ms:g} ms rests on {', '.join(shaky)}: it may change with more "
-                   "requests (--requests)")
-    return out
-
-
 def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence[float] | None = None,
            rate: float | None = None, *, config: RuntimeConfig | Mapping[str, Any] | None = None,
            duration_s: float | None = None, requests: int | None = None, seed: int = 0,
@@ -140,4 +125,4 @@ def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence
                     note=vf.note, quality_kinds=freeze(count_quality_kinds(rows)), counted_kinds=EVIDENCE_KINDS,
                     variants=rows, verdicts=verdicts,
                     notes=tuple(n for n in (group_note(hw_obj), *_notes(rows)) if n),
-                    warnings=tuple(_warnings(rows, verdicts)))
+                    warnings=tuple(shaky_warnings(rows, [v.budget_ms for v in verdicts])))

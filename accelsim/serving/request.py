@@ -33,7 +33,7 @@ from accelsim.serving.service import (
     plan_exceptions,
     resolve_hardware,
 )
-from accelsim.serving.variants import quality_at_budget
+from accelsim.serving.variants import quality_at_budget, shaky_warnings
 from accelsim.simulation import Simulator
 
 __all__ = ["ServeRequest", "serve", "LOAD_CURVE_SHARES", "paired_decode"]
@@ -165,7 +165,8 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
                       for lab, m in models.items()}
     remedy = "a longer trace" if rq.trace is not None else "raise --duration or --rate"
     trust = (*sample_warnings(side_by_side.results, remedy),
-             *near_capacity_warnings(side_by_side.results, curves, rq.requests_per_eval if curves else None))
+             *near_capacity_warnings(side_by_side.results, curves, rq.requests_per_eval if curves else None),
+             *(shaky_warnings(quality.variants, [quality.budget_ms]) if quality is not None else ()))
     return ServeResult(
         hardware=hw_obj.name, workload=first.info["workload"], decode_workload=first.info.get("decode_workload"),
         mode="llm" if first.is_llm else "batch", set=params, rate_rps=rq.rate,

@@ -251,7 +251,8 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
             notes.append(f"near capacity: offered load {res.load.offered_over_capacity:.3g} of capacity (>= "
                          f"{NEAR_CAPACITY:g}); its {quantile} is not steady-state and grows with the requests "
                          "simulated, so a verdict on it may flip with more")
-        thin = sample_warning("its latency", res.measured, (quantile,), remedy="raise --requests")
+        more = "raise --requests" if requests is not None else "raise --duration or --rate"
+        thin = sample_warning("its latency", res.measured, (quantile,), remedy=more)
         if thin is not None:
             notes.append("too few requests: " + thin.removeprefix("its latency: "))
         note = "; ".join(notes) or None
@@ -259,6 +260,22 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
                                    p50_ms=stats.p50, utilisation=res.utilisation, overloaded=res.load.overloaded,
                                    note=note))
     return vf, rate, metric, hib, tuple(rows)
+
+
+_SHAKY = ("too few requests", "near capacity")
+
+
+def shaky_warnings(rows: Sequence[VariantOutcome], budgets_ms: Sequence[float]) -> list[str]:
+    """Where a verdict rests on latencies that do not mean what they say: each variant whose quantile comes from
+    too few requests (limits.min_samples) or whose offered load is near capacity (not steady-state), then one
+    line per budget naming them."""
+    shaky = {r.name: r.note for r in rows if r.fits and r.note and any(k in r.note for k in _SHAKY)}
+    if not shaky:
+        return []
+    out = [f"{name}: {note}" for name, note in shaky.items()]
+    for b in budgets_ms:
+        out.append(f"verdict at {b:g} ms rests on {', '.join(shaky)}: it may change with more requests")
+    return out
 
 
 def _better(a: float, b: float, hib: bool) -> bool:
