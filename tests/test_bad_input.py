@@ -406,7 +406,7 @@ def test_validate_stops_at_bad_file(capsys, bad_hw):
 
 
 @pytest.mark.parametrize("command, name, extra", [
-    ("serve", "serve.json", ["--rate", "100", "--duration", "1"]),
+    ("serve", "serve.json", ["--rate", "100", "--duration", "2"]),
     ("patterns", "patterns.json", []),
 ], ids=["serve", "patterns"])
 def test_a_folder_command_never_replaces_its_own_input(capsys, tmp_path, command, name, extra):

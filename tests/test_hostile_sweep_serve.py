@@ -210,10 +210,11 @@ def test_serve_overload_is_flagged(capsys: pytest.CaptureFixture[str]) -> None:
     assert "accelsim: warning: dense: offered load 1,000,000 req/s is" in err and "not steady-state" in err
     code, out, _ = cli(capsys, "serve", "--hw", A100, "--workload", GEMMS, "--rate", "1000000", "--duration", "0.01")
     assert "OVERLOADED (dense)" in out and "offered / capacity" in out
-    code, out, err = cli(capsys, "serve", "--hw", A100, "--workload", GEMMS, "--rate", "100", "--duration", "1",
-                         "--format", "json")
+    code, out, err = cli(capsys, "serve", "--hw", A100, "--workload", GEMMS, "--rate", "100", "--duration", "2",
+                         "--format", "json")  # 2 s: enough requests (>= 100) for a p99, so no sample warning
     data = json.loads(out)
     assert data["overloaded"] is False and data["results"]["dense"]["load"]["offered_over_capacity"] < 0.1
+    assert data["results"]["dense"]["measured"] >= 100
     assert "warning" not in err
     # a run's own warnings (here the host's per-call floor, on bert-base) are not an overload
     code, out, err = cli(capsys, "serve", "--hw", ROOT / "hwconfigs/rtx5090-like.yaml", "--workload", BERT,

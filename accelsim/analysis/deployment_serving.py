@@ -26,7 +26,8 @@ from typing import Any
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
 from accelsim.records import OMIT_IF_NONE, Record, freeze
-from accelsim.serving import ServingModel
+from accelsim.serving import ServingModel, ServingRun
+from accelsim.serving.limits import NEAR_CAPACITY, kv_limit_notes, near_capacity
 from accelsim.serving.request import paired_decode
 from accelsim.serving.service import group_note
 from accelsim.simulation import Simulator
@@ -68,6 +69,11 @@ class ServingLatency(Record):
     utilisation: float
     offered_over_capacity: float | None
     overloaded: bool
+
+    @property
+    def near_capacity(self) -> bool:
+        """Whether the offered load is near (not above) capacity (limits.NEAR_CAPACITY): not steady-state."""
+        return near_capacity(self.offered_over_capacity)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -115,6 +121,7 @@ class ServingSection(Record):
     requests: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     seed: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     rows: tuple[ServingRow, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    kv_limited: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     note: str
 
 
@@ -127,10 +134,12 @@ def _percentiles(stats: Any) -> Percentiles:
     return Percentiles(p50=stats.p50, p95=stats.p95, p99=stats.p99)
 
 
-def _measure(models: Mapping[str, ServingModel]) -> tuple[dict[str, float], list[ServingRow]]:
-    """Each variant's capacity, and the rows at SERVING_LOADS shares of the dense capacity."""
+def _measure(models: Mapping[str, ServingModel]) -> tuple[dict[str, float], list[ServingRow], dict[str, ServingRun]]:
+    """Each variant's capacity, the rows at SERVING_LOADS shares of the dense capacity, and each variant's
+    highest-load run."""
     capacity = {lab: _sig(m.capacity_rps()) for lab, m in models.items()}
     rows = []
+    last: dict[str, ServingRun] = {}
     for share in SERVING_LOADS:
         rate = _sig(share * capacity["dense"])
         duration = _sig(SERVING_REQUESTS / rate)
@@ -138,6 +147,7 @@ def _measure(models: Mapping[str, ServingModel]) -> tuple[dict[str, float], list
         arrived = 0
         for lab, m in models.items():
             r = m.run(rate, duration_s=duration, seed=SERVING_SEED)
+            last[lab] = r
             arrived = r.requests
             q = r.latency_ms
             by_label[lab] = ServingLatency(
@@ -148,7 +158,7 @@ def _measure(models: Mapping[str, ServingModel]) -> tuple[dict[str, float], list
                 offered_over_capacity=r.load.offered_over_capacity, overloaded=r.load.overloaded)
         rows.append(ServingRow(load=share, rate_rps=rate, duration_s=duration, requests=arrived,
                                by_label=freeze(by_label)))
-    return capacity, rows
+    return capacity, rows, last
 
 
 def _batching_text(first: ServingModel, headline: int | None) -> str:
@@ -181,7 +191,7 @@ def serving_section(hw: Hardware, workload_source: str | None, model: Workload, 
         models = {lab: ServingModel.from_files(hw, wl, sp, config=config, set_params=sets, decode_workload=decode,
                                                simulator=sim, policy=policy)
                   for lab, sp in (("dense", "dense"), (label, sparsity))}
-        capacity, rows = _measure(models)
+        capacity, rows, last = _measure(models)
     except (AccelsimError, ValueError) as exc:
         return ServingSection(status="skipped", note=str(exc))
     first = models["dense"]
@@ -218,10 +228,20 @@ def serving_section(hw: Hardware, workload_source: str | None, model: Workload, 
     if over:
         note += (f" OVERLOADED ({', '.join(over)}): where marked *, the offered load is above that variant's "
                  "capacity, so the queue grows for the whole run and its percentiles are not steady-state.")
+    near = sorted({lab for r in rows for lab in models if r.by_label[lab].near_capacity})
+    if near:
+        note += (f" NEAR CAPACITY ({', '.join(near)}): where marked ~, the offered load is at least "
+                 f"{NEAR_CAPACITY:.0%} of that variant's capacity, so its percentiles are not steady-state: they "
+                 "are optimistic and grow with the run length.")
+    kv_lines = kv_limit_notes(last)
+    if kv_lines:
+        note += " KV CACHE: " + "; ".join(kv_lines) + "."
     return ServingSection(status="ok", mode="llm" if first.is_llm else "batch", labels=tuple(models),
                           decode_workload=first.info.get("decode_workload"), saturation_rps=capacity["dense"],
                           capacity_rps=freeze(capacity),
                           config=ServingConfig(max_batch=cfg.max_batch, max_wait_ms=cfg.max_wait_ms,
                                                headline_batch=headline, prompt_tokens=prompt,
                                                output_tokens=output),
-                          requests=SERVING_REQUESTS, seed=SERVING_SEED, rows=tuple(rows), note=note)
+                          requests=SERVING_REQUESTS, seed=SERVING_SEED, rows=tuple(rows),
+                          kv_limited=tuple(lab for lab, r in last.items() if r.kv_cache and r.kv_cache.limits_batch)
+                          or None, note=note)

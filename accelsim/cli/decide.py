@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from accelsim.cli import options
-from accelsim.cli.common import finish_folder_command, require_folder
+from accelsim.cli.common import finish_folder_command, require_folder, warn
 from accelsim.fileio import dumps_finite, figure_files
 from accelsim.serving import Decision, decide
 from accelsim.serving.limits import check_serve_args
@@ -73,6 +73,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
                                 ("instances", args.instances)) if v is not None}
     d = decide(args.variants, args.hw, args.budget_ms, args.rate, config=config, requests=args.requests,
                seed=args.seed, hw_set=args.hw_set)
+    warn([printable(w) for w in d.warnings])  # variant names come from the user's file
     files = decision_files(Path(args.out), d) if args.out is not None else None
     return finish_folder_command("decide", d.to_dict(), format_decision(d), files, args.format == "json")
 

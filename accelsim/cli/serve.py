@@ -13,6 +13,7 @@ from accelsim.fileio import figure_bytes
 from accelsim.report.clock_text import capped_clocks_line
 from accelsim.results import dumps_finite
 from accelsim.serving import ServeRequest, ServeResult, ServingRun, serve
+from accelsim.serving.limits import NEAR_CAPACITY, near_capacity
 from accelsim.textsafe import printable
 
 
@@ -44,6 +45,9 @@ def format_serve(result: ServeResult) -> str:
     metric_rows.append(("throughput (req/s)", lambda r: r.throughput_rps))
     metric_rows.append(("utilisation", lambda r: r.utilisation))
     metric_rows.append(("offered / capacity", lambda r: r.load.offered_over_capacity))
+    metric_rows.append(("completed requests", lambda r: r.measured))
+    if llm:
+        metric_rows.append(("KV-cache batch cap", lambda r: None if r.kv_cache is None else r.kv_cache.cap_requests))
     if res[labels[0]].sla is not None:
         metric_rows.append(("SLA attainment", lambda r: None if r.sla is None else r.sla.attainment))
     width = max(len(name) for name, _ in metric_rows)
@@ -52,12 +56,20 @@ def format_serve(result: ServeResult) -> str:
         vals = []
         for lab in labels:
             v = get(res[lab])
-            vals.append(f"{v:14,.3f}" if isinstance(v, int | float) else f"{'-':>14s}")
+            vals.append(f"{v:14,d}" if isinstance(v, int) else f"{v:14,.3f}" if isinstance(v, float)
+                        else f"{'-':>14s}")
         lines.append(name.ljust(width) + "".join(vals))
     over = [lab for lab in labels if res[lab].load.overloaded]
     if over:
         lines.append(f"OVERLOADED ({', '.join(over)}): offered load above capacity; the queue grows for the whole "
                      "run, so these percentiles are not steady-state (they grow with --duration)")
+    near = [lab for lab in labels if near_capacity(res[lab].load.offered_over_capacity)]
+    if near:
+        lines.append(f"NEAR CAPACITY ({', '.join(near)}): offered load >= {NEAR_CAPACITY:g} of capacity; these "
+                     "percentiles are not steady-state (they grow with --duration)")
+    kv = [lab for lab in labels if (k := res[lab].kv_cache) is not None and k.limits_batch]
+    if kv:
+        lines.append(f"KV-CACHE LIMITED ({', '.join(kv)}): the KV cache, not --max-batch, caps the decode batch")
     lines += [f"note: {n}" for n in result.notes]
     if result.clock is not None:
         runs = ", ".join(f"{lab} {c.runs:,}" for lab, c in result.clock.items())

@@ -23,23 +23,24 @@ from accelsim.report.deploy_text import (
 if TYPE_CHECKING:
     from accelsim.analysis.deployment import DeploymentReport
     from accelsim.analysis.deployment_quality import ProxyLayer
-    from accelsim.analysis.deployment_serving import ServingRow, ServingSection
+    from accelsim.analysis.deployment_serving import ServingLatency, ServingRow, ServingSection
     from accelsim.analysis.deployment_summary import LayerRow
 
 __all__ = ["Table", "serving_cells", "tables"]
 
 Table = tuple[list[str], list[list[str]]]
+NEAR_MARK = "~"  # a percentile whose offered load is near (not above) capacity; the section's note says so
 
 
 def serving_cells(sv: ServingSection) -> Table:
-    """Head and rows of the serving table (a * marks an overloaded run's percentiles).
+    """Head and rows of the serving table (a * marks an overloaded run's percentiles, a ~ a run near capacity).
 
     One-shot: a row per load, request latency per variant. LLM: a row per load and variant, TTFT and TPOT."""
     labs = list(sv.labels or ())
     lead = ["load", "rate (req/s)", "duration (s)"]
 
-    def ms(value: float, over: bool) -> str:
-        return f"{value:,.3f} ms" + (" *" if over else "")
+    def ms(value: float, v: ServingLatency) -> str:
+        return f"{value:,.3f} ms" + (" *" if v.overloaded else f" {NEAR_MARK}" if v.near_capacity else "")
 
     def start(r: ServingRow) -> list[str]:
         return [f"{r.load:.0%}", f"{r.rate_rps:g}", f"{r.duration_s:g}"]
@@ -51,12 +52,12 @@ def serving_cells(sv: ServingSection) -> Table:
         for r in sv.rows or ():
             for lab in labs:
                 v = r.by_label[lab]
-                cells = [ms(getattr(part, q), v.overloaded) if part is not None else "-"
+                cells = [ms(getattr(part, q), v) if part is not None else "-"
                          for part in (v.ttft, v.tpot) for q in qs]
                 body.append([*start(r), lab, *cells])
         return head, body
     head = lead + [f"{lab} {q}" for lab in labs for q in ("p50", "p95", "p99")]
-    body = [start(r) + [ms(getattr(r.by_label[lab], q), r.by_label[lab].overloaded) for lab in labs
+    body = [start(r) + [ms(getattr(r.by_label[lab], q), r.by_label[lab]) for lab in labs
                         for q in ("p50", "p95", "p99")] for r in sv.rows or ()]
     return head, body
 

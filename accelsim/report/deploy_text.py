@@ -123,8 +123,11 @@ def serving_line(sv: ServingSection) -> str:
                                                       if cfg.headline_batch is not None else "")
         p99 = "p99 latency " + ", ".join(f"{lab} {row.by_label[lab].p99:,.3f} ms" for lab in sv.labels)
     over = sorted({lab for r in sv.rows for lab in sv.labels if r.by_label[lab].overloaded})
+    near = sorted({lab for r in sv.rows for lab in sv.labels if r.by_label[lab].near_capacity})
     return (f"serving, {what}: capacity {cap} req/s; at {row.load:.0%} load ({row.rate_rps:g} req/s): {p99}"
-            + (f"; OVERLOADED: {', '.join(over)}" if over else ""))
+            + (f"; OVERLOADED: {', '.join(over)}" if over else "")
+            + (f"; NEAR CAPACITY (not steady-state): {', '.join(near)}" if near else "")
+            + (f"; KV-cache limited: {', '.join(sv.kv_limited)}" if sv.kv_limited else ""))
 
 
 def header_rows(h: ReportHeader) -> list[list[str]]:

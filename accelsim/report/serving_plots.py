@@ -86,13 +86,20 @@ def latency_vs_load_figure(curves: Mapping[str, LoadCurve], *, metric: str = "la
     if budget_ms is not None:
         ax.axhline(budget_ms, color=COLOR_BUDGET, ls="--", lw=1.2, label=f"budget {budget_ms:g} ms")
         ax.set_ylim(0, max(2.5 * budget_ms, 1e-9) if top > 2.5 * budget_ms else None)
-    ax.set_xlabel("arrival rate (requests/s)")
+    ax.set_xlabel(load_curve_xlabel(curves))
     ax.set_ylabel(f"{metric} (ms)")
     ax.grid(True, color=COLOR_GRID, lw=0.6)
     ax.legend(fontsize=9, frameon=False)
     ax.set_title(title or f"{metric} vs load")
     fig.tight_layout()
     return fig
+
+
+def load_curve_xlabel(curves: Mapping[str, LoadCurve]) -> str:
+    """The latency-vs-load x label, naming the requests simulated per point (each point is its own run)."""
+    per_point = {c.requests_per_point for c in curves.values()}
+    n = per_point.pop() if len(per_point) == 1 else None
+    return "arrival rate (requests/s)" + (f"; each point {n:,} requests from an empty system" if n else "")
 
 
 def save_figure(fig: Figure, path: str | Path) -> Path:

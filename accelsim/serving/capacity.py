@@ -129,7 +129,7 @@ def latency_vs_load(model: ServingModel, rates: Sequence[float], *, requests: in
                for metric in ("latency", "ttft", "tpot") if (stats := res.stats(metric)) is not None}
         points.append(LoadPoint(rate_rps=float(rate), throughput_rps=res.throughput_rps,
                                 utilisation=res.utilisation, percentiles_ms=pct))
-    return LoadCurve(tuple(points))
+    return LoadCurve(tuple(points), requests_per_point=requests)
 
 
 def compare(models: Mapping[str, ServingModel], rate: float | None = None, **run_kw: Any) -> CompareResult:

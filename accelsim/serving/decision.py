@@ -26,6 +26,7 @@ from accelsim.serving.variants import (
     evaluate_variants,
     load_variants,
     merged_runtime,
+    shaky_warnings,
     verdict,
 )
 from accelsim.simulation import Simulator
@@ -57,6 +58,7 @@ class Decision(Record):
     variants: tuple[VariantOutcome, ...]
     verdicts: tuple[BudgetVerdict, ...]
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The decision as plain data: the study, one row per variant, one verdict per budget."""
@@ -67,6 +69,7 @@ class Decision(Record):
         out["variants"] = [v.to_dict() for v in self.variants]
         out["verdicts"] = [v.to_dict() for v in self.verdicts]
         out["notes"] = list(self.notes)
+        out["warnings"] = list(self.warnings)
         return {"command": "decide", **out}
 
     def variant(self, name: str) -> VariantOutcome:
@@ -121,4 +124,5 @@ def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence
                     duration_s=duration_s, seed=seed, runtime_config=freeze(merged_runtime(vf, config).to_dict()),
                     note=vf.note, quality_kinds=freeze(count_quality_kinds(rows)), counted_kinds=EVIDENCE_KINDS,
                     variants=rows, verdicts=verdicts,
-                    notes=tuple(n for n in (group_note(hw_obj), *_notes(rows)) if n))
+                    notes=tuple(n for n in (group_note(hw_obj), *_notes(rows)) if n),
+                    warnings=tuple(shaky_warnings(rows, [v.budget_ms for v in verdicts])))

@@ -17,7 +17,9 @@ from accelsim.serving.run_record import LoadAssessment, ServingRun
 
 __all__ = ["MAX_INSTANCES", "MAX_BATCH", "MAX_WAIT_MS", "MAX_REQUESTS", "MAX_REQUEST_SIZE", "MAX_SEED", "OVERLOAD_NOTE",
            "MAX_DECODE_TOKENS", "check_decode_tokens",
-           "check_serve_args", "check_sizes", "load_assessment", "overload_warnings"]
+           "check_serve_args", "check_sizes", "load_assessment", "overload_warnings", "NEAR_CAPACITY",
+           "min_samples", "thin_quantiles", "sample_warning", "sample_warnings", "near_capacity",
+           "near_capacity_warnings", "kv_limit_notes"]
 
 MAX_REQUESTS = 10_000_000  # expected arrivals, rate x duration
 MAX_REQUEST_SIZE = 32_768  # tokens (seq / prompt / output) of one request
@@ -28,6 +30,89 @@ MAX_SEED = 2**32 - 1
 
 OVERLOAD_NOTE = ("offered load above capacity: the queue grows for the whole run, so latency percentiles are "
                  "not steady-state (they grow with the duration)")
+
+
+# Offered load at or above this share of capacity (and not above it) is "near saturation": the queue's
+# relaxation time grows like 1 / (1 - rho)^2, so a run of a few seconds from an empty system sees far less
+# queueing than the steady state, and its percentiles grow with the run length.
+NEAR_CAPACITY = 0.9
+QUANTILE_LEVELS = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+
+
+def min_samples(level: float) -> int:
+    """Completed requests a ``level`` quantile needs to mean what it says: 1 / (1 - level), rounded up
+    (p99: 100, p95: 20, p50: 2). With fewer, fewer than one sample lies above the quantile, so the
+    interpolated "p99" is (nearly) the largest latency seen, not a 1-in-100 tail."""
+    return math.ceil(round(1.0 / (1.0 - level), 9))
+
+
+def thin_quantiles(n: int, quantiles: tuple[str, ...] = ("p50", "p95", "p99")) -> list[str]:
+    """The quantiles of ``quantiles`` that ``n`` completed requests are too few for (see :func:`min_samples`)."""
+    return [q for q in quantiles if q in QUANTILE_LEVELS and n < min_samples(QUANTILE_LEVELS[q])]
+
+
+def sample_warning(label: str, n: int, quantiles: tuple[str, ...] = ("p50", "p95", "p99"),
+                   remedy: str = "raise --duration or --rate") -> str | None:
+    """A warning when ``n`` completed requests are too few for some of ``quantiles`` (None when enough)."""
+    thin = thin_quantiles(n, quantiles)
+    if not thin:
+        return None
+    need = ", ".join(f"a {q} needs >= {min_samples(QUANTILE_LEVELS[q])}" for q in thin)
+    return (f"{label}: {' and '.join(thin)} from only {n:,} completed request{'s' if n != 1 else ''} ({need} to be "
+            f"more than the largest latency seen): not a tail estimate; {remedy}")
+
+
+def sample_warnings(results: Mapping[str, ServingRun], remedy: str = "raise --duration or --rate") -> list[str]:
+    """One :func:`sample_warning` per run of ``results`` whose measured requests are too few for its p99."""
+    return [w for lab, run in results.items() if (w := sample_warning(lab, run.measured, remedy=remedy)) is not None]
+
+
+def near_capacity(ratio: float | None) -> bool:
+    """Whether offered / capacity is near saturation: at least :data:`NEAR_CAPACITY`, not above 1."""
+    return ratio is not None and NEAR_CAPACITY <= ratio <= 1.0
+
+
+def near_capacity_warnings(results: Mapping[str, ServingRun], curves: Mapping[str, Any] | None = None,
+                           curve_requests: int | None = None) -> list[str]:
+    """One warning per run whose offered load is near capacity (:func:`near_capacity`): its percentiles are
+    not steady-state. Where ``curves`` (latency-vs-load curves by label) has a point at the run's own rate,
+    the warning gives that point's p99 (from ``curve_requests`` requests) against the run's."""
+    lines = []
+    for label, run in results.items():
+        ratio = run.load.offered_over_capacity
+        if not near_capacity(ratio):
+            continue
+        metric = "ttft" if run.is_llm else "latency"
+        line = (f"{label}: offered load is {ratio:.3g} of the capacity (>= {NEAR_CAPACITY:g}, near saturation): "
+                f"from an empty system the queue has not reached steady state in {run.measured:,} requests, so "
+                "these percentiles are optimistic and grow with the run length (--duration)")
+        rate = run.load.offered_rps
+        curve = (curves or {}).get(label)
+        point = next((p for p in getattr(curve, "points", ()) if rate and math.isclose(p.rate_rps, rate,
+                                                                                        rel_tol=1e-6)), None)
+        stats = run.stats(metric)
+        if point is not None and stats is not None:
+            far = point.latency_ms(metric, "p99")
+            if far is not None and math.isfinite(far) and math.isfinite(stats.p99) and stats.p99 > 0:
+                runs = f"{curve_requests:,} requests" if curve_requests else "its requests"
+                line += (f"; the latency-vs-load curve at this rate ({runs}) gives {metric} p99 {far:,.1f} ms "
+                         f"against {stats.p99:,.1f} ms here ({far / stats.p99:,.3g}x)")
+        lines.append(line)
+    return lines
+
+
+def kv_limit_notes(results: Mapping[str, ServingRun]) -> list[str]:
+    """One note per LLM run whose KV-cache budget, not max_batch, limits the decode batch."""
+    lines = []
+    for label, run in results.items():
+        kv = run.kv_cache
+        if kv is None or not kv.limits_batch:
+            continue
+        lines.append(f"{label}: the KV cache limits the decode batch to {kv.cap_requests:,} of the largest "
+                     f"requests (max_batch {run.config.max_batch:,}; budget {kv.budget_bytes:,} B, "
+                     f"{kv.largest_request_bytes:,} B per request); {kv.blocked_admissions:,} admissions waited "
+                     "for KV room")
+    return lines
 
 
 def _finite(v: Any) -> bool:

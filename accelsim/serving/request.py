@@ -16,7 +16,13 @@ from accelsim.hardware.model import Hardware
 from accelsim.serving.arrivals import parse_size_spec
 from accelsim.serving.capacity import compare, find_max_rate, latency_vs_load
 from accelsim.serving.config import DEFAULT_DURATION_S, DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, ServingError
-from accelsim.serving.limits import check_serve_args, overload_warnings
+from accelsim.serving.limits import (
+    check_serve_args,
+    kv_limit_notes,
+    near_capacity_warnings,
+    overload_warnings,
+    sample_warnings,
+)
 from accelsim.serving.model import ServingModel
 from accelsim.serving.results import CapacityResult, CapacitySummary, CompareResult, ServeResult
 from accelsim.serving.service import (
@@ -27,7 +33,7 @@ from accelsim.serving.service import (
     plan_exceptions,
     resolve_hardware,
 )
-from accelsim.serving.variants import quality_at_budget
+from accelsim.serving.variants import quality_at_budget, shaky_warnings
 from accelsim.simulation import Simulator
 
 __all__ = ["ServeRequest", "serve", "LOAD_CURVE_SHARES", "paired_decode"]
@@ -157,15 +163,20 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
             rates = [top * f for f in LOAD_CURVE_SHARES]
             curves = {lab: latency_vs_load(m, rates, requests=rq.requests_per_eval, **run_kw)
                       for lab, m in models.items()}
+    remedy = "a longer trace" if rq.trace is not None else "raise --duration or --rate"
+    trust = (*sample_warnings(side_by_side.results, remedy),
+             *near_capacity_warnings(side_by_side.results, curves, rq.requests_per_eval if curves else None),
+             *(shaky_warnings(quality.variants, [quality.budget_ms]) if quality is not None else ()))
     return ServeResult(
         hardware=hw_obj.name, workload=first.info["workload"], decode_workload=first.info.get("decode_workload"),
         mode="llm" if first.is_llm else "batch", set=params, rate_rps=rq.rate,
         duration_s=_trace_span(side_by_side) if rq.duration_s is None else rq.duration_s,
         seed=rq.seed, sparsities=tuple(labels), runtime_config=first.config.to_dict(),
         variability_enabled=cfg.variability.any_enabled,
-        notes=tuple(n for n in (first.info.get("note"), group_note(hw_obj), plan_note) if n),
+        notes=(*(n for n in (first.info.get("note"), group_note(hw_obj), plan_note) if n),
+               *kv_limit_notes(side_by_side.results), *trust),
         comparison=side_by_side,
-        warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results)), capacity=capacity,
+        warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results), *trust), capacity=capacity,
         quality=quality,
         latency_vs_load=curves, clock=_service_clocks(models))
 

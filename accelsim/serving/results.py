@@ -105,9 +105,11 @@ class LoadPoint:
 
 @dataclass(frozen=True)
 class LoadCurve:
-    """A latency-vs-load curve: one point per arrival rate (the same seeded path, scaled in time)."""
+    """A latency-vs-load curve: one point per arrival rate (the same seeded path, scaled in time), each point
+    from ``requests_per_point`` requests (None where not recorded)."""
 
     points: tuple[LoadPoint, ...]
+    requests_per_point: int | None = None
 
     def to_rows(self) -> list[dict[str, Any]]:
         """One plain row per point."""
@@ -352,4 +354,6 @@ class ServeResult:
             out["quality"] = self.quality.to_dict()
         if self.latency_vs_load is not None:
             out["latency_vs_load"] = {lab: c.to_rows() for lab, c in self.latency_vs_load.items()}
+            per_point = {c.requests_per_point for c in self.latency_vs_load.values()}
+            out["latency_vs_load_requests_per_point"] = per_point.pop() if len(per_point) == 1 else None
         return out

@@ -28,6 +28,7 @@ from accelsim.serving.config import (
     RuntimeConfig,
     ServingError,
 )
+from accelsim.serving.limits import NEAR_CAPACITY, near_capacity, sample_warning
 from accelsim.serving.model import ServingModel
 from accelsim.serving.results import BudgetVerdict, QualityResult, VariantOutcome
 from accelsim.serving.service import check_served, resolve_hardware
@@ -273,14 +274,39 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
         stats = res.stats(vf.latency)
         if stats is None:
             raise ConfigError(src, "latency", f"{vf.latency} is not measured for {v.name} (one-shot model)")
-        note = None
+        notes = []
         if res.load.overloaded:
-            note = ("overloaded: offered load above capacity, the queue grows for the whole run; counted as "
-                    "missing any budget")
+            notes.append("overloaded: offered load above capacity, the queue grows for the whole run; counted as "
+                         "missing any budget")
+        elif near_capacity(res.load.offered_over_capacity):
+            notes.append(f"near capacity: offered load {res.load.offered_over_capacity:.3g} of capacity (>= "
+                         f"{NEAR_CAPACITY:g}); its {quantile} is not steady-state and grows with the requests "
+                         "simulated, so a verdict on it may flip with more")
+        more = "raise --requests" if requests is not None else "raise --duration or --rate"
+        thin = sample_warning("its latency", res.measured, (quantile,), remedy=more)
+        if thin is not None:
+            notes.append("too few requests: " + thin.removeprefix("its latency: "))
+        note = "; ".join(notes) or None
         rows.append(VariantOutcome(**base, sparsity=model.sparsity, value_ms=stats.quantile(quantile),
                                    p50_ms=stats.p50, utilisation=res.utilisation, overloaded=res.load.overloaded,
                                    note=note))
     return vf, rate, metric, hib, tuple(rows)
+
+
+_SHAKY = ("too few requests", "near capacity")
+
+
+def shaky_warnings(rows: Sequence[VariantOutcome], budgets_ms: Sequence[float]) -> list[str]:
+    """Where a verdict rests on latencies that do not mean what they say: each variant whose quantile comes from
+    too few requests (limits.min_samples) or whose offered load is near capacity (not steady-state), then one
+    line per budget naming them."""
+    shaky = {r.name: r.note for r in rows if r.fits and r.note and any(k in r.note for k in _SHAKY)}
+    if not shaky:
+        return []
+    out = [f"{name}: {note}" for name, note in shaky.items()]
+    for b in budgets_ms:
+        out.append(f"verdict at {b:g} ms rests on {', '.join(shaky)}: it may change with more requests")
+    return out
 
 
 def _better(a: float, b: float, hib: bool) -> bool:
