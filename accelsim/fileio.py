@@ -133,6 +133,13 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return False
 
 
+def refuse_input_targets(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """OutputError when one of ``paths`` (files a command is about to write) is one of its inputs
+    (:func:`inputs_protected`): said before the work, not after it."""
+    for p in paths:
+        _refuse_an_input(Path(p), Path(p))
+
+
 def _refuse_an_input(given: Path, target: Path) -> None:
     for path in _INPUTS.get():
         if same_file(target, path):

@@ -419,6 +419,23 @@ def test_a_folder_command_never_replaces_its_own_input(capsys, tmp_path, command
     assert src.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
+@pytest.mark.parametrize("command, name, extra, target", [
+    ("serve", "latency_cdf.png", ["--rate", "100", "--duration", "2"], "accelsim.cli.serve.serve"),
+    ("report", "report.md", ["--sparsity", "2:4"], "accelsim.cli.analysis.build_report"),
+], ids=["serve", "report"])
+def test_an_input_in_the_way_is_refused_before_any_simulation(capsys, tmp_path, monkeypatch, command, name, extra,
+                                                             target):
+    """serve and report ran the whole simulation and only then refused to replace their own input."""
+    def must_not_run(*args, **kwargs):
+        raise AssertionError(f"{command} simulated before refusing the output")
+
+    monkeypatch.setattr(target, must_not_run)
+    src = tmp_path / name
+    src.write_text((ROOT / "workloads" / "gemm-microbench.yaml").read_text())
+    line = fails(capsys, command, "--hw", TPU, "--workload", src, "-o", tmp_path, *extra)
+    assert f"{src}: cannot write: it is this command's input" in line
+
+
 def test_write_all_refuses_a_protected_input_and_writes_nothing(tmp_path) -> None:
     from accelsim.errors import OutputError
     from accelsim.fileio import inputs_protected, write_all

@@ -33,7 +33,7 @@ from accelsim.fileio import atomic_open, resolve_target, write_all
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.report import plots
-from accelsim.report.deploy import report_files, summary_lines
+from accelsim.report.deploy import REPORT_FILES, report_files, summary_lines
 from accelsim.report.reality_chart import chart_files, render_reality_check, text_bars
 from accelsim.report.trace import DEFAULT_MAX_EVENTS, stream_trace
 from accelsim.results import RunResult, dumps_finite
@@ -130,6 +130,7 @@ def report_command(hw_path: str, workload_path: str, out_dir: str, sparsity: str
 
 def cmd_report(args: argparse.Namespace) -> int:
     """The deployment report; exit 3 with --fail-on-breach when the quality guardrail trips."""
+    require_folder(args.out, REPORT_FILES)
     bar, update = progress_bar(0, "stage")
     try:
         paths, lines = report_command(args.hw, args.workload, args.out, args.sparsity, args.set, args.hw_set,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError, OutputError
-from accelsim.fileio import Files, dumps_finite, same_file, write_all, write_atomic
+from accelsim.fileio import Files, dumps_finite, refuse_input_targets, same_file, write_all, write_atomic
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.workloads.model import Workload, load_workload
@@ -67,10 +67,13 @@ def warn(warnings: list[str]) -> None:
         print(f"accelsim: warning: {warning}", file=sys.stderr)
 
 
-def require_folder(out: str | None) -> None:
-    """OutputError, before any simulation, when ``-o`` (a folder for this command) names an existing file."""
+def require_folder(out: str | None, writes: Sequence[str] = ()) -> None:
+    """OutputError, before any simulation, when ``-o`` (a folder for this command) names an existing file, or
+    when one of the files the command ``writes`` there (names) is one of its inputs."""
     if out and Path(out).exists() and not Path(out).is_dir():
         raise OutputError(out, "exists and is not a folder (-o takes a directory)")
+    if out:
+        refuse_input_targets(Path(out) / name for name in writes)
 
 
 def finish_folder_command(command: str, data: dict[str, Any], text: str, files: Files | None,

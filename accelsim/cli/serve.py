@@ -144,7 +144,7 @@ def request_from_args(args: argparse.Namespace) -> ServeRequest:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Simulate serving (dense beside sparse), write serve.json and the plots with -o, print the figures."""
-    require_folder(args.out)
+    require_folder(args.out, ("serve.json", "latency_cdf.png", "latency_vs_load.png"))
     bar, update = progress_bar(0, "run") if args.find_max_rate else (None, None)
     try:
         result = serve(request_from_args(args), progress=update)

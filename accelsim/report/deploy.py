@@ -47,6 +47,10 @@ def report_json(report: DeploymentReport) -> str:
     return json.dumps(report.to_dict(), indent=2, sort_keys=False, allow_nan=False) + "\n"
 
 
+REPORT_FILES = ("report.json", "report.md", "report.html", "pruning_schedule.png", f"{BASENAME}.png",
+                f"{BASENAME}.svg")  # what report_files renders, in order
+
+
 def report_files(report: DeploymentReport) -> dict[str, bytes]:
     """Every file of the report, rendered in memory: ``{file name: bytes}`` in the order to write them."""
     fig_rc, _ = render_reality_check(report.reality_check)
