@@ -17,8 +17,9 @@ from accelsim.serving.limits import NEAR_CAPACITY, near_capacity
 from accelsim.textsafe import printable
 
 
-def format_serve(result: ServeResult) -> str:
-    """Dense and sparse serving figures side by side, capacity at SLA, quality at equal budget."""
+def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
+    """Dense and sparse serving figures side by side, capacity at SLA, quality at equal budget (``hw_set``: the
+    --hw-set overrides, named beside the config)."""
     labels = list(result.sparsities)
     res = result.results
     llm = result.mode == "llm"
@@ -30,8 +31,9 @@ def format_serve(result: ServeResult) -> str:
                 + (f", {rate:g} req/s" if rate is not None else "") + ")")
     else:
         load = f"{result.rate_rps} req/s for {result.duration_s} s"
-    lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}, {load} (seed {result.seed}, "
-             f"variability {'on' if result.variability_enabled else 'off'})"]
+    changed = f" (--hw-set {printable(', '.join(hw_set))})" if hw_set else ""
+    lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}{changed}, {load} "
+             f"(seed {result.seed}, variability {'on' if result.variability_enabled else 'off'})"]
     metric_rows: list[tuple[str, Callable[[ServingRun], float | None]]] = []
     if llm:
         for m in ("ttft", "tpot"):
@@ -153,8 +155,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             bar.close()
     warn(list(result.warnings))
     files = serve_files(Path(args.out), result) if args.out is not None else None
-    return finish_folder_command("serve", result.to_dict(), format_serve(result), files, args.format == "json",
-                                 default=float)
+    return finish_folder_command("serve", result.to_dict(), format_serve(result, args.hw_set), files,
+                                 args.format == "json", default=float)
 
 
 def add_serve(sub: options.Subparsers) -> None:
