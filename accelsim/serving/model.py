@@ -41,14 +41,12 @@ from accelsim.serving.run_record import (
     VariabilityReport,
 )
 from accelsim.serving.service import (
-    PLAN_LABEL,
     SimulatedService,
     assign_set_params,
     canonical_pattern,
-    has_layer_plan,
     kv_bytes_per_token,
-    plan_exceptions,
     resolve_hardware,
+    workload_plan,
 )
 from accelsim.serving.stats import cdf, sla_outcome, stats_ms
 from accelsim.serving.variability import seed_streams
@@ -113,9 +111,7 @@ class ServingModel:
             dec = SimulatedService(hw_obj, decode_workload, sp, size_param="kv_len", policy=policy, simulator=sim,
                                    hw_source=hw_src)
         assign_set_params(svc, dec, sets)
-        top = canonical_pattern(svc.data.get("sparsity"))
-        label = sp or (PLAN_LABEL if has_layer_plan(workload) or (top not in (None, "dense")
-                                                                  and plan_exceptions(workload)) else top or "dense")
+        label = sp or workload_plan(workload).label or "dense"
         info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
                                 "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}
         if decode_workload is None:

@@ -29,9 +29,8 @@ from accelsim.serving.service import (
     PLAN_LABEL,
     canonical_pattern,
     group_note,
-    has_layer_plan,
-    plan_exceptions,
     resolve_hardware,
+    workload_plan,
 )
 from accelsim.serving.variants import quality_at_budget, shaky_warnings
 from accelsim.simulation import Simulator
@@ -126,17 +125,15 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         if sp != "dense":
             override[sp] = sp
     else:  # no --sparsity: the workload's own plan beside dense, as 'accelsim run' runs it with no --sparsity
-        plan_top = canonical_pattern(configio.read_yaml(wl)[0].get("sparsity"))
-        exceptions = plan_exceptions(wl) if plan_top not in (None, "dense") else []
-        if plan_top not in (None, "dense") and not exceptions:
-            override[plan_top] = None
-        elif plan_top not in (None, "dense") or has_layer_plan(wl):
-            override[PLAN_LABEL] = None
+        plan = workload_plan(wl)
+        if plan.label is not None:
+            override[plan.label] = None
+        if plan.label == PLAN_LABEL:
             plan_note = (f"{PLAN_LABEL}: the workload's own per-layer sparsity plan (each layer's sparsity:), as "
                          "'accelsim run' runs it with no --sparsity")
-            if exceptions:
-                plan_note = (f"{PLAN_LABEL}: the workload's sparsity {plan_top} on every weight layer but "
-                             f"{_listed(exceptions)} (their own sparsity:), as 'accelsim run' runs it with no "
+            if plan.exceptions:
+                plan_note = (f"{PLAN_LABEL}: the workload's sparsity {plan.top} on every weight layer but "
+                             f"{_listed(plan.exceptions)} (their own sparsity:), as 'accelsim run' runs it with no "
                              "--sparsity")
     labels = list(override)
     models = {lab: ServingModel.from_files(hw_obj, wl, override[lab], config=cfg, set_params=params,

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["ServedWorkload", "SimulatedService", "assign_set_params", "check_served", "canonical_pattern",
            "resolve_hardware", "kv_bytes_per_token", "PLAN_LABEL",
-           "has_layer_plan", "plan_exceptions", "group_note"]
+           "WorkloadPlan", "workload_plan", "group_note"]
 
 PLAN_LABEL = "workload plan"  # a deployment run on the workload's own per-layer sparsity plan (no one pattern)
 
@@ -177,26 +178,34 @@ class SimulatedService(ServedWorkload):
         return len(self._cache)
 
 
-def has_layer_plan(workload: str | Path) -> bool:
-    """Whether ``workload``'s own plan asks some layer for an N:M pattern without a top-level ``sparsity``
-    (layers that each say their own), at the file's default parameters."""
-    data, _ = configio.read_yaml(workload)
-    if "layers" not in data or canonical_pattern(data.get("sparsity")) not in (None, "dense"):
-        return False
-    data = {k: v for k, v in data.items() if k != "quality" or "quality" in Workload.model_fields}
-    return workload_from_dict(data, str(workload), {}).planned_patterns()
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """A workload file's own sparsity plan, at its default parameters (what 'accelsim run' runs with no --sparsity)."""
+
+    top: str | None  # the top-level ``sparsity:`` (None: none)
+    planned: bool  # some layer asks for an N:M pattern
+    exceptions: tuple[str, ...]  # layers whose own ``sparsity:`` differs from a top-level pattern, 'name (pattern)'
+
+    @property
+    def label(self) -> str | None:
+        """What serve calls the plan's run: the top-level pattern when every layer takes it, ``PLAN_LABEL`` when
+        layers say their own; None when the plan runs dense."""
+        if self.top not in (None, "dense"):
+            return PLAN_LABEL if self.exceptions else self.top
+        return PLAN_LABEL if self.planned else None
 
 
-def plan_exceptions(workload: str | Path) -> list[str]:
-    """The layers of ``workload`` (at the file's default parameters) whose own ``sparsity:`` differs from the
-    top-level one, as 'name (pattern)'; empty when the file has no top-level sparsity or no layer differs."""
+def workload_plan(workload: str | Path) -> WorkloadPlan:
+    """Read ``workload``'s own sparsity plan (one read, one expansion at the file's default parameters)."""
     data, _ = configio.read_yaml(workload)
     top = canonical_pattern(data.get("sparsity"))
-    if "layers" not in data or top is None:
-        return []
+    if "layers" not in data:
+        return WorkloadPlan(top, False, ())
     data = {k: v for k, v in data.items() if k != "quality" or "quality" in Workload.model_fields}
     wl = workload_from_dict(data, str(workload), {})
-    return [f"{lay.name} ({lay.sparsity})" for lay in wl.layers if lay.sparsity is not None and lay.sparsity != top]
+    exceptions = tuple(f"{lay.name} ({lay.sparsity})" for lay in wl.layers
+                       if top not in (None, "dense") and lay.sparsity is not None and lay.sparsity != top)
+    return WorkloadPlan(top, wl.planned_patterns(), exceptions)
 
 
 def canonical_pattern(value: Any) -> str | None:
