@@ -275,16 +275,17 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
                         f"min_clock_fraction {cap.min_clock_fraction:g}: they run at that floor, above the cap")
     system = None
     if plan is not None:
-        results, comm = with_collectives(results, plan, hw)
-        dense_total += comm
+        results, dense_comm = with_collectives(results, bases, plan, hw)
+        dense_total += sum(d.cycles["total"] for d in dense_comm.values())
         system = system_summary(plan, hw, results)
         warnings.extend(plan.notes)
         if hw.energy is not None and results and results[0].energy is not None:
-            for i, r in enumerate(results):  # the device idles at its static power while the collective runs
-                if r.path == "communication":
-                    e = layer_energy(r, hw, model.dtype)
-                    results[i] = dataclasses.replace(r, energy=rounded(
-                        {**e, "dense_total_j": e["total_j"], "energy_ratio_vs_dense": 1.0}))
+            for i, d in dense_comm.items():  # the device idles at its static power while the collective runs
+                e = layer_energy(results[i], hw, model.dtype)
+                dense_j = layer_energy(d, hw, model.dtype)["total_j"]
+                results[i] = dataclasses.replace(results[i], energy=rounded(
+                    {**e, "dense_total_j": dense_j, "energy_ratio_vs_dense": dense_j / e["total_j"] if e["total_j"]
+                     else 1.0}))
             warnings.append("interconnect energy is not modelled: a collective costs each device its static power "
                             "for its time, no link or switch energy")
     fp = footprint(model, kernels, hw)
@@ -344,20 +345,27 @@ def communication_result(name: str, kind: str, message_bytes: int, hw: Hardware,
                 "seconds": float(f"{seconds:.12g}"), "hidden_cycles": full - shown}, tiles=tiles)
 
 
-def with_collectives(results: list[KernelResult], plan: TensorParallelPlan,
-                     hw: Hardware) -> tuple[list[KernelResult], int]:
-    """``results`` (one device's shard) with each collective of ``plan`` after its layer; and their cycles."""
-    after: dict[int, list[KernelResult]] = {}
-    total = 0
+def with_collectives(results: list[KernelResult], bases: list[KernelResult], plan: TensorParallelPlan,
+                     hw: Hardware) -> tuple[list[KernelResult], dict[int, KernelResult]]:
+    """``results`` (one device's shard) with each collective of ``plan`` after its layer; and, by its index there,
+    each collective as the dense baseline runs it (``bases``: each layer's dense baseline, as ``results``).
+
+    Under ``interconnect.overlap: producer`` a collective hides behind its producer, which the sparse run and the
+    dense baseline run at different speeds: each collective's ``dense_cycles`` is its time behind the dense
+    producer, so the run's dense baseline is the dense run's."""
+    after: dict[int, list[tuple[KernelResult, KernelResult]]] = {}
     for c in plan.collectives:
         res = communication_result(c.name, c.kind, c.message_bytes, hw, results[c.producer].cycles["total"])
-        after.setdefault(c.after, []).append(res)
-        total += res.cycles["total"]
+        dense = communication_result(c.name, c.kind, c.message_bytes, hw, bases[c.producer].cycles["total"])
+        after.setdefault(c.after, []).append((res.replace(dense_cycles=dense.cycles["total"]), dense))
     out: list[KernelResult] = []
+    dense_of: dict[int, KernelResult] = {}
     for i, res in enumerate(results):
         out.append(res)
-        out.extend(after.get(i, ()))
-    return out, total
+        for comm, dense in after.get(i, ()):
+            dense_of[len(out)] = dense
+            out.append(comm)
+    return out, dense_of
 
 
 def system_summary(plan: TensorParallelPlan, hw: Hardware, results: list[KernelResult]) -> dict[str, Any]:
