@@ -127,6 +127,40 @@ def test_under_overlap_producer_a_sparse_runs_dense_baseline_is_the_dense_run() 
         assert r.speedup_vs_dense == (r.baseline_cycles / r.cycles["total"] if r.cycles["total"] else 1.0)
 
 
+def test_a_report_under_overlap_producer_compares_against_the_dense_run() -> None:
+    # the report checks the dense run against the sparse run's dense baseline: under overlap producer they
+    # disagreed and the report died with a traceback
+    from accelsim.analysis.deployment import build_report
+
+    hw = load_hardware(HW / "8xa100-like.yaml", ["system.devices=4", "system.interconnect.overlap=producer"])
+    model = load_workload(WL / "bert-base.yaml", {"batch": 1, "seq": 32})
+    rep = build_report(model, hw, "2:4")
+    sparse, dense = run(model, hw, "2:4"), run(model, hw, "dense")
+    assert rep.pruning_schedule.run_speedup == pytest.approx(dense.total_cycles / sparse.total_cycles, rel=1e-6)
+
+
+def test_a_report_whose_dense_runs_disagree_fails_in_one_line(capsys, monkeypatch, tmp_path: Path) -> None:
+    """The report's dense run and the sparse run's dense baseline must agree; if they ever do not (a simulator
+    bug) the report says so in one line, with both totals, instead of a traceback."""
+    from conftest import cli, one_line_error
+
+    import accelsim.analysis.deployment as deployment
+
+    def skewed(model, hw, sparsity, **kw):  # the dense run one cycle off in its first layer
+        res = run(model, hw, sparsity, **kw)
+        if sparsity == "dense":
+            first = res.layers[0]
+            res.layers[0] = first.replace(cycles={**first.cycles, "total": first.cycles["total"] + 1})
+        return res
+
+    monkeypatch.setattr(deployment, "run", skewed)
+    code, _, err = cli(capsys, "report", "--hw", HW / "tpu-like.yaml", "--workload", WL / "gemm-microbench.yaml",
+                       "--sparsity", "2:4", "-o", tmp_path / "out")
+    line = one_line_error(err)
+    assert code == 2 and "internal inconsistency: the dense run takes" in line and "2:4 run's dense baseline" in line
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_trace_draws_collectives_on_their_own_track(h100x8) -> None:
     model = load_workload(WL / "llama3-8b-decode.yaml", {"batch": 1, "kv_len": 128})
     res = run(model, h100x8, keep_tiles=True)

@@ -394,10 +394,12 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
     dense = run(model, hw, "dense", hw_source=source, simulator=sim)
     step()
     dense_cycles = [r.cycles["total"] for r in dense.layers]
-    if sum(dense_cycles) != real.dense_total_cycles:  # pragma: no cover - an engine invariant
-        raise RuntimeError("the dense run and the sparse run's dense baselines disagree")
-    pattern = _run_pattern(real, sparsity)
     label = sparsity or f"workload plan ({plan_text(real.layers)})"
+    if sum(dense_cycles) != real.dense_total_cycles:  # an engine invariant: every speedup below divides by both
+        raise AccelsimError(f"internal inconsistency: the dense run takes {sum(dense_cycles):,} cycles but the "
+                            f"{label} run's dense baseline takes {real.dense_total_cycles:,}; the report would "
+                            "mix them (please report this with the command)")
+    pattern = _run_pattern(real, sparsity)
     rc = reality_check(model, hw, sparsity, policy=policy, hw_source=source, hw_set=hw_set)
     step()
 
