@@ -73,6 +73,30 @@ def test_moe_experts_are_split_inside_and_reduced_after_the_combine() -> None:
     assert moe[0].message_bytes == 8 * 4096 * 2
 
 
+def test_a_row_gemms_all_reduce_comes_before_the_first_op_that_reads_its_partial_sums(tmp_path: Path) -> None:
+    # BERT's distinct GEMMs: ffn2's partial sums feed the (replicated) pooler and qa_outputs, which ran first
+    hw = load_hardware(HW / "8xa100-like.yaml")
+    res = run(load_workload(WL / "bert-base-gemms.yaml"), hw)
+    assert [r.name for r in res.layers] == ["attn_proj", "ffn1", "ffn2", "ffn2.all_reduce", "pooler", "qa_outputs"]
+    # a row GEMM straight after another reads its partial sums too; the next MoE expert's column GEMMs do not
+    from accelsim.workloads.model import workload_from_dict
+
+    gemm = {"op": "gemm", "n": 64}
+    model = workload_from_dict({"name": "rows", "dtype": "bf16", "layers": [
+        {**gemm, "name": "a.fc1", "m": 1024, "k": 256}, {**gemm, "name": "a.fc2", "m": 256, "k": 1024},
+        {**gemm, "name": "b.o_proj", "m": 256, "k": 256}]})
+    plan = split(model, 4)
+    names = [lay.name for lay in plan.workload.layers]
+    assert [(c.name, names[c.after], c.producer) for c in plan.collectives] == [
+        ("a.fc2.all_reduce", "a.fc2", 1), ("b.o_proj.all_reduce", "b.o_proj", 2)]
+    moe = split(load_workload(WL / "mixtral-8x7b-decode.yaml", {"batch": 8}), 8)
+    moe_names = [lay.name for lay in moe.workload.layers]
+    block = [c for c in moe.collectives if c.name.startswith("layers.0.")]
+    assert [(c.name, moe_names[c.after]) for c in block] == [
+        ("layers.0.o_proj.all_reduce", "layers.0.o_proj"),
+        ("layers.0.block_sparse_moe.combine.all_reduce", "layers.0.block_sparse_moe.combine")]
+
+
 def test_a_tp_run_carries_communication_per_layer_and_in_totals(h100x8) -> None:
     model = load_workload(WL / "llama3-8b-decode.yaml", {"batch": 8, "kv_len": 512})
     res = run(model, h100x8, "2:4")

@@ -17,8 +17,10 @@ Here, on the layers of a loaded workload, by each GEMM's *role* (:data:`ROLES`, 
   N / kv_heads devices (its K/V projection, cache writes and cache reads included).
 - row-parallel (``k / N``), then an all-reduce: ``o_proj``, ``down_proj``, ``fc2`` and the experts' ``w2``
   (``attn_out``, ``ffn2``). The
-  all-reduce comes before the next op that is not part of the block (the residual add); a MoE block's
-  ``combine`` sums its experts' partial outputs first, so its all-reduce follows the combine.
+  all-reduce comes before the next op that reads the partial sums: any op but a column-parallel GEMM (the
+  residual add, a replicated GEMM such as a pooler, another row-parallel GEMM); a MoE block's ``combine``
+  sums its experts' partial outputs first (the next expert's column GEMMs read the block's input), so its
+  all-reduce follows the combine.
 - vocab-parallel: ``embed_tokens`` (``vocab / N`` rows per device, then an all-reduce of tokens x dim) and
   ``lm_head`` (``m = vocab / N``, then an all-gather of the logits).
 - replicated: the MoE router (``gate``), and any GEMM, conv or matmul with no role (said in ``notes``).
@@ -325,7 +327,9 @@ class _Splitter:
             block = blocks.get(i)
             if block is not None:
                 self.enter(block)
-            if self.state == "partial" and role != COLUMN and not combine and layer.op not in ("gemm", "conv2d"):
+            # the partial sums are all-reduced before the first op that reads them: any but a column GEMM (the
+            # next MoE expert's, which reads the block's input) and the combine (which sums the experts first)
+            if self.state == "partial" and not (role == COLUMN and layer.op == "gemm") and not combine:
                 self.close(layer)
             if layer.op in ("gemm", "conv2d"):
                 new = self.gemm(layer, role if layer.op == "gemm" else None, block)
