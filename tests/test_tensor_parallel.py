@@ -97,6 +97,21 @@ def test_a_row_gemms_all_reduce_comes_before_the_first_op_that_reads_its_partial
         ("layers.0.block_sparse_moe.combine.all_reduce", "layers.0.block_sparse_moe.combine")]
 
 
+def test_vector_ops_of_a_rounded_up_shard_match_its_gemm() -> None:
+    # Qwen2.5-7B's MLP (18944) over 28 devices: gate_proj rounds up to 677 rows; SiLU and the gate multiply
+    # run on those 677 x tokens outputs, not on 18944 x tokens / 28 rounded
+    model = load_workload(WL / "qwen2.5-7b-prefill.yaml", {"seq": 64})
+    plan = split(model, 28)
+    by = {lay.name: lay for lay in plan.workload.layers}
+    gate = by["layers.0.gate_proj"]
+    assert (gate.m, gate.n) == (677, 64)
+    for name in ("layers.0.silu", "layers.0.gate_mul"):
+        assert by[name].elements == gate.m * gate.n, name
+    assert any("rounded up to the largest shard" in n for n in plan.notes)
+    even = {lay.name: lay for lay in split(model, 4).workload.layers}  # N divides the MLP: 1 / N, as before
+    assert even["layers.0.silu"].elements == 18944 * 64 // 4
+
+
 def test_a_tp_run_carries_communication_per_layer_and_in_totals(h100x8) -> None:
     model = load_workload(WL / "llama3-8b-decode.yaml", {"batch": 8, "kv_len": 512})
     res = run(model, h100x8, "2:4")

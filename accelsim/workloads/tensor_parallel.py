@@ -26,8 +26,9 @@ Here, on the layers of a loaded workload, by each GEMM's *role* (:data:`ROLES`, 
 - replicated: the MoE router (``gate``), and any GEMM, conv or matmul with no role (said in ``notes``).
 
 Vector ops between a column- and a row-parallel GEMM (SiLU, gate multiply) run on ``1 / N`` of their
-elements; rotary embeddings (:data:`QK_OPS`, by name: ``rotary``, ``rope``, ``rotary_emb``; elements
-``tokens x (heads + K/V heads) x head dim``) on the device's query heads and the K/V heads it holds,
+elements (on the column GEMM's rounded-up shard when N does not divide its ``m``); rotary embeddings
+(:data:`QK_OPS`, by name: ``rotary``, ``rope``, ``rotary_emb``; elements ``tokens x (heads + K/V heads) x
+head dim``) on the device's query heads and the K/V heads it holds,
 ``tokens x (heads / N + K/V heads per device) x head dim`` (with replicated K/V heads more than ``1 / N``);
 KV-cache writes on the device's K/V heads, the score ops of an attention group on exactly the elements of the
 device's QK^T shard (so the group still fuses); the others (norms, residual adds) on all of them on every
@@ -227,6 +228,7 @@ class _Splitter:
         self.block: _Block | None = None  # the attention block being split (its heads)
         self.state = "full"  # full | split (after a column GEMM) | partial (after a row GEMM)
         self.pending: tuple[int, int] = (0, 0)  # (message bytes, producer index) of the open all-reduce
+        self.rounded: tuple[int, int] | None = None  # (m, device m) of the last column GEMM when rounded up
 
     def note(self, text: str) -> None:
         self.notes[text] = self.notes.get(text, 0) + 1
@@ -257,6 +259,7 @@ class _Splitter:
         short = _short(layer)
         if role == COLUMN:
             self.state = "split"
+            self.rounded = None
             kind = PROJECTIONS.get(short) if block is not None else None
             if block is not None and block.kv_heads is not None:
                 hd, kv = block.head_dim, block.kv_heads
@@ -265,7 +268,10 @@ class _Splitter:
                 if kind == _QKV and block.heads is not None and layer.m == (block.heads + 2 * kv) * hd:
                     m = (block.heads // self.n + 2 * _kv_dev(kv, self.n)) * hd
                     return layer.model_copy(update={"m": m})
-            return layer.model_copy(update={"m": self.div(layer.m, f"{short} m")})
+            m = self.div(layer.m, f"{short} m")
+            if layer.m % self.n:  # the vector ops on its output run on the same rounded-up shard
+                self.rounded = (layer.m, m)
+            return layer.model_copy(update={"m": m})
         if role == ROW:
             new = layer.model_copy(update={"k": self.div(layer.k, f"{short} k")})
             self.state = "partial"
@@ -303,6 +309,9 @@ class _Splitter:
             return layer.model_copy(update={"elements": layer.elements // kv * _kv_dev(kv, self.n)})
         if _short(layer) in QK_OPS and self.block is not None:
             return self.qk_vector(layer, self.block)
+        if self.rounded is not None and layer.elements % self.rounded[0] == 0:  # rows of the rounded-up shard
+            full, shard = self.rounded
+            return layer.model_copy(update={"elements": layer.elements // full * shard})
         return layer.model_copy(update={"elements": _ceil_div(layer.elements, self.n)})
 
     def qk_vector(self, layer: Any, block: _Block) -> Any:
