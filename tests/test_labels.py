@@ -218,6 +218,30 @@ def test_csv_attention_batch_and_fused_ops() -> None:
     assert rows["encoder.0.q"]["fused"] == "False" and rows["encoder.0.q"]["batch"] == "1"
 
 
+def test_csv_carries_the_json_layers_sizes_dense_cycles_and_energy() -> None:
+    # a system run has every kind of row: GEMMs, vector ops (elements), collectives (message_bytes, devices)
+    res = run(load_workload(WL / "bert-base.yaml", {"batch": 1, "seq": 32}),
+              load_hardware(HW / "8xa100-like.yaml", ["system.devices=4"]), "2:4")
+    rows = list(csv.DictReader(io.StringIO(format_csv(res))))
+    layers = res.body()["layers"]
+    assert [r["name"] for r in rows] == [lay["name"] for lay in layers]
+    kinds = set()
+    for r, lay in zip(rows, layers, strict=True):
+        fused = r["fused"] == "True"
+        for key in ("elements", "message_bytes", "devices"):
+            assert r[key] == ("" if fused or key not in lay["shape"] else str(lay["shape"][key])), (r["name"], key)
+            if r[key]:
+                kinds.add(key)
+        assert int(r["dense_cycles"]) == lay["dense_cycles"]
+        assert float(r["energy_j"]) == lay["energy"]["total_j"]
+        assert float(r["dense_energy_j"]) == lay["energy"]["dense_total_j"]
+    assert kinds == {"elements", "message_bytes", "devices"}
+    assert any(float(r["dense_energy_j"]) != float(r["energy_j"]) for r in rows)  # 2:4 ran somewhere
+    plain = run(load_workload(WL / "gemm-microbench.yaml"), load_hardware(HW / "scalesim-32x32-os.yaml"))
+    assert plain.layers[0].energy is None  # no energy table: the columns stay, empty
+    assert {(r["energy_j"], r["dense_energy_j"]) for r in csv.DictReader(io.StringIO(format_csv(plain)))} == {("", "")}
+
+
 def test_report_says_fused_and_matrix_agrees_with_by_op_type(capsys: pytest.CaptureFixture[str]) -> None:
     rep = _report("bert16")
     rows = tables(rep)["layers_top"][1]

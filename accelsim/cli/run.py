@@ -163,12 +163,15 @@ def format_table(result: RunResult, hw_set: list[str] | None = None) -> str:
 
 
 # m, n, k, batch and gemms describe the product: macs = m * n * k * batch * gemms (gemms: 2 for fused attention,
-# QK^T and PV; else 1); an op fused into the attention kernel above it has fused True and no shape of its own
-CSV_FIELDS = ["name", "op", "m", "n", "k", "batch", "gemms", "fused", "path", "pattern_requested", "pattern_executed",
-              "reason", "cycles_total", "cycles_compute", "cycles_stall_memory", "cycles_stall_decode", "cycles_launch",
-              "macs", "macs_executed", "utilization", "dram_a_values", "dram_a_metadata", "dram_b", "dram_c",
-              "sram_a_values", "sram_a_metadata", "sram_b", "sram_c", "binding", "speedup_vs_dense", "clock_ghz",
-              "power_capped"]
+# QK^T and PV; else 1); an op fused into the attention kernel above it has fused True and no shape of its own.
+# elements: a vector op's (a depthwise conv on the vector unit has both); message_bytes and devices: a collective's.
+# energy_j and dense_energy_j: the layer's energy and its dense baseline's (empty without an energy table)
+CSV_FIELDS = ["name", "op", "m", "n", "k", "batch", "gemms", "elements", "message_bytes", "devices", "fused", "path",
+              "pattern_requested", "pattern_executed", "reason", "cycles_total", "cycles_compute",
+              "cycles_stall_memory", "cycles_stall_decode", "cycles_launch", "macs", "macs_executed", "utilization",
+              "dram_a_values", "dram_a_metadata", "dram_b", "dram_c", "sram_a_values", "sram_a_metadata", "sram_b",
+              "sram_c", "binding", "speedup_vs_dense", "dense_cycles", "clock_ghz", "power_capped", "energy_j",
+              "dense_energy_j"]
 
 
 def format_csv(result: RunResult) -> str:
@@ -184,13 +187,16 @@ def format_csv(result: RunResult) -> str:
         dims: list[object] = ["", "", "", "", ""]
         if "m" in shp and not fused:
             dims = [shp["m"], shp["n"], shp["k"], shp.get("batch", 1), 2 if lay["op"] == "attention" else 1]
-        w.writerow([lay["name"], lay["op"], *dims, fused, lay["path"],
+        sizes = ["" if fused else shp.get(key, "") for key in ("elements", "message_bytes", "devices")]
+        energy = lay.get("energy") or {}
+        w.writerow([lay["name"], lay["op"], *dims, *sizes, fused, lay["path"],
                     lay["pattern_requested"] or "", lay["pattern_executed"] or "", lay["reason"] or "",
                     c["total"], c["compute"], c["stall_memory"], c["stall_decode"], c["launch"], lay["macs"],
                     lay["macs_executed"], lay["utilization"], d["a_values"], d["a_metadata"], d["b"], d["c"],
                     s["a_values"], s["a_metadata"], s["b"], s["c"], lay["binding"], lay["speedup_vs_dense"],
-                    lay["clock"]["ghz"] if "clock" in lay else "",
+                    lay["dense_cycles"], lay["clock"]["ghz"] if "clock" in lay else "",
                     lay["clock"]["power_capped"] if "clock" in lay else "",
+                    energy.get("total_j", ""), energy.get("dense_total_j", ""),
                     *([c.get("communication", 0)] if comm else [])])
     return buf.getvalue()
 
