@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
-import importlib.metadata
 import json
 import math
-import platform
-import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -25,10 +20,10 @@ from accelsim.errors import AccelsimError
 from accelsim.fileio import dumps_finite  # noqa: F401 (re-exported: results' writers import it from here)
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import hardware_from_dict
+from accelsim.provenance import build_meta  # noqa: F401 (re-exported: writers of results import it from here)
 from accelsim.records import copy_tree, json_form, rounded
 from accelsim.system.energy import system_energy
 from accelsim.tables import to_dataframe
-from accelsim.version import __version__
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -380,40 +375,6 @@ class KernelResult:
 
 _LAYER_KEYS = ("name", "op", "shape", "path", "pattern_requested", "pattern_executed", "reason", "padding", "cycles",
                "macs", "macs_executed", "utilization", "bytes", "binding", "busy", "tiling")
-
-
-@functools.lru_cache(maxsize=1)
-def _git_commit() -> str:
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True,
-                             text=True, timeout=5, check=False)
-        if out.returncode == 0:
-            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                                   capture_output=True, text=True, timeout=5, check=False).stdout.strip()
-            return out.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return "unknown"
-
-
-@functools.lru_cache(maxsize=1)
-def _numba_version() -> str:
-    """numba's version, read from its package metadata (numba itself is imported only under engine/)."""
-    return importlib.metadata.version("numba")
-
-
-def build_meta(command: list[str] | None = None, hashes: dict[str, str] | None = None) -> dict[str, Any]:
-    """The metadata header: versions, commit, config hashes, command. Not part of the body."""
-    return {
-        "accelsim_version": __version__,
-        "git_commit": _git_commit(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": _numba_version(),
-        "config_hashes": hashes or {},
-        "command": command or [],
-    }
 
 
 @dataclass(frozen=True, eq=False)
