@@ -6,6 +6,9 @@ JSON the commands write. Fields declared with :data:`OMIT_IF_NONE` metadata are 
 dict when they are None (keys that only some entries carry). :func:`freeze` makes the plain data
 an analysis keeps as it is (a hardware dict, counts by reason) read-only: dicts become read-only
 mappings and lists tuples. Arrays (read-only, by convention) become lists in ``to_dict``.
+
+:class:`FrozenDict` and :func:`frozen_tree` freeze the JSON-like trees a simulation result holds: a
+read-only dict (so ``json.dumps`` writes it byte for byte as the dict it was) whose copies are plain dicts.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OMIT_IF_NONE", "Record", "copy_tree", "freeze", "json_form", "plain", "rounded"]
+__all__ = ["OMIT_IF_NONE", "FrozenDict", "Record", "copy_tree", "freeze", "frozen_tree", "json_form", "plain",
+           "rounded", "thawed"]
 
 OMIT_IF_NONE: Mapping[str, bool] = MappingProxyType({"omit_if_none": True})
 
@@ -31,6 +35,55 @@ def freeze(value: Any) -> Any:
         return MappingProxyType({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
+    return value
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A read-only dict: every method that would change it raises TypeError. It is still a ``dict`` (``json``
+    writes it as one, byte for byte); ``copy()``, ``copy.copy`` and ``copy.deepcopy`` give plain, mutable dicts
+    (the deep copy with its nested values thawed too). Build one with :func:`frozen_tree`, which freezes the
+    values as well."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this mapping is read-only (part of a frozen result): copy it first "
+                        "(dict(m), or copy.deepcopy for a nested one)")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[Any, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        return thawed(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (worker processes) as a FrozenDict again
+        return (FrozenDict, (dict(self),))
+
+
+def frozen_tree(value: Any) -> Any:
+    """JSON-like ``value`` frozen all the way down: dicts (and other mappings) become :class:`FrozenDict`,
+    lists and tuples tuples; a FrozenDict is taken as already frozen (one built here)."""
+    kind = type(value)
+    if kind in _LEAVES or kind is FrozenDict:
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        return FrozenDict({k: v if type(v) in _LEAVES else frozen_tree(v) for k, v in value.items()})
+    if kind is list or kind is tuple:
+        return tuple([frozen_tree(v) for v in value])
+    return value
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # what frozen_tree returns as it is, checked first (speed)
+
+
+def thawed(value: Any) -> Any:
+    """Plain, mutable data again from a :func:`frozen_tree`: mappings as dicts, tuples as lists."""
+    if isinstance(value, Mapping):
+        return {k: thawed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thawed(v) for v in value]
     return value
 
 
@@ -77,7 +130,7 @@ def copy_tree(obj: Any) -> Any:
     return obj
 
 
-def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
+def rounded(e: Mapping[str, Any], digits: int = 12) -> dict[str, Any]:
     """Round floats for stable JSON."""
     out: dict[str, Any] = {}
     for k, v in e.items():
