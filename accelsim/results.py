@@ -21,6 +21,7 @@ from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import hardware_from_dict
 from accelsim.provenance import build_meta  # noqa: F401 (re-exported: writers of results import it from here)
 from accelsim.records import FrozenDict, frozen_tree, json_form, rounded, thawed
+from accelsim.result_checks import result_problem
 from accelsim.system.energy import system_energy
 from accelsim.tables import to_dataframe
 
@@ -553,6 +554,9 @@ class RunResult:
                                 f"version {SCHEMA_VERSION} ('accelsim regress' migrates older results)")
         try:
             hw = hardware_from_dict(thawed(data["hardware"]), "<result hardware>")
+            problem = result_problem(data)  # the numbers totals are built from: refused now, not at r.totals
+            if problem is not None:
+                raise AccelsimError(f"not an accelsim result: {problem}")
             own, layer_dtypes = data["workload"]["dtype"], {d["dtype"] for d in data["layers"] if d.get("dtype")}
             return cls(hardware=data["hardware"], workload=data["workload"],  # frozen (copied) by __post_init__
                        sparsity=data["sparsity"], layers=[KernelResult.from_dict(d) for d in data["layers"]],

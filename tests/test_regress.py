@@ -200,6 +200,25 @@ def test_malformed_baseline_exits_2_with_one_line(micro, tmp_path, content, expe
     assert expect in text
 
 
+@pytest.mark.parametrize(("edit", "expect"), [
+    (lambda d: d["layers"][0]["cycles"].update(total="x"), "cycles.total is 'x', not a finite number"),
+    (lambda d: d["layers"][1]["bytes"]["dram"].update(b=None), "bytes.dram.b is None, not a finite number"),
+    (lambda d: d["layers"][0].update(cycles=[1, 2]), "cycles is [1, 2], expected a mapping of numbers"),
+    (lambda d: d["layers"][0].update(macs=True), "macs is True, not a finite number"),
+])
+def test_a_value_of_the_wrong_type_is_a_malformed_file_not_a_change(micro, tmp_path, edit, expect):
+    """A count written as text (or null, a list, a boolean) exits 2 naming the key, instead of 'changed' / exit 1."""
+    base, _ = micro
+    data = base.to_dict()
+    edit(data)
+    good = _write(tmp_path / "good.json", base.to_json())
+    bad = _write(tmp_path / "bad.json", data)
+    for args in ((good, bad), (bad, good)):
+        code, text = regress_command(*args)
+        assert code == 2 and text.count("\n") == 1, text
+        assert text.startswith(f"accelsim: error: {bad}: layers[") and expect in text, text
+
+
 def test_truncated_golden_says_so(micro, tmp_path):
     base, _ = micro
     text = golden_text(golden_body(base))

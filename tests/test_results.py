@@ -183,6 +183,28 @@ def test_from_dict_refuses_what_is_not_a_result(bert) -> None:
         RunResult.from_dict(data)
 
 
+@pytest.mark.parametrize(("edit", "expect"), [
+    (lambda d: d["layers"][0]["cycles"].update(total="x"), "layers[0].cycles.total is 'x', not a finite number"),
+    (lambda d: d["layers"][3].update(utilization=float("nan")), "layers[3].utilization is not a finite number"),
+    (lambda d: d["layers"][2]["bytes"]["sram"].pop("c"), "layers[2].bytes.sram.c is missing"),
+    (lambda d: d["layers"][1]["busy"].update(memory=[1]), "layers[1].busy.memory is [1], not a finite number"),
+    (lambda d: d["layers"][1]["energy"]["by_component_j"].update(mac="1"),
+     "layers[1].energy.by_component_j.mac is '1', not a finite number"),
+    (lambda d: d["layers"][0]["clock"].update(cycles_at_clock=None), "layers[0].clock.cycles_at_clock is None"),
+    (lambda d: d["totals"].update(dense_total_cycles="7"), "totals.dense_total_cycles is '7', not a finite number"),
+    (lambda d: d["footprint"].update(total_bytes=float("inf")), "footprint.total_bytes is not a finite number"),
+])
+def test_from_dict_refuses_corrupt_numbers_naming_the_key(bert, edit, expect) -> None:
+    """The audit's corrupt files loaded, then failed at r.totals (TypeError) or to_json ("a bug in accelsim")."""
+    data = bert.to_dict()
+    edit(data)
+    with pytest.raises(AccelsimError) as info:
+        RunResult.from_dict(data)
+    assert str(info.value).startswith(f"not an accelsim result: {expect}"), str(info.value)
+    with pytest.raises(AccelsimError, match="not an accelsim result"):
+        RunResult.from_json(json.dumps(data))
+
+
 def test_layers_to_dataframe(bert) -> None:
     pytest.importorskip("pandas")
     df = bert.to_dataframe()
