@@ -400,6 +400,37 @@ def test_tolerance_rules():
         Tolerances.from_dict({"ignroe": []})
 
 
+def test_a_layer_metric_pattern_covers_the_totals_metric_of_the_same_name():
+    t = Tolerances.from_dict({"metrics": {"cycles.total": {"rtol": 0.01}, "energy.*": {"rtol": 0.02}},
+                              "ignore": ["bytes.sram.*"]})
+    assert t.for_metric("totals.cycles.total") == Tolerance(rtol=0.01, atol=0.0)
+    assert t.for_metric("totals.energy.by_component_j.static") == Tolerance(rtol=0.02, atol=0.0)
+    assert t.for_metric("totals.bytes.sram.b") is None and t.for_metric("bytes.sram.b") is None
+    assert t.for_metric("totals.cycles.compute") == Tolerance(rtol=1e-9, atol=0.0)
+    assert t.for_metric("hardware.cycles.total") == Tolerance(rtol=1e-9, atol=0.0)  # totals only
+    own = Tolerances.from_dict({"metrics": {"cycles.total": 0.01, "totals.cycles.*": 0.5}})
+    assert own.for_metric("totals.cycles.total") == Tolerance(rtol=0.5, atol=0.0)  # its own pattern first
+    assert own.for_metric("cycles.total") == Tolerance(rtol=0.01, atol=0.0)
+
+
+def test_readme_tolerances_hold_a_half_percent_slowdown_in_every_layer_and_the_totals(tmp_path):
+    """The audit's case: every layer's cycles.total and energy.total_j +0.5 %, totals re-summed, README's
+    tolerance file: the totals' rows are judged at rtol 0.01 / 0.02 (they were drift at 1e-9), exit 0."""
+    b = json.loads((GOLDEN / "bodies" / "tpu-like" / "resnet18.2-4.json").read_text())
+    c = copy.deepcopy(b)
+    for layer in c["layers"]:
+        layer["cycles"]["total"] = round(layer["cycles"]["total"] * 1.005)
+        layer["energy"]["total_j"] *= 1.005
+    c["totals"]["cycles"]["total"] = sum(layer["cycles"]["total"] for layer in c["layers"])
+    c["totals"]["energy"]["total_j"] = sum(layer["energy"]["total_j"] for layer in c["layers"])
+    tol = _write(tmp_path / "tol.yaml", "default_rtol: 1.0e-9\ndefault_atol: 0\nmetrics:\n"
+                 "  cycles.total: {rtol: 0.01}\n  \"energy.*\": {rtol: 0.02}\nignore: [\"tiling.*\"]\n")
+    rep = compare(_write(tmp_path / "b.json", b), _write(tmp_path / "c.json", c), tol)
+    assert rep.exit_code == 0 and not rep.drift_rows
+    totals = {r.metric: (r.status, r.rtol) for r in rep.rows if r.layer == "(run)"}
+    assert totals == {"totals.cycles.total": ("within", 0.01), "totals.energy.total_j": ("within", 0.02)}
+
+
 def test_shipped_golden_tolerances_load():
     t = Tolerances.load(GOLDEN / "tolerances.yaml")
     assert t.default_rtol <= 1e-6
