@@ -431,6 +431,28 @@ def test_readme_tolerances_hold_a_half_percent_slowdown_in_every_layer_and_the_t
     assert totals == {"totals.cycles.total": ("within", 0.01), "totals.energy.total_j": ("within", 0.02)}
 
 
+def test_a_change_from_zero_reads_from_0_everywhere_and_is_null_in_json(micro):
+    """The table said "from 0", the summaries "worst inf", regress.json the string "inf"."""
+    base, _ = micro
+    b = golden_body(base)
+    c = copy.deepcopy(b)
+    layer = next(x for x in c["layers"] if x["cycles"]["launch"] == 0)
+    layer["cycles"]["launch"] = 5
+    rep = compare(b, c)
+    row = next(r for r in rep.rows if r.metric == "cycles.launch")
+    assert row.from_zero and row.baseline == 0
+    text, md = format_table(rep), format_markdown(rep)
+    assert f"cycles.launch: 1 row, worst from 0 in {layer['name']}" in text
+    assert "`cycles.launch` 1x (worst from 0)" in md
+    assert "inf" not in text.replace("info", "") and "inf" not in md.replace("info", "")
+    data = json.loads(rep.to_json(), parse_constant=lambda c: pytest.fail(f"non-finite {c} in regress.json"))
+    (jrow,) = [r for r in data["rows"] if r["metric"] == "cycles.launch"]
+    assert jrow["rel_change"] is None and jrow["from_zero"] is True and jrow["abs_change"] == 5
+    (group,) = [g for g in data["by_metric"] if g["metric"] == "cycles.launch"]
+    assert group["worst_rel_change"] is None and group["worst_from_zero"] is True
+    assert data["format"] == "accelsim-regress/2" and '"inf"' not in rep.to_json()
+
+
 def test_shipped_golden_tolerances_load():
     t = Tolerances.load(GOLDEN / "tolerances.yaml")
     assert t.default_rtol <= 1e-6
