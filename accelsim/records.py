@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OMIT_IF_NONE", "FrozenDict", "Record", "copy_tree", "freeze", "frozen_tree", "json_form", "plain",
+__all__ = ["OMIT_IF_NONE", "FrozenDict", "Record", "freeze", "frozen_tree", "json_form", "plain",
            "rounded", "thawed"]
 
 OMIT_IF_NONE: Mapping[str, bool] = MappingProxyType({"omit_if_none": True})
@@ -118,16 +118,6 @@ class Record:
 def json_form(obj: Any) -> Any:
     """``obj`` as its JSON reads back (tuples become lists): what result equality compares."""
     return json.loads(json.dumps(obj))
-
-
-def copy_tree(obj: Any) -> Any:
-    """A copy of JSON-like ``obj`` (dicts and lists copied, everything else shared): a result's own dicts,
-    several times faster than ``copy.deepcopy`` on the small trees a layer holds."""
-    if isinstance(obj, dict):
-        return {k: copy_tree(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [copy_tree(v) for v in obj]
-    return obj
 
 
 def rounded(e: Mapping[str, Any], digits: int = 12) -> dict[str, Any]:
