@@ -60,6 +60,28 @@ def _layer_problems(layer: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         yield from _numbers(clock, tuple(k for k in ("power_w", "dense_ghz") if clock.get(k) is not None), "clock.")
 
 
+def totals_problem(totals: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(key path within ``totals``, what is wrong) for the first model total present that is not a finite number
+    (cycles, bytes, MACs, latency, utilization, the dense baseline and speedup, energy in joules), else None.
+    Only the fields present are checked (regress compares partial files)."""
+    present = _Present(totals)
+    checks = [_numbers(present, TOTAL_NUMBERS, ""), _counts(present, "cycles", ())]
+    by_level = present.get("bytes")
+    if isinstance(by_level, Mapping):
+        checks += [_counts(by_level, level, (), "bytes.") for level in BYTE_LEVELS]
+    elif "bytes" in present:
+        checks.append(iter([("bytes", _not_mapping(by_level))]))
+    energy = present.get("energy")
+    if isinstance(energy, Mapping):
+        checks += [_numbers(energy, ("total_j",), "energy."), *(_counts(energy, k, (), "energy.")
+                                                                 for k in ("by_component_j", "by_tensor_j"))]
+    return next((p for check in checks for p in check), None)
+
+
+TOTAL_NUMBERS = ("latency_us", "macs", "macs_executed", "utilization", "layers", "dense_total_cycles",
+                 "speedup_vs_dense")
+
+
 def _counts(parent: Mapping[str, Any], key: str, required: tuple[str, ...], prefix: str = "") -> Iterator[
         tuple[str, str]]:
     """``parent[key]``: a mapping holding ``required`` keys, every value a finite number."""

@@ -205,6 +205,9 @@ def test_malformed_baseline_exits_2_with_one_line(micro, tmp_path, content, expe
     (lambda d: d["layers"][1]["bytes"]["dram"].update(b=None), "bytes.dram.b is None, not a finite number"),
     (lambda d: d["layers"][0].update(cycles=[1, 2]), "cycles is [1, 2], expected a mapping of numbers"),
     (lambda d: d["layers"][0].update(macs=True), "macs is True, not a finite number"),
+    (lambda d: d["totals"]["cycles"].update(total="x"), "totals.cycles.total is 'x', not a finite number"),
+    (lambda d: d["totals"]["bytes"]["dram"].update(b=[1]), "totals.bytes.dram.b is [1], not a finite number"),
+    (lambda d: d["totals"].update(latency_us=None), "totals.latency_us is None, not a finite number"),
 ])
 def test_a_value_of_the_wrong_type_is_a_malformed_file_not_a_change(micro, tmp_path, edit, expect):
     """A count written as text (or null, a list, a boolean) exits 2 naming the key, instead of 'changed' / exit 1."""
@@ -216,7 +219,7 @@ def test_a_value_of_the_wrong_type_is_a_malformed_file_not_a_change(micro, tmp_p
     for args in ((good, bad), (bad, good)):
         code, text = regress_command(*args)
         assert code == 2 and text.count("\n") == 1, text
-        assert text.startswith(f"accelsim: error: {bad}: layers[") and expect in text, text
+        assert text.startswith(f"accelsim: error: {bad}: ") and expect in text, text
 
 
 def test_truncated_golden_says_so(micro, tmp_path):
