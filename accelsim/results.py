@@ -570,7 +570,7 @@ class RunResult:
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per layer, nested fields flattened (``cycles_total``, ``bytes_dram_b``...). Needs pandas."""
-        return to_dataframe([r.view() for r in self.layers])
+        return to_dataframe([r.to_dict() for r in self.layers])  # plain cells: lists, not the read-only tuples
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RunResult):
