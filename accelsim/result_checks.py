@@ -29,7 +29,8 @@ def layer_problem(layer: Mapping[str, Any], complete: bool = True) -> tuple[str,
 
 
 class _Present(dict):  # type: ignore[type-arg]
-    """A layer whose absent fields count as checked (``layer_problem(complete=False)``)."""
+    """A layer's or the totals' fields (nested mappings too) where an absent key counts as checked: the checks
+    then test only what a file holds (``layer_problem(complete=False)``, ``totals_problem``)."""
 
     def __init__(self, layer: Mapping[str, Any]) -> None:
         super().__init__({k: _Present(v) if isinstance(v, Mapping) else v for k, v in layer.items()})
