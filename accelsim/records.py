@@ -7,8 +7,9 @@ dict when they are None (keys that only some entries carry). :func:`freeze` make
 an analysis keeps as it is (a hardware dict, counts by reason) read-only: dicts become read-only
 mappings and lists tuples. Arrays (read-only, by convention) become lists in ``to_dict``.
 
-:class:`FrozenDict` and :func:`frozen_tree` freeze the JSON-like trees a simulation result holds: a
-read-only dict (so ``json.dumps`` writes it byte for byte as the dict it was) whose copies are plain dicts.
+:class:`FrozenDict`, :class:`FrozenList` and :func:`frozen_tree` freeze the JSON-like trees a simulation
+result holds: a read-only dict and list (so ``json.dumps`` writes them byte for byte as they were, and they
+compare equal to plain ones) whose copies are plain.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OMIT_IF_NONE", "FrozenDict", "Record", "freeze", "frozen_tree", "json_form", "plain",
+__all__ = ["OMIT_IF_NONE", "FrozenDict", "FrozenList", "Record", "freeze", "frozen_tree", "json_form", "plain",
            "rounded", "thawed"]
 
 OMIT_IF_NONE: Mapping[str, bool] = MappingProxyType({"omit_if_none": True})
@@ -62,15 +63,39 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         return (FrozenDict, (dict(self),))
 
 
+class FrozenList(list):  # type: ignore[type-arg]
+    """A read-only list, as :class:`FrozenDict` is a read-only dict: still a ``list`` (equal to one with the same
+    items, written by ``json`` as one), every method that would change it raises TypeError, copies are plain."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this list is read-only (part of a frozen result): copy it first (list(x))")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = append = extend = insert = remove = pop = clear = sort = \
+        reverse = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return thawed(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+
 def frozen_tree(value: Any) -> Any:
-    """JSON-like ``value`` frozen all the way down: dicts (and other mappings) become :class:`FrozenDict`,
-    lists and tuples tuples; a FrozenDict is taken as already frozen (one built here)."""
+    """JSON-like ``value`` frozen all the way down: dicts (and other mappings) become :class:`FrozenDict`, lists
+    :class:`FrozenList`, tuples tuples of frozen items; a FrozenDict or FrozenList is taken as already frozen."""
     kind = type(value)
-    if kind in _LEAVES or kind is FrozenDict:
+    if kind in _LEAVES or kind is FrozenDict or kind is FrozenList:
         return value
     if kind is dict or isinstance(value, Mapping):
         return FrozenDict({k: v if type(v) in _LEAVES else frozen_tree(v) for k, v in value.items()})
-    if kind is list or kind is tuple:
+    if kind is list:
+        return FrozenList([frozen_tree(v) for v in value])
+    if kind is tuple:
         return tuple([frozen_tree(v) for v in value])
     return value
 
@@ -79,7 +104,7 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})  # what frozen_tree ret
 
 
 def thawed(value: Any) -> Any:
-    """Plain, mutable data again from a :func:`frozen_tree`: mappings as dicts, tuples as lists."""
+    """Plain, mutable data again from a :func:`frozen_tree`: mappings as dicts, lists and tuples as lists."""
     if isinstance(value, Mapping):
         return {k: thawed(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -125,7 +125,7 @@ def first_non_finite(value: Any, where: str = "") -> str | None:
             found = first_non_finite(v, f"{where}.{k}" if where else str(k))
             if found:
                 return found
-    elif kind is list or kind is tuple:
+    elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             found = None if type(v) in _PLAIN else first_non_finite(v, f"{where}[{i}]")
             if found:

@@ -287,7 +287,7 @@ class KernelResult:
     clock: Mapping[str, Any] | None = None
     dtype: str | None = None  # the element type it runs in when not the workload's (a quantized linear's weights)
 
-    def __post_init__(self) -> None:  # read-only all the way down (FrozenDict, tuples): a result never changes
+    def __post_init__(self) -> None:  # read-only all the way down (FrozenDict, FrozenList): a result never changes
         for name in _KERNEL_TREES:
             value = getattr(self, name)
             if value is not None and type(value) is not FrozenDict:
@@ -406,7 +406,7 @@ class RunResult:
     dense_total_cycles: int = 0
     policy: str = "sparse-if-supported"
     footprint: Mapping[str, Any] = field(default_factory=dict)
-    warnings: Sequence[str] = ()
+    warnings: Sequence[str] = field(default_factory=list)
     system: Mapping[str, Any] | None = None  # tensor-parallel systems only: devices, split, communication
     # the array's dense MACs/cycle in each KernelResult.dtype (quantized linears; the workload's: peak_macs_per_cycle)
     dtype_peaks: Mapping[str, float] = field(default_factory=dict)
@@ -570,7 +570,7 @@ class RunResult:
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per layer, nested fields flattened (``cycles_total``, ``bytes_dram_b``...). Needs pandas."""
-        return to_dataframe([r.to_dict() for r in self.layers])  # plain cells: lists, not the read-only tuples
+        return to_dataframe([r.view() for r in self.layers])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RunResult):

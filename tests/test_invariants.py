@@ -118,7 +118,7 @@ def test_pattern_promotion_and_fallback_on_2to4_engine() -> None:
 
 def test_k_not_multiple_of_m_is_padded_and_says_so() -> None:
     lay = run(_gemm(128, 128, 1001, "2:4"), load_hardware(HW / "tpu-like.yaml")).layers[0]
-    assert lay.path == "sparse" and lay.reason == "k_padded" and lay.padding == {"k": (1001, 1004)}
+    assert lay.path == "sparse" and lay.reason == "k_padded" and lay.padding == {"k": [1001, 1004]}
 
 
 def test_decode_starved_config_is_decode_bound() -> None:

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from accelsim import RunResult, examples, load_hardware, load_workload, run
 from accelsim.errors import AccelsimError
-from accelsim.records import FrozenDict
+from accelsim.records import FrozenDict, FrozenList
 from accelsim.regress import golden_text
 from accelsim.results import SCHEMA_VERSION
 from accelsim.simulation import Simulator
@@ -93,7 +93,8 @@ def _mutations(tree: object) -> list[tuple[str, Callable[[], object]]]:
         for v in tree.values():
             out += _mutations(v)
     elif isinstance(tree, list | tuple):
-        out += [("append", lambda: tree.append(1))]  # type: ignore[union-attr]
+        out += [("append", lambda: tree.append(1)), ("setitem", lambda: tree.__setitem__(0, 1)),  # type: ignore
+                ("extend", lambda: tree.extend([1])), ("sort", lambda: tree.sort())]  # type: ignore[union-attr]
         for v in tree:
             out += _mutations(v)
     return out
@@ -155,7 +156,8 @@ def test_replace_and_the_simulator_cache_share_only_read_only_parts() -> None:
                 value["x"] = 1
     renamed = result.layers[0].replace(name="renamed", tiling={"note": [1, 2]})
     assert renamed.name == "renamed" and result.layers[0].name != "renamed"
-    assert isinstance(renamed.tiling, FrozenDict) and renamed.tiling["note"] == (1, 2)
+    assert isinstance(renamed.tiling, FrozenDict) and renamed.tiling["note"] == [1, 2]
+    assert isinstance(renamed.tiling["note"], FrozenList) and isinstance(result.warnings, FrozenList)
 
 
 def test_a_loaded_workload_cannot_be_emptied() -> None:
