@@ -113,8 +113,8 @@ def _kernel_terms(hw: Hardware, dtype: str, kernel: Any, t: KernelTotals, scale:
     return comp
 
 
-def op_energy(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, dram: dict[str, int],
-              sram: dict[str, int], cycles: int, decode_groups: float, vector_ops: float,
+def op_energy(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, dram: Mapping[str, int],
+              sram: Mapping[str, int], cycles: int, decode_groups: float, vector_ops: float,
               name: str = "op", scale: float = 1.0) -> dict[str, Any]:
     """Energy of one op from its counts (MACs, bytes per level and tensor, cycles in nominal-clock cycles,
     decode groups, vector ops); ``scale``: core dynamic energy per operation relative to the nominal clock's."""

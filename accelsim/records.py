@@ -6,6 +6,10 @@ JSON the commands write. Fields declared with :data:`OMIT_IF_NONE` metadata are 
 dict when they are None (keys that only some entries carry). :func:`freeze` makes the plain data
 an analysis keeps as it is (a hardware dict, counts by reason) read-only: dicts become read-only
 mappings and lists tuples. Arrays (read-only, by convention) become lists in ``to_dict``.
+
+:class:`FrozenDict`, :class:`FrozenList` and :func:`frozen_tree` freeze the JSON-like trees a simulation
+result holds: a read-only dict and list (so ``json.dumps`` writes them byte for byte as they were, and they
+compare equal to plain ones) whose copies are plain.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OMIT_IF_NONE", "Record", "copy_tree", "freeze", "json_form", "plain", "rounded"]
+__all__ = ["OMIT_IF_NONE", "FrozenDict", "FrozenList", "Record", "freeze", "frozen_tree", "json_form", "plain",
+           "rounded", "thawed"]
 
 OMIT_IF_NONE: Mapping[str, bool] = MappingProxyType({"omit_if_none": True})
 
@@ -31,6 +36,79 @@ def freeze(value: Any) -> Any:
         return MappingProxyType({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
+    return value
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A read-only dict: every method that would change it raises TypeError. It is still a ``dict`` (``json``
+    writes it as one, byte for byte); ``copy()``, ``copy.copy`` and ``copy.deepcopy`` give plain, mutable dicts
+    (the deep copy with its nested values thawed too). Build one with :func:`frozen_tree`, which freezes the
+    values as well."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this mapping is read-only (part of a frozen result): copy it first "
+                        "(dict(m), or copy.deepcopy for a nested one)")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[Any, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        return thawed(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (worker processes) as a FrozenDict again
+        return (FrozenDict, (dict(self),))
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A read-only list, as :class:`FrozenDict` is a read-only dict: still a ``list`` (equal to one with the same
+    items, written by ``json`` as one), every method that would change it raises TypeError, copies are plain."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this list is read-only (part of a frozen result): copy it first (list(x))")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = append = extend = insert = remove = pop = clear = sort = \
+        reverse = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return thawed(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+
+def frozen_tree(value: Any) -> Any:
+    """JSON-like ``value`` frozen all the way down: dicts (and other mappings) become :class:`FrozenDict`, lists
+    :class:`FrozenList`, tuples tuples of frozen items; a FrozenDict or FrozenList is taken as already frozen."""
+    kind = type(value)
+    if kind in _LEAVES or kind is FrozenDict or kind is FrozenList:
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        return FrozenDict({k: v if type(v) in _LEAVES else frozen_tree(v) for k, v in value.items()})
+    if kind is list:
+        return FrozenList([frozen_tree(v) for v in value])
+    if kind is tuple:
+        return tuple([frozen_tree(v) for v in value])
+    return value
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # what frozen_tree returns as it is, checked first (speed)
+
+
+def thawed(value: Any) -> Any:
+    """Plain, mutable data again from a :func:`frozen_tree`: mappings as dicts, lists and tuples as lists."""
+    if isinstance(value, Mapping):
+        return {k: thawed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thawed(v) for v in value]
     return value
 
 
@@ -67,17 +145,7 @@ def json_form(obj: Any) -> Any:
     return json.loads(json.dumps(obj))
 
 
-def copy_tree(obj: Any) -> Any:
-    """A copy of JSON-like ``obj`` (dicts and lists copied, everything else shared): a result's own dicts,
-    several times faster than ``copy.deepcopy`` on the small trees a layer holds."""
-    if isinstance(obj, dict):
-        return {k: copy_tree(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [copy_tree(v) for v in obj]
-    return obj
-
-
-def rounded(e: dict[str, Any], digits: int = 12) -> dict[str, Any]:
+def rounded(e: Mapping[str, Any], digits: int = 12) -> dict[str, Any]:
     """Round floats for stable JSON."""
     out: dict[str, Any] = {}
     for k, v in e.items():

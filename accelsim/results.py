@@ -6,17 +6,11 @@ to ``r``'s; two results are equal when their JSON forms are. Per-tile records ar
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import functools
-import importlib.metadata
 import json
 import math
-import platform
-import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -25,10 +19,11 @@ from accelsim.errors import AccelsimError
 from accelsim.fileio import dumps_finite  # noqa: F401 (re-exported: results' writers import it from here)
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import hardware_from_dict
-from accelsim.records import copy_tree, json_form, rounded
+from accelsim.provenance import build_meta  # noqa: F401 (re-exported: writers of results import it from here)
+from accelsim.records import FrozenDict, frozen_tree, json_form, rounded, thawed
+from accelsim.result_checks import result_problem
 from accelsim.system.energy import system_energy
 from accelsim.tables import to_dataframe
-from accelsim.version import __version__
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -271,26 +266,35 @@ class KernelResult:
 
     name: str
     op: str
-    shape: dict[str, int]
+    shape: Mapping[str, int]
     path: str
     pattern_requested: str | None
     pattern_executed: str | None
     reason: str | None
-    padding: dict[str, list[int]]
-    cycles: dict[str, int]
+    padding: Mapping[str, Sequence[int]]
+    cycles: Mapping[str, int]
     macs: int
     macs_executed: int
     utilization: float
-    bytes: dict[str, dict[str, int]]
+    bytes: Mapping[str, Mapping[str, int]]
     binding: str
-    busy: dict[str, int]
-    tiling: dict[str, Any]
+    busy: Mapping[str, int]
+    tiling: Mapping[str, Any]
     dense_cycles: int | None = None  # the dense baseline's total cycles; None: this kernel is its own baseline
-    counts: dict[str, float] = field(default_factory=dict)
+    counts: Mapping[str, float] = field(default_factory=dict)
     tiles: np.ndarray | None = field(default=None, repr=False)
-    energy: dict[str, Any] | None = None
-    clock: dict[str, Any] | None = None
+    energy: Mapping[str, Any] | None = None
+    clock: Mapping[str, Any] | None = None
     dtype: str | None = None  # the element type it runs in when not the workload's (a quantized linear's weights)
+
+    def __post_init__(self) -> None:  # read-only all the way down (FrozenDict, FrozenList): a result never changes
+        for name in _KERNEL_TREES:
+            value = getattr(self, name)
+            if value is not None and type(value) is not FrozenDict:
+                object.__setattr__(self, name, frozen_tree(value))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> KernelResult:
+        return self  # immutable (its tiles are read-only)
 
     @property
     def speedup_vs_dense(self) -> float:
@@ -304,11 +308,8 @@ class KernelResult:
         return self.cycles["total"] if self.dense_cycles is None else self.dense_cycles
 
     def replace(self, **changes: Any) -> KernelResult:
-        """A copy with ``changes`` that owns its dicts (``dataclasses.replace`` alone would share them);
-        the per-tile records, read-only, stay shared."""
-        own = {f.name: copy_tree(getattr(self, f.name)) for f in dataclasses.fields(self)
-               if f.name not in changes and isinstance(getattr(self, f.name), dict)}
-        return dataclasses.replace(self, **own, **changes)
+        """A copy with ``changes`` (frozen in turn); the parts it leaves alone, all read-only, are shared."""
+        return dataclasses.replace(self, **changes)
 
     def layer_totals(self, peak: float = 0.0) -> LayerTotals:
         """This layer's share of a model total (``peak``: the array's dense MACs per cycle in the element type it
@@ -331,7 +332,7 @@ class KernelResult:
         ``cycles_at_clock``). Shares the dicts it leaves alone with this result (a cache entry's view)."""
         if fraction == 1.0:  # the hot path: a shallow copy with the clock echoed
             out = object.__new__(KernelResult)
-            out.__dict__.update(self.__dict__, clock={**clock, "cycles_at_clock": self.cycles["total"]})
+            out.__dict__.update(self.__dict__, clock=frozen_tree({**clock, "cycles_at_clock": self.cycles["total"]}))
             return out
         actual = self.layer_totals().totals
         t, tiles, util = actual.in_nominal_cycles(fraction), self.tiles, self.utilization
@@ -348,7 +349,11 @@ class KernelResult:
                                    clock={**clock, "cycles_at_clock": actual.total})
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON body of this layer (no per-tile records, no ``counts``)."""
+        """JSON body of this layer (no per-tile records, no ``counts``) as plain data: a copy to change freely."""
+        return thawed(self.view())
+
+    def view(self) -> dict[str, Any]:
+        """What ``to_dict`` copies, its values this result's own (read-only, shared: no copying)."""
         return {
             "name": self.name, "op": self.op, "shape": self.shape, **({"dtype": self.dtype} if self.dtype else {}),
             "path": self.path,
@@ -368,52 +373,19 @@ class KernelResult:
         recorded gets its baseline from the rounded ``speedup_vs_dense`` (exact below a million cycles)."""
         total = data["cycles"]["total"]
         dense = data["dense_cycles"] if "dense_cycles" in data else round(data["speedup_vs_dense"] * total)
-        fields = {k: copy.deepcopy(data[k]) for k in _LAYER_KEYS}
-        return cls(**fields, dense_cycles=int(dense), energy=copy.deepcopy(data.get("energy")),
-                   clock=copy.deepcopy(data.get("clock")), dtype=data.get("dtype"))
+        fields = {k: data[k] for k in _LAYER_KEYS}  # frozen (copied) by __post_init__
+        return cls(**fields, dense_cycles=int(dense), energy=data.get("energy"), clock=data.get("clock"),
+                   dtype=data.get("dtype"))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, KernelResult):
             return NotImplemented
-        return json_form(self.to_dict()) == json_form(other.to_dict())
+        return json_form(self.view()) == json_form(other.view())
 
 
+_KERNEL_TREES = ("shape", "padding", "cycles", "bytes", "busy", "tiling", "counts", "energy", "clock")
 _LAYER_KEYS = ("name", "op", "shape", "path", "pattern_requested", "pattern_executed", "reason", "padding", "cycles",
                "macs", "macs_executed", "utilization", "bytes", "binding", "busy", "tiling")
-
-
-@functools.lru_cache(maxsize=1)
-def _git_commit() -> str:
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True,
-                             text=True, timeout=5, check=False)
-        if out.returncode == 0:
-            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                                   capture_output=True, text=True, timeout=5, check=False).stdout.strip()
-            return out.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return "unknown"
-
-
-@functools.lru_cache(maxsize=1)
-def _numba_version() -> str:
-    """numba's version, read from its package metadata (numba itself is imported only under engine/)."""
-    return importlib.metadata.version("numba")
-
-
-def build_meta(command: list[str] | None = None, hashes: dict[str, str] | None = None) -> dict[str, Any]:
-    """The metadata header: versions, commit, config hashes, command. Not part of the body."""
-    return {
-        "accelsim_version": __version__,
-        "git_commit": _git_commit(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": _numba_version(),
-        "config_hashes": hashes or {},
-        "command": command or [],
-    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -424,20 +396,28 @@ class RunResult:
     are computed from the layers on each access. ``from_dict`` / ``from_json`` read the JSON back.
     """
 
-    hardware: dict[str, Any]
-    workload: dict[str, Any]
+    hardware: Mapping[str, Any]
+    workload: Mapping[str, Any]
     sparsity: str | None
-    layers: list[KernelResult]
+    layers: Sequence[KernelResult]  # a tuple
     clock_ghz: float
     peak_macs_per_cycle: float
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
     dense_total_cycles: int = 0
     policy: str = "sparse-if-supported"
-    footprint: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    system: dict[str, Any] | None = None  # tensor-parallel systems only: devices, split, communication
+    footprint: Mapping[str, Any] = field(default_factory=dict)
+    warnings: Sequence[str] = field(default_factory=list)
+    system: Mapping[str, Any] | None = None  # tensor-parallel systems only: devices, split, communication
     # the array's dense MACs/cycle in each KernelResult.dtype (quantized linears; the workload's: peak_macs_per_cycle)
-    dtype_peaks: dict[str, float] = field(default_factory=dict)
+    dtype_peaks: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:  # read-only all the way down: a result never changes
+        for name in ("hardware", "workload", "meta", "footprint", "warnings", "system", "dtype_peaks"):
+            object.__setattr__(self, name, frozen_tree(getattr(self, name)))
+        object.__setattr__(self, "layers", tuple(self.layers))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RunResult:
+        return self  # immutable
 
     def layer_peak(self, layer: KernelResult) -> float:
         """The array's dense MACs/cycle in the type ``layer`` runs in (its utilization's); 0.0 off the array."""
@@ -524,14 +504,17 @@ class RunResult:
         return out
 
     def body(self) -> dict[str, Any]:
-        """Everything except ``meta``: byte-identical for identical inputs."""
+        """Everything except ``meta`` as plain data (a copy): byte-identical for identical inputs."""
+        return thawed(self._body_view())
+
+    def _body_view(self) -> dict[str, Any]:  # body() with this result's own read-only values (no copying)
         return {
             "schema_version": SCHEMA_VERSION,
             "hardware": self.hardware,
             "workload": self.workload,
             "sparsity": self.sparsity,
             "policy": self.policy,
-            "layers": [r.to_dict() for r in self.layers],
+            "layers": [r.view() for r in self.layers],
             "totals": self.totals,
             "by_op_type": self.by_op_type(),
             "footprint": self.footprint,
@@ -540,13 +523,15 @@ class RunResult:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: ``schema_version``, ``meta``, then the body. Nested dicts are this result's own
-        (not copies, for speed): read them, or ``copy.deepcopy`` before changing them."""
-        body = self.body()
+        """The JSON form as plain data (a copy to change freely): ``schema_version``, ``meta``, then the body."""
+        return thawed(self._view())
+
+    def _view(self) -> dict[str, Any]:
+        body = self._body_view()
         return {"schema_version": body.pop("schema_version"), "meta": self.meta, **body}
 
     def to_json(self) -> str:
-        return dumps_finite(self.to_dict(), "run result", indent=2, sort_keys=False) + "\n"
+        return dumps_finite(self._view(), "run result", indent=2, sort_keys=False) + "\n"
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunResult:
@@ -568,27 +553,29 @@ class RunResult:
             raise AccelsimError(f"result schema_version {data['schema_version']!r}: this accelsim reads "
                                 f"version {SCHEMA_VERSION} ('accelsim regress' migrates older results)")
         try:
-            hw = hardware_from_dict(dict(data["hardware"]), "<result hardware>")
+            hw = hardware_from_dict(thawed(data["hardware"]), "<result hardware>")
+            problem = result_problem(data)  # the numbers totals are built from: refused now, not at r.totals
+            if problem is not None:
+                raise AccelsimError(f"not an accelsim result: {problem}")
             own, layer_dtypes = data["workload"]["dtype"], {d["dtype"] for d in data["layers"] if d.get("dtype")}
-            return cls(hardware=copy.deepcopy(data["hardware"]), workload=copy.deepcopy(data["workload"]),
+            return cls(hardware=data["hardware"], workload=data["workload"],  # frozen (copied) by __post_init__
                        sparsity=data["sparsity"], layers=[KernelResult.from_dict(d) for d in data["layers"]],
                        clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, own),
                        dtype_peaks={d: peak_macs_per_cycle(hw, d) for d in sorted(layer_dtypes)},
-                       meta=copy.deepcopy(data.get("meta", {})),
-                       dense_total_cycles=data["totals"]["dense_total_cycles"], policy=data["policy"],
-                       footprint=copy.deepcopy(data["footprint"]), warnings=list(data["warnings"]),
-                       system=copy.deepcopy(data.get("system")))
+                       meta=data.get("meta", {}), dense_total_cycles=data["totals"]["dense_total_cycles"],
+                       policy=data["policy"], footprint=data["footprint"], warnings=list(data["warnings"]),
+                       system=data.get("system"))
         except (KeyError, TypeError) as exc:
             raise AccelsimError(f"not an accelsim result: {type(exc).__name__} {exc} while reading it") from None
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per layer, nested fields flattened (``cycles_total``, ``bytes_dram_b``...). Needs pandas."""
-        return to_dataframe([r.to_dict() for r in self.layers])
+        return to_dataframe([r.view() for r in self.layers])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RunResult):
             return NotImplemented
-        return json_form(self.to_dict()) == json_form(other.to_dict())
+        return json_form(self._view()) == json_form(other._view())
 
 
 def sum_energy(parts: list[dict[str, Any]], seconds: float) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,8 @@ from accelsim.dtypes import stored_bytes
 from accelsim.energy import at_clock, layer_energy, settle_clock
 from accelsim.engine import simulate, simulate_totals
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
+from accelsim.errors import AccelsimError, ConfigError
+from accelsim.formats import normalize_format
 from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware, TensorCoreCompute
 from accelsim.limits import SizeLimitError, check_total
@@ -214,6 +217,23 @@ def _check_model_totals(name: str, results: list[KernelResult], dense_total: int
             check_total(where, f"total {level.upper()} bytes of {tensor}", sum(r.bytes[level][tensor] for r in results))
 
 
+def _checked_arguments(model: object, hw: object, sparsity: object, policy: object) -> str | None:
+    """``run``'s arguments as a user may get them wrong: an AccelsimError naming the argument and what to pass;
+    else the sparsity in its canonical spelling (as ``--sparsity`` reads it)."""
+    for name, value, want, load in (("model", model, Workload, "load_workload"), ("hw", hw, Hardware, "load_hardware")):
+        if not isinstance(value, want):
+            path = " (a path: load it first)" if isinstance(value, str | Path) else ""
+            raise AccelsimError(f"accelsim.run: {name} must be a {want.__name__} from accelsim.{load}(path), "
+                                f"not {type(value).__name__}{path}")
+    if policy not in POLICIES:
+        raise ConfigError("accelsim.run", "policy", f"unknown policy {policy!r}; expected one of "
+                          f"{', '.join(map(repr, POLICIES))}")
+    try:
+        return None if sparsity is None else normalize_format(sparsity)
+    except ValueError as exc:
+        raise ConfigError("accelsim.run", "sparsity", str(exc)) from None
+
+
 def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: str = "sparse-if-supported",
         hw_source: str = "<hardware>", keep_tiles: bool = False,
         progress: Callable[[int, int], None] | None = None, command: list[str] | None = None,
@@ -221,10 +241,10 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
     """Simulate every op of ``model`` on ``hw`` (plus each op's dense baseline).
 
     ``policy``: 'sparse-if-supported' runs sparse wherever the hardware can; 'fastest' also
-    simulates dense and keeps the faster kernel (reason 'slower_than_dense').
+    simulates dense and keeps the faster kernel (reason 'slower_than_dense'). ``sparsity`` is read as
+    ``--sparsity`` is (canonical spelling; "4:4" is dense). Wrong arguments raise AccelsimError.
     """
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    sparsity = _checked_arguments(model, hw, sparsity, policy)
     source = simulator.source if simulator is not None else hw_source  # the hardware a refusal names
     plan = split(model, hw.devices, source) if hw.devices > 1 else None  # a system: one device's shard + collectives
     summary = model.summary()

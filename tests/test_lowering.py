@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import HW
 
-from accelsim import load_hardware, lower, run
+from accelsim import ConfigError, load_hardware, lower, run
 from accelsim.hardware.model import hardware_from_dict
 from accelsim.lowering import REASON_CODES
 from accelsim.workloads.model import workload_from_dict
@@ -121,7 +121,7 @@ def test_fastest_policy_keeps_dense_where_sparse_is_slower() -> None:
         ("dense", "slower_than_dense", 1.0)
     assert lays["big"].path == "sparse" and lays["big"].speedup_vs_dense > 1.3
     assert fastest.total_cycles < run(small, A100, "2:4").total_cycles
-    with pytest.raises(ValueError, match="unknown policy"):
+    with pytest.raises(ConfigError, match="^accelsim.run: policy: unknown policy 'sometimes'"):
         run(small, A100, "2:4", policy="sometimes")
 
 

@@ -200,6 +200,28 @@ def test_malformed_baseline_exits_2_with_one_line(micro, tmp_path, content, expe
     assert expect in text
 
 
+@pytest.mark.parametrize(("edit", "expect"), [
+    (lambda d: d["layers"][0]["cycles"].update(total="x"), "cycles.total is 'x', not a finite number"),
+    (lambda d: d["layers"][1]["bytes"]["dram"].update(b=None), "bytes.dram.b is None, not a finite number"),
+    (lambda d: d["layers"][0].update(cycles=[1, 2]), "cycles is [1, 2], expected a mapping of numbers"),
+    (lambda d: d["layers"][0].update(macs=True), "macs is True, not a finite number"),
+    (lambda d: d["totals"]["cycles"].update(total="x"), "totals.cycles.total is 'x', not a finite number"),
+    (lambda d: d["totals"]["bytes"]["dram"].update(b=[1]), "totals.bytes.dram.b is [1], not a finite number"),
+    (lambda d: d["totals"].update(latency_us=None), "totals.latency_us is None, not a finite number"),
+])
+def test_a_value_of_the_wrong_type_is_a_malformed_file_not_a_change(micro, tmp_path, edit, expect):
+    """A count written as text (or null, a list, a boolean) exits 2 naming the key, instead of 'changed' / exit 1."""
+    base, _ = micro
+    data = base.to_dict()
+    edit(data)
+    good = _write(tmp_path / "good.json", base.to_json())
+    bad = _write(tmp_path / "bad.json", data)
+    for args in ((good, bad), (bad, good)):
+        code, text = regress_command(*args)
+        assert code == 2 and text.count("\n") == 1, text
+        assert text.startswith(f"accelsim: error: {bad}: ") and expect in text, text
+
+
 def test_truncated_golden_says_so(micro, tmp_path):
     base, _ = micro
     text = golden_text(golden_body(base))
@@ -379,6 +401,59 @@ def test_tolerance_rules():
     assert t.layer_ignored("scratch.1") and not t.layer_ignored("g1024")
     with pytest.raises(AccelsimError, match="did you mean 'ignore'"):
         Tolerances.from_dict({"ignroe": []})
+
+
+def test_a_layer_metric_pattern_covers_the_totals_metric_of_the_same_name():
+    t = Tolerances.from_dict({"metrics": {"cycles.total": {"rtol": 0.01}, "energy.*": {"rtol": 0.02}},
+                              "ignore": ["bytes.sram.*"]})
+    assert t.for_metric("totals.cycles.total") == Tolerance(rtol=0.01, atol=0.0)
+    assert t.for_metric("totals.energy.by_component_j.static") == Tolerance(rtol=0.02, atol=0.0)
+    assert t.for_metric("totals.bytes.sram.b") is None and t.for_metric("bytes.sram.b") is None
+    assert t.for_metric("totals.cycles.compute") == Tolerance(rtol=1e-9, atol=0.0)
+    assert t.for_metric("hardware.cycles.total") == Tolerance(rtol=1e-9, atol=0.0)  # totals only
+    own = Tolerances.from_dict({"metrics": {"cycles.total": 0.01, "totals.cycles.*": 0.5}})
+    assert own.for_metric("totals.cycles.total") == Tolerance(rtol=0.5, atol=0.0)  # its own pattern first
+    assert own.for_metric("cycles.total") == Tolerance(rtol=0.01, atol=0.0)
+
+
+def test_readme_tolerances_hold_a_half_percent_slowdown_in_every_layer_and_the_totals(tmp_path):
+    """The audit's case: every layer's cycles.total and energy.total_j +0.5 %, totals re-summed, README's
+    tolerance file: the totals' rows are judged at rtol 0.01 / 0.02 (they were drift at 1e-9), exit 0."""
+    b = json.loads((GOLDEN / "bodies" / "tpu-like" / "resnet18.2-4.json").read_text())
+    c = copy.deepcopy(b)
+    for layer in c["layers"]:
+        layer["cycles"]["total"] = round(layer["cycles"]["total"] * 1.005)
+        layer["energy"]["total_j"] *= 1.005
+    c["totals"]["cycles"]["total"] = sum(layer["cycles"]["total"] for layer in c["layers"])
+    c["totals"]["energy"]["total_j"] = sum(layer["energy"]["total_j"] for layer in c["layers"])
+    tol = _write(tmp_path / "tol.yaml", "default_rtol: 1.0e-9\ndefault_atol: 0\nmetrics:\n"
+                 "  cycles.total: {rtol: 0.01}\n  \"energy.*\": {rtol: 0.02}\nignore: [\"tiling.*\"]\n")
+    rep = compare(_write(tmp_path / "b.json", b), _write(tmp_path / "c.json", c), tol)
+    assert rep.exit_code == 0 and not rep.drift_rows
+    totals = {r.metric: (r.status, r.rtol) for r in rep.rows if r.layer == "(run)"}
+    assert totals == {"totals.cycles.total": ("within", 0.01), "totals.energy.total_j": ("within", 0.02)}
+
+
+def test_a_change_from_zero_reads_from_0_everywhere_and_is_null_in_json(micro):
+    """The table said "from 0", the summaries "worst inf", regress.json the string "inf"."""
+    base, _ = micro
+    b = golden_body(base)
+    c = copy.deepcopy(b)
+    layer = next(x for x in c["layers"] if x["cycles"]["launch"] == 0)
+    layer["cycles"]["launch"] = 5
+    rep = compare(b, c)
+    row = next(r for r in rep.rows if r.metric == "cycles.launch")
+    assert row.from_zero and row.baseline == 0
+    text, md = format_table(rep), format_markdown(rep)
+    assert f"cycles.launch: 1 row, worst from 0 in {layer['name']}" in text
+    assert "`cycles.launch` 1x (worst from 0)" in md
+    assert "inf" not in text.replace("info", "") and "inf" not in md.replace("info", "")
+    data = json.loads(rep.to_json(), parse_constant=lambda c: pytest.fail(f"non-finite {c} in regress.json"))
+    (jrow,) = [r for r in data["rows"] if r["metric"] == "cycles.launch"]
+    assert jrow["rel_change"] is None and jrow["from_zero"] is True and jrow["abs_change"] == 5
+    (group,) = [g for g in data["by_metric"] if g["metric"] == "cycles.launch"]
+    assert group["worst_rel_change"] is None and group["worst_from_zero"] is True
+    assert data["format"] == "accelsim-regress/2" and '"inf"' not in rep.to_json()
 
 
 def test_shipped_golden_tolerances_load():

@@ -1,18 +1,22 @@
-"""Results are frozen values: copies own their dicts, the JSON reads back byte for byte, layers make a table."""
+"""Results are frozen values all the way down, the JSON reads back byte for byte, layers make a table."""
 
 from __future__ import annotations
 
 import builtins
+import copy
 import dataclasses
 import json
+from collections.abc import Callable
 
 import pytest
 from conftest import HW, ROOT, WL
+from pydantic import ValidationError
 
 from accelsim import RunResult, examples, load_hardware, load_workload, run
 from accelsim.errors import AccelsimError
+from accelsim.records import FrozenDict, FrozenList
 from accelsim.regress import golden_text
-from accelsim.results import SCHEMA_VERSION, KernelResult
+from accelsim.results import SCHEMA_VERSION
 from accelsim.simulation import Simulator
 from accelsim.tables import to_dataframe
 
@@ -79,31 +83,91 @@ def test_golden_bodies_read_back_identically(path) -> None:
     assert golden_text(back.body()) == text
 
 
-def test_results_are_frozen_and_copies_own_their_dicts(bert) -> None:
-    layer = bert.layers[0]
+def _mutations(tree: object) -> list[tuple[str, Callable[[], object]]]:
+    """Every way to change ``tree`` in place, at every level of it (dicts and lists of a result)."""
+    out: list[tuple[str, Callable[[], object]]] = []
+    if isinstance(tree, dict):
+        out += [("setitem", lambda: tree.__setitem__("x", 1)), ("pop", lambda: tree.pop("x", None)),
+                ("clear", tree.clear), ("update", lambda: tree.update(x=1)),
+                ("setdefault", lambda: tree.setdefault("x"))]
+        for v in tree.values():
+            out += _mutations(v)
+    elif isinstance(tree, list | tuple):
+        out += [("append", lambda: tree.append(1)), ("setitem", lambda: tree.__setitem__(0, 1)),  # type: ignore
+                ("extend", lambda: tree.extend([1])), ("sort", lambda: tree.sort())]  # type: ignore[union-attr]
+        for v in tree:
+            out += _mutations(v)
+    return out
+
+
+def test_results_are_frozen_all_the_way_down(bert) -> None:
+    """The audit's edits (a layer's cycles, the layer list, the echoed hardware) are refused; totals and JSON stay."""
+    text, totals = bert.to_json(), bert.totals
+    layer = bert.layers[5]
     with pytest.raises(dataclasses.FrozenInstanceError):
         layer.name = "x"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         bert.layers = []  # type: ignore[misc]
-    copy = layer.replace(name="renamed")
-    assert copy.name == "renamed" and layer.name != "renamed"
-    for f in dataclasses.fields(KernelResult):
-        value = getattr(layer, f.name)
-        if isinstance(value, dict):
-            assert getattr(copy, f.name) == value and getattr(copy, f.name) is not value, f.name
+    with pytest.raises(TypeError, match="read-only"):
+        layer.cycles["total"] += 1_000_000  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        bert.layers.pop()  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="read-only"):
+        bert.hardware["name"] = "x"  # type: ignore[index]
+    trees = [getattr(layer, f) for f in ("shape", "padding", "cycles", "bytes", "busy", "tiling", "counts", "energy",
+                                         "clock")]
+    trees += [getattr(bert, f) for f in ("hardware", "workload", "meta", "footprint", "warnings", "dtype_peaks")]
+    attempts = [m for t in trees for m in _mutations(t)]
+    assert len(attempts) > 50
+    for what, change in attempts:
+        with pytest.raises((TypeError, AttributeError)):
+            change()
+            pytest.fail(f"{what} changed a result")
+    assert bert.to_json() == text and bert.totals == totals
+    assert copy.deepcopy(bert) is bert and copy.deepcopy(layer) is layer
 
 
-def test_a_run_shares_no_dicts_with_the_simulator_cache() -> None:
-    """Identical layers come from one cached simulation; each result still owns its dicts."""
+def test_to_dict_is_a_plain_copy_to_change(bert) -> None:
+    """to_dict() gives plain dicts and lists (what json.loads gives) that the caller may edit; the result stays."""
+    text = bert.to_json()
+    data = bert.to_dict()
+    assert data == json.loads(text) and type(data["layers"][0]["padding"]) is dict
+    data["layers"][0]["cycles"]["total"] += 1
+    data["hardware"]["name"] = "changed"
+    data["warnings"].append("x")
+    layer = bert.layers[0].to_dict()
+    layer["bytes"]["dram"]["b"] = -1
+    assert bert.to_json() == text
+    body = copy.deepcopy(bert.body())  # a deep copy of the read-only view is plain data too
+    body["layers"][0]["shape"]["x"] = 1
+    assert bert.to_json() == text
+
+
+def test_replace_and_the_simulator_cache_share_only_read_only_parts() -> None:
+    """Identical layers come from one cached simulation and share its (read-only) dicts; replace() freezes changes."""
     hw = load_hardware(HW / "tpu-like.yaml")
     sim = Simulator(hw)
     result = run(load_workload(WL / "bert-base.yaml", params={"batch": 1, "seq": 64}), hw, "2:4", simulator=sim)
-    cached = list(sim._cache.values())
-    seen: dict[int, str] = {}
-    for k in [*result.layers, *cached]:
-        for name in ("cycles", "bytes", "busy", "tiling", "shape", "padding"):
-            owner = seen.setdefault(id(getattr(k, name)), k.name)
-            assert owner == k.name, f"{name} of {k.name} is shared with {owner}"
+    for k in [*result.layers, *sim._cache.values()]:
+        for name in ("cycles", "bytes", "busy", "tiling", "shape", "padding", "counts"):
+            value = getattr(k, name)
+            assert isinstance(value, FrozenDict), f"{name} of {k.name}"
+            with pytest.raises(TypeError):
+                value["x"] = 1
+    renamed = result.layers[0].replace(name="renamed", tiling={"note": [1, 2]})
+    assert renamed.name == "renamed" and result.layers[0].name != "renamed"
+    assert isinstance(renamed.tiling, FrozenDict) and renamed.tiling["note"] == [1, 2]
+    assert isinstance(renamed.tiling["note"], FrozenList) and isinstance(result.warnings, FrozenList)
+
+
+def test_a_loaded_workload_cannot_be_emptied() -> None:
+    """A workload's layers are a tuple: the audit's model.layers.clear() (then a 0-layer run) cannot happen."""
+    model = load_workload(examples.workload("bert-base"), params={"batch": 1, "seq": 64})
+    assert isinstance(model.layers, tuple) and len(model.layers) > 10
+    with pytest.raises(AttributeError):
+        model.layers.clear()  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError):
+        model.layers = ()  # type: ignore[misc]
 
 
 def test_from_dict_refuses_what_is_not_a_result(bert) -> None:
@@ -119,6 +183,28 @@ def test_from_dict_refuses_what_is_not_a_result(bert) -> None:
     del data["totals"]
     with pytest.raises(AccelsimError, match="not an accelsim result: KeyError 'totals'"):
         RunResult.from_dict(data)
+
+
+@pytest.mark.parametrize(("edit", "expect"), [
+    (lambda d: d["layers"][0]["cycles"].update(total="x"), "layers[0].cycles.total is 'x', not a finite number"),
+    (lambda d: d["layers"][3].update(utilization=float("nan")), "layers[3].utilization is not a finite number"),
+    (lambda d: d["layers"][2]["bytes"]["sram"].pop("c"), "layers[2].bytes.sram.c is missing"),
+    (lambda d: d["layers"][1]["busy"].update(memory=[1]), "layers[1].busy.memory is [1], not a finite number"),
+    (lambda d: d["layers"][1]["energy"]["by_component_j"].update(mac="1"),
+     "layers[1].energy.by_component_j.mac is '1', not a finite number"),
+    (lambda d: d["layers"][0]["clock"].update(cycles_at_clock=None), "layers[0].clock.cycles_at_clock is None"),
+    (lambda d: d["totals"].update(dense_total_cycles="7"), "totals.dense_total_cycles is '7', not a finite number"),
+    (lambda d: d["footprint"].update(total_bytes=float("inf")), "footprint.total_bytes is not a finite number"),
+])
+def test_from_dict_refuses_corrupt_numbers_naming_the_key(bert, edit, expect) -> None:
+    """The audit's corrupt files loaded, then failed at r.totals (TypeError) or to_json ("a bug in accelsim")."""
+    data = bert.to_dict()
+    edit(data)
+    with pytest.raises(AccelsimError) as info:
+        RunResult.from_dict(data)
+    assert str(info.value).startswith(f"not an accelsim result: {expect}"), str(info.value)
+    with pytest.raises(AccelsimError, match="not an accelsim result"):
+        RunResult.from_json(json.dumps(data))
 
 
 def test_layers_to_dataframe(bert) -> None:

@@ -61,7 +61,7 @@ def emit(text: str, out: str | None) -> None:
         sys.stdout.write(text)
 
 
-def warn(warnings: list[str]) -> None:
+def warn(warnings: Iterable[str]) -> None:
     """Print each warning on stderr."""
     for warning in warnings:
         print(f"accelsim: warning: {warning}", file=sys.stderr)

@@ -15,6 +15,7 @@ from typing import Any
 
 from accelsim.errors import AccelsimError
 from accelsim.regress.flatten import list_key
+from accelsim.result_checks import layer_problem, totals_problem
 from accelsim.results import SCHEMA_VERSION
 
 REPORT_NAME = "regress.json"  # the comparison written by ``accelsim regress -o``: never read as a result
@@ -93,6 +94,15 @@ def check_result(data: Any, source: str) -> dict[str, Any]:
     for i, layer in enumerate(layers):
         if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
             raise ResultFileError(source, f"not an accelsim result (layers[{i}] has no 'name')")
+        wrong = layer_problem(layer, complete=False)  # a count written as text would compare as "changed"
+        if wrong is not None:
+            raise ResultFileError(source, f"layers[{layer['name']}].{wrong[0]} {wrong[1]}; not an "
+                                          "accelsim result (a hand-edited or corrupted file?)")
+    totals = data.get("totals")
+    wrong = totals_problem(totals) if isinstance(totals, dict) else None
+    if wrong is not None:
+        raise ResultFileError(source, f"totals.{wrong[0]} {wrong[1]}; not an accelsim result (a hand-edited or "
+                                      "corrupted file?)")
     return data
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from accelsim.regress.tolerances import Tolerances
 
-REPORT_FORMAT = "accelsim-regress/1"
+REPORT_FORMAT = "accelsim-regress/2"  # 2: a change from 0 is rel_change null, from_zero true (1: "inf")
 
 # Run-level sections that echo the inputs: drift there is the cause of the rest.
 INPUT_SECTIONS = ("hardware", "workload", "sparsity", "policy")
@@ -48,7 +48,7 @@ class Row:
     candidate: Any
     status: str
     abs_change: float | None = None
-    rel_change: float | None = None   # |change| / |baseline|; None for non-numeric; inf from zero
+    rel_change: float | None = None   # |change| / |baseline|; None for non-numeric; inf from zero (from_zero)
     rtol: float | None = None
     atol: float | None = None
     share: float | None = None  # |change| / the model's total of the same kind (cycles, bytes, MACs, J)
@@ -81,11 +81,18 @@ class Row:
             group = 0 if self.layer == RUN_LEVEL and self.metric.startswith("totals.") else 1
         return group, 0 if group == 0 and self.metric in HEADLINE_TOTALS else 1, -self.severity
 
+    @property
+    def from_zero(self) -> bool:
+        """A number that moved from a baseline of 0: no relative change (``rel_change`` is infinite)."""
+        return self.rel_change is not None and math.isinf(self.rel_change) and self.baseline == 0
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain data; non-finite numbers as the strings ``inf``, ``-inf``, ``nan``."""
+        """Plain data, JSON numbers only: a non-finite one (a change from 0: ``rel_change``, its ``weight``; a
+        share of a zero model total) is null; ``from_zero`` says the baseline was 0."""
         d = asdict(self)
         for key in ("rel_change", "abs_change", "share", "weight", "baseline", "candidate"):
             d[key] = json_number(d[key]) if isinstance(d[key], float) else d[key]
+        d["from_zero"] = self.from_zero
         return d
 
 
@@ -123,8 +130,10 @@ class MetricGroup:
     worst_layer: str
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data; a non-finite relative change as a string."""
-        return {**asdict(self), "worst_rel_change": json_number(self.worst_rel_change)}
+        """Plain data: a change from 0 (infinite) as ``worst_rel_change`` null and ``worst_from_zero`` true."""
+        rel = self.worst_rel_change
+        return {**asdict(self), "worst_rel_change": json_number(rel),
+                "worst_from_zero": rel is not None and math.isinf(rel)}
 
 
 @dataclass(frozen=True)
@@ -193,10 +202,8 @@ class Comparison:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
 
-def json_number(v: float | None) -> float | str | None:
-    """A number for JSON: non-finite ones as the strings ``inf``, ``-inf``, ``nan``."""
-    if v is None:
+def json_number(v: float | None) -> float | None:
+    """A number for JSON: a non-finite one (which JSON cannot hold) as None (null)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return None
-    if isinstance(v, float) and not math.isfinite(v):
-        return "inf" if v > 0 else ("-inf" if v < 0 else "nan")
     return v

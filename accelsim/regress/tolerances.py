@@ -11,6 +11,9 @@ A tolerance file (YAML)::
     ignore_layers: ["scratch*"]   # layers never compared (by name)
 
 A number moves within tolerance when ``|candidate - baseline| <= max(atol, rtol * |baseline|)``.
+A name or pattern also covers the model totals' metric of the same name: ``cycles.total`` sets
+``totals.cycles.total`` too, ``"energy.*"`` the ``totals.energy.*`` sums (unless ``totals.cycles.total``
+has an entry of its own); likewise in ``ignore``.
 """
 
 from __future__ import annotations
@@ -83,7 +86,9 @@ class Tolerances(BaseModel):
     ``metrics`` pattern (in file order) that matches it, else the defaults; a field an entry leaves
     out takes the file's default. ``ignore`` drops metrics, ``ignore_layers`` drops whole layers (by
     name). Layer metrics are named within the layer (``cycles.total``); run-level ones carry their
-    section (``totals.cycles.total``, ``hardware.dram.bandwidth_gb_s``).
+    section (``totals.cycles.total``, ``hardware.dram.bandwidth_gb_s``). A key or pattern that names a
+    layer metric also applies to the totals' metric of the same name (``totals.`` removed), after any
+    key or pattern that names the totals' metric itself.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -163,12 +168,17 @@ class Tolerances(BaseModel):
         except KeyError:
             pass
         tol: Tolerance | None
-        if any(metric == pat or fnmatch.fnmatchcase(metric, pat) for pat in self.ignore):
+        # the name itself, then (a model total) the layer metric of the same name: totals.cycles.total -> cycles.total
+        names = (metric, metric.removeprefix("totals.")) if metric.startswith("totals.") else (metric,)
+        if any(name == pat or fnmatch.fnmatchcase(name, pat) for name in names for pat in self.ignore):
             tol = None
-        elif metric in self.metrics:
-            tol = self.metrics[metric]
         else:
-            tol = next((t for pat, t in self.metrics.items() if fnmatch.fnmatchcase(metric, pat)), None)
+            tol = None
+            for name in names:  # its own key, else the first pattern matching it (in file order)
+                tol = self.metrics.get(name) or next((t for pat, t in self.metrics.items()
+                                                      if fnmatch.fnmatchcase(name, pat)), None)
+                if tol is not None:
+                    break
             if tol is None:
                 if self._default is None:
                     self._default = Tolerance(rtol=self.default_rtol, atol=self.default_atol)

@@ -199,8 +199,8 @@ def _fmt_change(r: Row) -> str:
 def _fmt_rel_value(rel: float | None) -> str:
     if rel is None:
         return "value changed"
-    if math.isinf(rel):
-        return "inf"
+    if math.isinf(rel):  # the baseline was 0 (results hold finite numbers only)
+        return "from 0"
     if rel >= 1:
         return f"{rel * 100:,.0f}%"
     return f"{rel * 100:.3g}%"
@@ -210,7 +210,7 @@ def _fmt_rel(r: Row) -> str:
     if r.rel_change is None:
         return "-"
     if math.isinf(r.rel_change):
-        return "from 0" if r.baseline == 0 else "inf"
+        return "from 0"
     sign = "+" if r.candidate >= r.baseline else "-"
     return sign + _fmt_rel_value(r.rel_change)
 

@@ -143,7 +143,7 @@ class SimulatedService(ServedWorkload):
         self.policy = policy
         self.sim = simulator or Simulator(hw, hw_source)
         self._cache: dict[tuple[int, Any], float] = {}
-        self._footprints: dict[tuple[int, Any], dict[str, Any]] = {}
+        self._footprints: dict[tuple[int, Any], Mapping[str, Any]] = {}
         self.simulations = 0
         self.warnings: tuple[str, ...] | None = None  # the first simulated run's (the workload's structure: TP split)
         self.runs: list[RunResult] = []  # every shape's run, once each (the clocks they ran at: energy.run_clock)
@@ -165,7 +165,7 @@ class SimulatedService(ServedWorkload):
             self._footprints[key] = res.footprint
         return hit
 
-    def footprint(self, batch: int = 1, size: Any = None) -> dict[str, Any]:
+    def footprint(self, batch: int = 1, size: Any = None) -> Mapping[str, Any]:
         """The run's memory footprint (weights as deployed, activations, KV cache) at this shape."""
         key = (int(batch) if self.batch_param is not None else 1, None if size is None else int(size))
         if key not in self._footprints:

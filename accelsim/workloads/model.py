@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -14,6 +15,7 @@ from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import BigNonNegInt, BigPosInt, NonNegFloat, NonNegInt, PosInt, Strict
 from accelsim.quality import entry as registry_entry
+from accelsim.records import FrozenDict, thawed
 from accelsim.workloads.attention import AttentionMask, causal_problem
 from accelsim.workloads.moe import MoeRouting, expand_moe
 from accelsim.workloads.quality import (
@@ -357,7 +359,7 @@ class Workload(Strict):
     name: str = Field(min_length=1)
     description: str | None = Field(None, description="Free text: what the model is, its source.")
     dtype: Dtype = Field("fp16", description="Element type of A, B and C.")
-    params: dict[str, int | float] = Field(default_factory=dict, description="Resolved parameters (defaults "
+    params: Mapping[str, int | float] = Field(default_factory=dict, description="Resolved parameters (defaults "
                                            "overridden by --set); expressions in layer fields use them.")
     kv_cache_elements: BigNonNegInt = Field(0, description="Elements of the KV cache (LLM decode), for the footprint.")
     kv_dtype: Dtype | None = Field(None, description="Element type of the KV cache (None: the workload dtype): "
@@ -367,20 +369,30 @@ class Workload(Strict):
                                             "LLMs; fused attention skips the K / V tiles above the diagonal, unfused "
                                             "computes the full product and masks it) or none (absent: bidirectional); "
                                             "q_heads_stacked: query heads in a QK^T matmul's m rows (GQA).")
-    moe: list[MoeRouting] | None = Field(None, description="Written by loading: the routing of every moe op "
+    moe: Sequence[MoeRouting] | None = Field(None, description="Written by loading: the routing of every moe op "
                                          "(accelsim.workloads.moe), echoed into results.")
     quality: Quality | None = Field(None, description="Quality figures (dense and per pattern) and a threshold.")
     quantization: QuantizationEcho | None = Field(None, description="Quantized Linears (weights int8 / fp8, "
                                                   "activations in dtype, dynamic per-call quantization): applied by "
                                                   "loading (accelsim.workloads.quantize), echoed resolved.")
     sparsity: str | None = Field(None, description="Pattern applied to every weight layer without its own.")
-    layers: list[Layer] = Field(min_length=1)
+    layers: Sequence[Layer] = Field(min_length=1)  # a tuple: a loaded workload never changes
     _dtype_declared: str | None = PrivateAttr(None)  # the file's dtype when with_dtype replaced it
 
     @field_validator("sparsity", mode="before")
     @classmethod
     def _pattern(cls, value: Any) -> Any:
         return None if value is None else normalize_format(value)
+
+    @field_validator("layers", "moe", mode="after")
+    @classmethod
+    def _as_tuple(cls, value: Any) -> Any:  # validated as a list (its errors, its schema), held as a tuple
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("params", mode="after")
+    @classmethod
+    def _read_only(cls, value: Mapping[str, int | float]) -> Mapping[str, int | float]:
+        return FrozenDict(value)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Workload:
@@ -441,8 +453,9 @@ class Workload(Strict):
 
 def workload_from_dict(data: dict[str, Any], source: str = "<workload>",
                        params: dict[str, Any] | None = None) -> Workload:
-    """Expand templates (params, expressions, repeat blocks) and moe ops, and validate into a Workload."""
-    expanded = expand_quantization(expand_moe(expand(data, params, source), source), source)
+    """Expand templates (params, expressions, repeat blocks) and moe ops, and validate into a Workload. ``data``
+    may hold a result's read-only echoes (``RunResult.workload`` parts): they are read as the plain data they were."""
+    expanded = expand_quantization(expand_moe(expand(thawed(data), params, source), source), source)
     return configio.validate(Workload, expanded, source)
 
 

@@ -378,7 +378,7 @@ class _Splitter:
         if lost:  # never silently: a fused kernel became separate matmuls and score ops
             self.note(f"{lost:,} of {before:,} attention group(s) no longer match after the split (QK^T, score ops "
                       "and AV disagree on the device's share): they run unfused")
-        shard = self.model.model_copy(update={"layers": self.out, "kv_cache_elements": kv_elems})
+        shard = self.model.model_copy(update={"layers": tuple(self.out), "kv_cache_elements": kv_elems})
         notes = tuple(f"{text} ({count:,} layer(s))" if count > 1 else text for text, count in self.notes.items())
         return TensorParallelPlan(shard, self.n, tuple(self.coll), self.kv, self.heads, self.replicated, notes)
 
