@@ -283,13 +283,15 @@ class SettledClock(NamedTuple):
 
     @property
     def capped(self) -> bool:
-        return self.limit in CAPPED_LIMITS
+        """Whether the cap lowered the clock (a floor at the nominal clock, min_clock_fraction 1, lowers nothing)."""
+        return self.limit in CAPPED_LIMITS and self.fraction < 1.0
 
     def echo(self, hw: Hardware) -> dict[str, Any]:
-        """The clock a result echoes (``KernelResult.clock``, less ``cycles_at_clock``)."""
+        """The clock a result echoes (``KernelResult.clock``, less ``cycles_at_clock``); ``power_w`` only for a
+        kernel that takes time (a zero-cycle one draws no average power, as its energy's ``avg_power_w`` says)."""
         out: dict[str, Any] = {"ghz": round(hw.clock_ghz * self.fraction, 6), "limit": self.limit,
                                "power_capped": self.capped}
-        if self.power_w is not None:
+        if self.power_w is not None and self.totals.total > 0:
             out["power_w"] = round(self.power_w, 6)
         return out
 
@@ -340,6 +342,9 @@ class RunClock(Record):
     by_path: Mapping[str, float]
     dense_baseline_ghz: float
     power_capped_layers: int
+    over_cap_layers: int
+    no_energy_layers: Mapping[str, int]
+    unclocked_layers: int
     governor: str
     tdp_w: float | None
     layers: int
@@ -359,7 +364,8 @@ def run_clock(runs: Sequence[RunResult]) -> RunClock | None:
         return None
     whole = dataclasses.replace(runs[0], layers=layers, dense_total_cycles=sum(r.dense_total_cycles for r in runs))
     c = whole.clock_totals()
-    return RunClock(**{**c, "by_path": freeze(c["by_path"])}, layers=len(layers), runs=len(runs))
+    return RunClock(**{**c, "by_path": freeze(c["by_path"]), "no_energy_layers": freeze(c["no_energy_layers"])},
+                    layers=len(layers), runs=len(runs))
 
 
 def at_clock(hw: Hardware, fraction: float) -> Hardware:
