@@ -272,8 +272,9 @@ class KernelResult:
 
     Cycles are nominal-clock cycles (time x the config's ``clock_ghz``); ``clock`` (None in results
     written before clocks were echoed): ``ghz`` (the kernel's own), ``limit`` (:data:`CLOCK_LIMITS`),
-    ``power_capped``, ``cycles_at_clock`` (cycles of its own clock), ``power_w`` (at that clock, when a
-    cap governs) and ``dense_ghz`` (its dense baseline's, when that is another kernel)."""
+    ``power_capped`` (the cap lowered it), ``cycles_at_clock`` (cycles of its own clock), ``power_w`` (at that
+    clock, when a cap governs and the kernel takes time) and ``dense_ghz`` (its dense baseline's, when that is
+    another kernel). Collectives have no clock (None)."""
 
     name: str
     op: str

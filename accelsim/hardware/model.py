@@ -306,7 +306,8 @@ class PowerCap(Strict):
                          "operation scales with voltage squared. 1.0: frequency-only scaling. ESTIMATE: GPU "
                          "boards run ~0.7-0.8 V at their lowest clocks and ~1.0-1.1 V at boost.")
     gain: PosFloat = Field(0.5, description="Governor step: clock *= 1 + gain * (tdp - avg) / tdp per window.")
-    window_s: PosFloat = Field(2e-5, description="Governor update interval (power is binned at this width).")
+    window_s: PosFloat = Field(2e-5, description="Governor update interval (power is binned at this width; plot "
+                               "power refuses one that cuts its trace into more than 10^6 windows).")
 
 
 class EnergySpec(Strict):
