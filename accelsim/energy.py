@@ -59,6 +59,7 @@ TENSORS = ("a_values", "a_metadata", "b", "c")
 CLOCK_TOLERANCE = 1e-3  # the steady-state solve stops when the clock bracket is this narrow (fraction of nominal)
 POWER_TOLERANCE = 2e-3  # ... or when the settled power is within this share below the TDP
 _MAX_STEPS = 40
+MAX_POWER_WINDOWS = 1_000_000  # windows a power trace may hold (all its repeats together)
 
 
 def static_watts(hw: Hardware) -> float:
@@ -283,13 +284,15 @@ class SettledClock(NamedTuple):
 
     @property
     def capped(self) -> bool:
-        return self.limit in CAPPED_LIMITS
+        """Whether the cap lowered the clock (a floor at the nominal clock, min_clock_fraction 1, lowers nothing)."""
+        return self.limit in CAPPED_LIMITS and self.fraction < 1.0
 
     def echo(self, hw: Hardware) -> dict[str, Any]:
-        """The clock a result echoes (``KernelResult.clock``, less ``cycles_at_clock``)."""
+        """The clock a result echoes (``KernelResult.clock``, less ``cycles_at_clock``); ``power_w`` only for a
+        kernel that takes time (a zero-cycle one draws no average power, as its energy's ``avg_power_w`` says)."""
         out: dict[str, Any] = {"ghz": round(hw.clock_ghz * self.fraction, 6), "limit": self.limit,
                                "power_capped": self.capped}
-        if self.power_w is not None:
+        if self.power_w is not None and self.totals.total > 0:
             out["power_w"] = round(self.power_w, 6)
         return out
 
@@ -340,6 +343,9 @@ class RunClock(Record):
     by_path: Mapping[str, float]
     dense_baseline_ghz: float
     power_capped_layers: int
+    over_cap_layers: int
+    no_energy_layers: Mapping[str, int]
+    unclocked_layers: int
     governor: str
     tdp_w: float | None
     layers: int
@@ -359,7 +365,8 @@ def run_clock(runs: Sequence[RunResult]) -> RunClock | None:
         return None
     whole = dataclasses.replace(runs[0], layers=layers, dense_total_cycles=sum(r.dense_total_cycles for r in runs))
     c = whole.clock_totals()
-    return RunClock(**{**c, "by_path": freeze(c["by_path"])}, layers=len(layers), runs=len(runs))
+    return RunClock(**{**c, "by_path": freeze(c["by_path"]), "no_energy_layers": freeze(c["no_energy_layers"])},
+                    layers=len(layers), runs=len(runs))
 
 
 def at_clock(hw: Hardware, fraction: float) -> Hardware:
@@ -368,6 +375,18 @@ def at_clock(hw: Hardware, fraction: float) -> Hardware:
 
 
 # -- power over time -------------------------------------------------------------------------
+
+def power_windows(total_s: float, window_s: float, repeats: int = 1, key: str = "energy.power_cap.window_s") -> int:
+    """How many windows of ``window_s`` one run of ``total_s`` seconds takes; refused (ConfigError naming ``key``)
+    when ``repeats`` runs of it would take more than MAX_POWER_WINDOWS (memory: a few arrays of that length)."""
+    n_win = max(1, int(math.ceil(total_s / window_s - 1e-9)))
+    if n_win * repeats > MAX_POWER_WINDOWS:
+        runs = f" x {repeats:,} repeats" if repeats > 1 else ""
+        raise ConfigError("<hardware>", key, f"{window_s:g} s cuts the {total_s:.6g} s run{runs} into "
+                          f"{n_win * repeats:,} windows, more than {MAX_POWER_WINDOWS:,}: use at least "
+                          f"{total_s * repeats / MAX_POWER_WINDOWS:.3g} s")
+    return n_win
+
 
 def power_trace(layers: list[KernelResult], energies: list[dict[str, Any]], hw: Hardware,
                 window_s: float) -> dict[str, np.ndarray]:
@@ -380,7 +399,7 @@ def power_trace(layers: list[KernelResult], energies: list[dict[str, Any]], hw: 
     """
     clock = hw.clock_ghz * 1e9
     total_s = sum(r.cycles["total"] for r in layers) / clock
-    n_win = max(1, int(math.ceil(total_s / window_s - 1e-9)))
+    n_win = power_windows(total_s, window_s)
     energy = np.zeros(n_win)
     dram = np.zeros(n_win)
 
@@ -507,6 +526,8 @@ def power_profile(result: Any, hw: Hardware, repeats: int = 1, window_s: float |
     energies = [r.energy for r in result.layers]
     if any(e is None for e in energies):
         raise ValueError("the run has no energy figures (was it run on this hardware?)")
+    power_windows(result.total_cycles / (hw.clock_ghz * 1e9), width, repeats,
+                  "energy.power_cap.window_s" if window_s is None else "window_s")
     one = power_trace(result.layers, energies, hw, width)
     trace = {k: np.tile(v, repeats) for k, v in one.items()}
     trace["t_s"] = np.concatenate([[0.0], np.cumsum(trace["width_s"])[:-1]])

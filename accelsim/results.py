@@ -22,6 +22,7 @@ from accelsim.hardware.model import hardware_from_dict
 from accelsim.provenance import build_meta  # noqa: F401 (re-exported: writers of results import it from here)
 from accelsim.records import FrozenDict, frozen_tree, json_form, rounded, thawed
 from accelsim.result_checks import result_problem
+from accelsim.run_clocks import clock_totals
 from accelsim.system.energy import system_energy
 from accelsim.tables import to_dataframe
 
@@ -140,7 +141,7 @@ class LayerTotals(NamedTuple):
     macs_executed: int
     peak: float  # the array's dense MACs per cycle in the element type the layer runs in (0: not array work)
     count: int = 1  # type: ignore[assignment]  # shadows tuple.count on purpose: the natural name
-    clock_cycles: int | None = None  # cycles counted at the kernel's own clock (None: totals.total, nominal)
+    clock_cycles: int | None = None  # cycles counted at the kernel's own clock (None: not clocked, a collective)
     capped: bool = False  # the power cap lowered the kernel's clock
 
 
@@ -160,8 +161,9 @@ class ModelTotals:
     fallback_cycles: int
     binding_cycles: dict[str, int]  # cycles of the layers each resource binds
     dense_total_cycles: int
-    clock_cycles: int = 0  # cycles counted at each layer's own clock (= total when every clock is nominal)
+    clock_cycles: int = 0  # cycles counted at each clocked layer's own clock
     capped_layers: int = 0  # layers whose clock the power cap lowered
+    clocked_cycles: int = 0  # nominal-clock cycles (time) of the clocked layers (collectives are not clocked)
     macs_by_peak: tuple[tuple[float, int], ...] = ()  # executed MACs by the array peak they ran against, by peak
 
     @property
@@ -186,8 +188,10 @@ class ModelTotals:
         return round(self.fallback_cycles / self.total, 6) if self.total else 0.0
 
     def effective_clock_ghz(self, nominal_ghz: float) -> float:
-        """The time-weighted mean clock: cycles at each layer's clock over nominal-clock cycles (time)."""
-        return round(nominal_ghz * self.clock_cycles / self.total, 6) if self.total else nominal_ghz
+        """The time-weighted mean clock of the clocked layers: cycles at each one's clock over their nominal-clock
+        cycles (time). Collectives (no clock) are left out; the nominal clock when no layer is clocked."""
+        clocked = self.clocked_cycles
+        return round(nominal_ghz * self.clock_cycles / clocked, 6) if clocked else nominal_ghz
 
     def binding(self) -> tuple[str, float]:
         """The resource binding most of the model's cycles, and that share of them."""
@@ -201,7 +205,7 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
     gathers = communicates = False
     dram = [0, 0, 0, 0]
     sram = [0, 0, 0, 0]
-    macs = macs_exec = n_layers = requested = fallback = fallback_cycles = clock_cycles = capped = 0
+    macs = macs_exec = n_layers = requested = fallback = fallback_cycles = clock_cycles = capped = clocked = 0
     paths: dict[str, int] = {}
     by_peak: dict[float, int] = {}
     bind = dict.fromkeys(BINDING_NAMES, 0)
@@ -212,7 +216,9 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
             by_peak[peak] = by_peak.get(peak, 0) + n * mx
         cyc = n * t.total
         total += cyc
-        clock_cycles += n * (t.total if at_clock is None else at_clock)
+        if at_clock is not None:
+            clock_cycles += n * at_clock
+            clocked += n * t.total
         if is_capped:
             capped += n
         compute += n * t.compute
@@ -249,7 +255,7 @@ def model_totals(layers: Iterable[LayerTotals], dense_total_cycles: int) -> Mode
         macs_executed=macs_exec, layers=n_layers, layers_by_path=dict(sorted(paths.items())),
         requested_layers=requested, fallback_layers=fallback, fallback_cycles=fallback_cycles, binding_cycles=bind,
         dense_total_cycles=dense_total_cycles, clock_cycles=clock_cycles, capped_layers=capped,
-        macs_by_peak=tuple(sorted(by_peak.items())))
+        clocked_cycles=clocked, macs_by_peak=tuple(sorted(by_peak.items())))
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,8 +267,9 @@ class KernelResult:
 
     Cycles are nominal-clock cycles (time x the config's ``clock_ghz``); ``clock`` (None in results
     written before clocks were echoed): ``ghz`` (the kernel's own), ``limit`` (:data:`CLOCK_LIMITS`),
-    ``power_capped``, ``cycles_at_clock`` (cycles of its own clock), ``power_w`` (at that clock, when a
-    cap governs) and ``dense_ghz`` (its dense baseline's, when that is another kernel)."""
+    ``power_capped`` (the cap lowered it), ``cycles_at_clock`` (cycles of its own clock), ``power_w`` (at that
+    clock, when a cap governs and the kernel takes time) and ``dense_ghz`` (its dense baseline's, when that is
+    another kernel). Collectives have no clock (None)."""
 
     name: str
     op: str
@@ -455,24 +462,10 @@ class RunResult:
         }
 
     def clock_totals(self, t: ModelTotals | None = None) -> dict[str, Any]:
-        """Clocks: nominal, time-weighted effective (overall, per path, dense baseline), layers capped, governor."""
-        t, nominal, dense_weighted = t or self.model_totals(), self.clock_ghz, 0.0
-        paths: dict[str, list[int]] = {}
-        limits: set[str] = set()
-        for r in self.layers:
-            c = r.clock or {"ghz": nominal, "cycles_at_clock": r.cycles["total"], "limit": "nominal"}
-            acc = paths.setdefault(r.path, [0, 0])
-            acc[0], acc[1] = acc[0] + c["cycles_at_clock"], acc[1] + r.cycles["total"]
-            dense_weighted += c.get("dense_ghz", c["ghz"]) * r.baseline_cycles
-            limits.add(c["limit"])
-        cap = (self.hardware.get("energy") or {}).get("power_cap")
-        governor = next((x for x in ("no_energy", "no_power_cap") if x in limits), "power_cap")
-        dense = self.dense_total_cycles
-        return {"nominal_ghz": nominal, "effective_ghz": t.effective_clock_ghz(nominal),
-                "by_path": {p: round(nominal * a / b, 6) if b else nominal for p, (a, b) in sorted(paths.items())},
-                "dense_baseline_ghz": round(dense_weighted / dense, 6) if dense else nominal,
-                "power_capped_layers": t.capped_layers, "governor": governor,
-                "tdp_w": cap["tdp_w"] if cap and governor == "power_cap" else None}
+        """Clocks (:func:`accelsim.run_clocks.clock_totals`): nominal, time-weighted effective over the clocked
+        layers (overall, per path, dense baseline), layers capped, the governor."""
+        return clock_totals(self.layers, t or self.model_totals(), self.clock_ghz, self.hardware,
+                            self.workload.get("dtype", ""))
 
     def energy_totals(self) -> dict[str, Any]:
         """Model energy by component and tensor, power, inferences per joule, dense vs this run (systems: all)."""

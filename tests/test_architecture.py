@@ -19,7 +19,7 @@ PKG = Path(__file__).resolve().parents[1] / "accelsim"
 RANKS: dict[str, int] = {
     "version": 0, "textsafe": 0, "dtypes": 0, "errors": 1,
     "examples": 2, "tables": 2, "records": 2, "limits": 2, "fileio": 2, "reasons": 2, "provenance": 2,
-    "result_checks": 2,
+    "result_checks": 2, "run_clocks": 2,
     "config": 3, "formats": 4, "system": 4, "hardware": 5, "workloads": 6, "quality": 6,
     "lowering": 7, "results": 8,
     "engine": 9, "energy": 9, "simulation": 10,

@@ -152,7 +152,7 @@ def test_a_cap_above_the_uncapped_power_changes_nothing(llama) -> None:
     assert _clock_free(high.body()) == _clock_free(today.body())
     assert high.totals["clock"]["power_capped_layers"] == 0
     # a cap just above the hungriest kernel's power (dense baselines included) binds nowhere either
-    top = max(lay.clock["power_w"] for res in (today, run(llama, A100, "dense")) for lay in res.layers)
+    top = max(lay.clock.get("power_w", 0.0) for res in (today, run(llama, A100, "dense")) for lay in res.layers)
     just = run(llama, _with_cap(A100, tdp_w=top * 1.0001), "2:4")
     assert _clock_free(just.body()) == _clock_free(today.body())
     below = run(llama, _with_cap(A100, tdp_w=top * 0.98), "2:4")  # binds the hungriest (a dense baseline)

@@ -132,6 +132,8 @@ class Summary(Record):
     warnings: tuple[str, ...]
     # set only where the power cap lowered a kernel's clock in either run (uncapped reports do not carry it)
     clock: Clocks | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    # set only where energy is None: why the run has no energy figures
+    energy_not_modelled: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 def _occupancy(res: RunResult) -> Occupancy:
@@ -190,6 +192,16 @@ def _energy(energy: Mapping[str, Any], dense: Mapping[str, Any] | None) -> Energ
             "dense_avg_power_w": dense_each.get("avg_power_w")}))
 
 
+def _no_energy(res: RunResult) -> str:
+    """Why ``res`` has no energy figures: its config has no energy block, or none for the types its layers run in."""
+    if not res.hardware.get("energy"):
+        return "the config has no energy: block"
+    missing = sorted({r.dtype or res.workload.get("dtype", "") for r in res.layers
+                      if r.clock is not None and r.clock["limit"] == "no_energy"})
+    return (f"the config's energy.mac_pj has no {', '.join(missing)} entry" if missing
+            else "the run carries no energy figures")
+
+
 def summarise(real: RunResult, dense: RunResult, rc: RealityCheck) -> Summary:
     """The summary of the sparse run ``real`` against the ``dense`` run (metadata cycles from the ladder ``rc``)."""
     ghz = real.clock_ghz
@@ -228,6 +240,7 @@ def summarise(real: RunResult, dense: RunResult, rc: RealityCheck) -> Summary:
         footprint=freeze(real.footprint),
         warnings=tuple(real.warnings),
         clock=_clocks(real, dense),
+        energy_not_modelled=_no_energy(real) if energy is None else None,
     )
 
 

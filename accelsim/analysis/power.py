@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from accelsim.energy import power_profile as _energy_power_profile
-from accelsim.energy import uncapped
+from accelsim.energy import power_windows, uncapped
 from accelsim.errors import ConfigError
 from accelsim.hardware.model import Hardware
 from accelsim.records import OMIT_IF_NONE, Record
@@ -107,6 +107,7 @@ class PowerComparison(Record):
     repeats: int
     profiles: tuple[PowerProfile, ...]  # dense first, then the sparse run
     clock_ghz: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # the config's nominal clock
+    devices: int = 1  # a tensor-parallel system's: the traces, powers and TDP are one device's (1 of devices)
 
 
 def _steady(result: RunResult, repeats: int) -> SteadyRun:
@@ -154,6 +155,7 @@ def compare_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: in
     return PowerComparison(
         hardware=hw.name, workload=str(dense.workload.get("name", "")), sparsity=sparse.sparsity,
         tdp_w=cap.tdp_w if cap is not None else None, repeats=repeats, clock_ghz=float(hw.clock_ghz),
+        devices=hw.devices,
         profiles=(profile_power(dense, hw, label="dense", repeats=repeats, steady=steady[0] if steady else None),
                   profile_power(sparse, hw, label=sparse.sparsity or "sparse", repeats=repeats,
                                 steady=steady[1] if steady else None)))
@@ -166,5 +168,12 @@ def power_limited(model: Workload, hw: Hardware, sparsity: str | None, *, repeat
     nominal = uncapped(hw)
     sparse = run(model, nominal, sparsity, hw_source=hw_source, keep_tiles=True)
     dense = run(model, nominal, "dense", hw_source=hw_source, keep_tiles=True)
+    cap = hw.energy.power_cap if hw.energy is not None else None
+    if cap is not None:  # before the steady runs: a window too narrow for the traces is refused first
+        for res in (dense, sparse):
+            try:
+                power_windows(res.total_cycles / (hw.clock_ghz * 1e9), cap.window_s, repeats)
+            except ConfigError as exc:
+                raise ConfigError(hw_source, exc.key, exc.problem) from None
     steady = (run(model, hw, "dense", hw_source=hw_source), run(model, hw, sparsity, hw_source=hw_source))
     return compare_power(dense, sparse, hw, repeats, steady)

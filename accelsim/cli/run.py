@@ -117,7 +117,7 @@ def format_table(result: RunResult, hw_set: list[str] | None = None) -> str:
     if any(lay["path"] == "vector" or "dtype" in lay for lay in body["layers"]):
         lines.append(util_line(body["layers"], wl.get("dtype", "")))
     if "clock" in t:
-        lines.append(clock_line(t["clock"], len(body["layers"]), wl.get("dtype", "")))
+        lines.append(clock_line(t["clock"], len(body["layers"])))
     if "energy" in t:
         e = t["energy"]
         comp = e["by_component_j"]

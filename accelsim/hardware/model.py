@@ -306,7 +306,8 @@ class PowerCap(Strict):
                          "operation scales with voltage squared. 1.0: frequency-only scaling. ESTIMATE: GPU "
                          "boards run ~0.7-0.8 V at their lowest clocks and ~1.0-1.1 V at boost.")
     gain: PosFloat = Field(0.5, description="Governor step: clock *= 1 + gain * (tdp - avg) / tdp per window.")
-    window_s: PosFloat = Field(2e-5, description="Governor update interval (power is binned at this width).")
+    window_s: PosFloat = Field(2e-5, description="Governor update interval (power is binned at this width; plot "
+                               "power refuses one that cuts its trace into more than 10^6 windows).")
 
 
 class EnergySpec(Strict):
@@ -447,6 +448,7 @@ def load_hardware_with_provenance(path: str | Path,
     if "layers" in data and "core" not in data:
         raise ConfigError(src, None, "this is a workload file (it has 'layers'), expected a hardware config")
     set_by: dict[str, str] = {}
+    had_energy = bool(data.get("energy"))
     for item in overrides or []:
         data = apply_override(data, item, src)
         set_by[".".join(k for k in item.partition("=")[0].strip().split(".") if k)] = item
@@ -455,8 +457,9 @@ def load_hardware_with_provenance(path: str | Path,
     except ConfigError as exc:
         if not set_by and len(hd.layers) == 1:
             raise
+        found = exc.problems if had_energy else _partial_energy(exc.problems, set_by)
         raise ConfigError.many(src, [(key, _from_family(key, _from_override(key, problem, set_by), hd))
-                                     for key, problem in exc.problems], exc.unlisted) from None
+                                     for key, problem in found], exc.unlisted) from None
     prov = provenance(hd)  # after the schema: a mistyped number ("1.83") is named as such, not as unaccounted for
     if not overrides:
         problems = peak_problems(hw, prov)
@@ -468,6 +471,21 @@ def load_hardware_with_provenance(path: str | Path,
 def hardware_provenance(path: str | Path) -> Provenance:
     """Where each number of a hardware config file comes from (spec, derived, family-calibrated, estimate)."""
     return load_hardware_with_provenance(path)[1]
+
+
+def _partial_energy(problems: list[tuple[str | None, str]], set_by: dict[str, str]) -> list[tuple[str | None, str]]:
+    """``problems`` with the required figures a --hw-set inside ``energy:`` left missing on a config without an
+    energy block (``energy.power_cap.tdp_w=1``) said once, naming the block and the override."""
+    missing = [i for i, (key, problem) in enumerate(problems)
+               if key and key.startswith("energy.") and problem == "required key is missing"]
+    item = next((v for k, v in set_by.items() if k.startswith("energy.")), None)
+    if not missing or item is None:
+        return problems
+    at = ".".join(item.partition("=")[0].strip().split(".")[:2])
+    needed = ", ".join(k for k, f in EnergySpec.model_fields.items() if f.is_required())
+    one = (at, f"needs an energy: block with {needed} (this config has none; set those too, or use a config with "
+               "one)")  # load_hardware names the override
+    return [one, *(p for i, p in enumerate(problems) if i not in missing)]
 
 
 def _from_family(key: str | None, problem: str, hd: HardwareData) -> str:

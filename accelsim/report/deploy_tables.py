@@ -92,7 +92,9 @@ def _summary_table(report: DeploymentReport) -> Table:
         rows.append([f"bytes moved, {level.upper()}{each}", fmt_bytes(d["total"]), fmt_bytes(sp["total"]),
                      f"sparse: {parts}"])
     e = s.energy
-    if e is not None:
+    if e is None:
+        rows.append(["energy per inference", "", "", f"not modelled: {s.energy_not_modelled or 'no energy figures'}"])
+    else:
         whole = f" (system of {e.devices} devices)" if e.per_device is not None else ""
         rows.append([f"energy per inference{whole}", _mj(e.dense_total_j), _mj(e.total_j),
                      f"perf/W vs dense {fmt_x(e.perf_per_watt_vs_dense)}"])

@@ -512,7 +512,8 @@ def plot_power(power: PowerComparison) -> Figure:
                               f"ms, capped layers: {steady.power_capped_layers}")
     if cap_w is not None:
         ax.axhline(cap_w, color="#d62728", ls="--", lw=1, label=f"cap {cap_w:g} W")
-    ax.set_ylabel("power (W)")
+    per_device = f"per device (1 of {power.devices})" if power.devices > 1 else ""
+    ax.set_ylabel(f"power {per_device} (W)" if per_device else "power (W)")
     ax.legend(loc="upper right", fontsize=8, frameon=False)
     ax.grid(True, color="#e0e0e0", lw=0.6)
     axc.set_ylabel("clock")
@@ -524,7 +525,8 @@ def plot_power(power: PowerComparison) -> Figure:
                  "kernel at the clock it settles at under the cap, what run, sweep, serve and report use",
                  fontsize=7, color="#555555")
     fig.suptitle(f"Power over time: {power.workload} on {power.hardware}, dense vs "
-                 f"{power.sparsity or 'plan'}" + (f" (x{power.repeats})" if power.repeats > 1 else ""), fontsize=12)
+                 f"{power.sparsity or 'plan'}" + (f" (x{power.repeats})" if power.repeats > 1 else "")
+                 + (f", {per_device}" if per_device else ""), fontsize=12)
     return fig
 
 

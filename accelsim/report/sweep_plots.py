@@ -497,6 +497,21 @@ def memory_summary(fit: MemoryFit, rows: int) -> str:
     return "memory: " + "; ".join(parts)
 
 
+def energy_summary(table: SweepRows) -> str | None:
+    """One line on the feasible rows without energy figures, for the notes ``sweep_plot`` returns (None: every one
+    has them): the energy Pareto plot leaves them off, or is not drawn at all (the sweep's meta.json warnings
+    say why a row has none)."""
+    energies = _energies(table)
+    if energies is None:
+        return ("energy: not modelled (no row has energy_j: no energy figures for these configs / dtypes, see the "
+                "sweep's meta.json warnings), so no energy Pareto plot")
+    feasible = "feasible" in table.columns
+    missing = sum(e is None and (not feasible or table.get(r, "feasible") is not False)
+                  for r, e in zip(table.rows, energies, strict=True))
+    return (f"energy: {missing:,} feasible row(s) of {len(energies):,} have no energy_j (no energy figures): off "
+            "the energy Pareto plot" if missing else None)
+
+
 def _energies(table: SweepRows) -> list[float | None] | None:
     if "energy_j" not in table.columns:
         return None
@@ -518,8 +533,9 @@ def sweep_plot(table: SweepRows, out_dir: str | os.PathLike[str],
     ``cost``: an area-model expression over result columns (overrides the spec's ``cost``). ``x``, ``y``:
     the heatmaps' grid parameters; ``at``: {grid parameter: value} to hold the others at (default: their
     first value; either way the notes and the titles say which). ``progress(done, total)`` per figure.
-    The cells the plots use are checked first (:func:`check_cells`). The last note says how many rows exceed
-    the device's memory and how the plots draw them (or that these results were not checked).
+    The cells the plots use are checked first (:func:`check_cells`). The last two notes say how many rows exceed
+    the device's memory and how the plots draw them (or that these results were not checked), then, where some
+    feasible rows have no energy figures, how many (:func:`energy_summary`; none at all: no energy Pareto plot).
     """
     check_cells(table)
     sl = choose_slice(table, x=x, y=y, at=at)
@@ -530,6 +546,9 @@ def sweep_plot(table: SweepRows, out_dir: str | os.PathLike[str],
         notes.append(f"heatmaps: {sl.ykey} (y) by {sl.xkey} (x)" + (f"; {sl.text()}" if sl.held else "")
                      + " (choose with --x, --y, --at KEY=VALUE)")
     notes.append(memory_summary(memory_fit(table), len(table.rows)))
+    energy = energy_summary(table)
+    if energy is not None:
+        notes.append(energy)
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -54,6 +54,7 @@ class SweepRun:
     over_memory_rows: int  # fits_memory False: the footprint exceeds dram.capacity_bytes (run warns)
     dense_over_memory_rows: int  # fits_memory True, dense_fits_memory False: the dense baseline does not (run warns)
     split_note_rows: int  # split_notes set: a system's tensor-parallel split is uneven (run warns)
+    no_energy_rows: int = 0  # feasible rows without energy figures (energy_j empty; a warning says why)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists for the tuples), in field order: as meta.json's sweep section records it."""
@@ -200,7 +201,7 @@ def _run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str,
         files=tuple(str(f) for f in files), warnings=(*warnings, *counts.warnings),
         infeasible_rows=counts.infeasible_rows, over_memory_rows=counts.over_memory_rows,
         dense_over_memory_rows=counts.dense_over_memory_rows,
-        split_note_rows=counts.split_note_rows)
+        split_note_rows=counts.split_note_rows, no_energy_rows=counts.no_energy_rows)
     meta_path = out / "meta.json"
     write_durably(meta_path, (dumps_finite(_meta(spec, result, command), "sweep meta", indent=2, default=str)
                               + "\n").encode())

@@ -28,6 +28,7 @@ class RowSummary:
     dense_over_memory_rows: int  # fits_memory True, dense_fits_memory False
     split_note_rows: int  # split_notes set: a system's split rounds sizes up or replicates layers
     warnings: tuple[str, ...]
+    no_energy_rows: int = 0  # feasible, energy_j empty: no energy figures for the point's config / dtype
 
 
 def summarize(spec: SweepSpec, rows: Sequence[Sequence[Any]]) -> RowSummary:
@@ -37,7 +38,11 @@ def summarize(spec: SweepSpec, rows: Sequence[Sequence[Any]]) -> RowSummary:
     over = [r for r in rows if r[i["fits_memory"]] is False]
     dense_over = [r for r in rows if r[i["fits_memory"]] is True and r[i["dense_fits_memory"]] is False]
     noted = [r for r in rows if r[i["split_notes"]]]
+    no_energy = [r for r in rows if r[i["feasible"]] is True and r[i["energy_j"]] is None]
     warnings = []
+    if no_energy:
+        warnings.append(f"energy: not modelled on {_share(no_energy, rows, i)}: energy_j, dense_energy_j and "
+                        f"perf_per_watt_vs_dense are empty there ({_why_no_energy(spec, no_energy[0], i)})")
     if over:
         first = over[0]
         warnings.append(
@@ -56,7 +61,7 @@ def summarize(spec: SweepSpec, rows: Sequence[Sequence[Any]]) -> RowSummary:
             f"{_share(noted, rows, i)} split unevenly over a system's devices or replicate layers (split_notes, as "
             f"`accelsim run` warns). E.g. {_where(spec, first, i)}: {first[i['split_notes']]}")
     warnings += spec_notes(spec)
-    return RowSummary(infeasible, len(over), len(dense_over), len(noted), tuple(warnings))
+    return RowSummary(infeasible, len(over), len(dense_over), len(noted), tuple(warnings), len(no_energy))
 
 
 def spec_notes(spec: SweepSpec) -> list[str]:
@@ -119,3 +124,17 @@ def _over_text(spec: SweepSpec, row: Sequence[Any], i: dict[str, int]) -> str:
     total, cap = row[i["footprint_bytes"]], hw.dram.capacity_bytes
     shard = f" per device's shard of {hw.devices}" if hw.devices > 1 else ""
     return f"footprint {total:,} bytes{shard} > dram.capacity_bytes {cap:,} (by {total - cap:,} bytes)"
+
+
+def _why_no_energy(spec: SweepSpec, row: Sequence[Any], i: dict[str, int]) -> str:
+    """Why the example row has no energy: its config has no energy block, or none for the workload's dtype."""
+    point = spec.points[row[i["point"]]]
+    src = f"{spec.hardware_source} (point {point.index})"
+    hw = hardware_from_dict(with_overrides(spec.hardware_data, point.overrides, src), src)
+    where = _where(spec, row, i)
+    if hw.energy is None:
+        return f"the config has no energy: block; e.g. {where}"
+    w = next(w for w in spec.workloads if w.label == row[i["workload"]])
+    dtype = workload_from_dict(w.data, w.source, {k: row[i[k]] for k in spec.set_keys if k in i and
+                                                  any(k in c for c in w.combos)}).dtype
+    return f"the config's energy.mac_pj has no {dtype} entry; e.g. {where}"
