@@ -36,7 +36,7 @@ cycles are in args. Layers run back to back.
    CTA slots share a timeline (a one-core, one-slot part): collapsing would change nothing;
 4. if one slice per layer and thread (on collapsed cores, where they collapse) still does not
    fit, the counter windows per layer are halved (32, 16, ..., 1), each time with the smallest
-   merge factor that fits;
+   merge factor that fits (level ``counters`` if that factor is 1 and nothing collapsed);
 5. if even that does not fit, the most reduced form is written and ``bound_met`` is false.
 Counter samples, layer slices and metadata events count towards the bound.
 """
