@@ -326,10 +326,71 @@ def test_max_events_reduction_is_deterministic_and_reported(tmp_path):
             n_full = sum(1 for e in fulld["traceEvents"] if e["ph"] == "X" and e["tid"] == tr.STAGE_TID["compute"])
             merged = sum(e["args"]["tiles_merged"] for e in slices if e["tid"] == tr.STAGE_TID["compute"])
             assert merged == n_full
+            assert _busy_ns(data["traceEvents"]) == _busy_ns(fulld["traceEvents"])
     assert levels[full["events"] * 4 // 5] == "merge"
     assert "collapse" in levels[3000]
     tiny = write_trace(result, hw, tmp_path / "tiny.json", max_events=10)
     assert not tiny["reduction"]["bound_met"] and "cannot be met" in tiny["reduction"]["description"]
+
+
+def _busy_ns(events: list[dict]) -> dict[tuple[int, int], int]:
+    """Summed slice length per (pid, tid) thread, in whole ns (the trace's own quantum)."""
+    return {key: sum(e - s for s, e in v) for key, v in _tracks(events).items()}
+
+
+@pytest.mark.parametrize("bound", [1500, 600, 200])
+def test_reduced_trace_keeps_each_threads_busy_time(tmp_path, tpu_resnet, bound):
+    """Merged slices used to span from their first tile's start to their last one's end, drawing the idle gaps
+    between tiles as busy: resnet18 2:4 on tpu-like at --max-events 1500 showed 182.9 us of load instead of
+    70.5, 132.6 us of write-back instead of 20.7. A reduced trace shows the full trace's busy time per thread."""
+    hw, result, _, full = tpu_resnet
+    stats = write_trace(result, hw, tmp_path / "r.json", max_events=bound)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert stats["reduction"]["merge_factor"] > 1 and stats["reduction"]["bound_met"] == (bound > 200)
+    want, got = _busy_ns(full["traceEvents"]), _busy_ns(data["traceEvents"])
+    assert got == want  # exactly, in ns: a merged slice lasts the sum of its tile-stages' drawn lengths
+    assert want[(tr.CORE_PID0, tr.STAGE_TID["load"])] < 0.5 * want[(tr.CORE_PID0, tr.STAGE_TID["compute"])]
+    for key, v in _tracks(data["traceEvents"]).items():
+        for (_, e0), (s1, _) in zip(v, v[1:], strict=False):
+            assert e0 <= s1, key
+    merged = [e for e in data["traceEvents"] if e["ph"] == "X" and "tiles_merged" in e["args"]]
+    us = 1.0 / (hw.clock_ghz * 1e3)
+    for e in merged:  # dur is the busy time; the span to the last tile's end is still in args
+        assert e["dur"] == pytest.approx(e["args"]["busy_cycles"] * us, abs=e["args"]["tiles_merged"] * 1e-3)
+        assert e["args"]["span_cycles"] >= e["args"]["busy_cycles"]
+    assert any(e["args"]["span_cycles"] > e["args"]["busy_cycles"] * 1.5 for e in merged)
+
+
+@pytest.mark.parametrize("bound", [600, 200])
+def test_one_core_part_never_reports_collapsed_cores(tmp_path, tpu_resnet, bound):
+    """tpu-like has one core and one CTA slot: there is nothing to collapse, yet --max-events 600 used to record
+    cores_collapsed true and say 'cores with identical timelines ... drawn once'."""
+    hw, result, _, _ = tpu_resnet
+    assert hw.cores == 1 and tr.tl.n_slots(hw) == 1
+    red = write_trace(result, hw, tmp_path / "r.json", max_events=bound)["reduction"]
+    assert red["cores_collapsed"] is False and "collapse" not in red["level"], red
+    assert "identical timelines" not in red["description"] and "cores" not in red["description"], red
+    assert red["counter_windows_per_layer"] < tr.COUNTER_WINDOWS and "counters sampled" in red["description"]
+
+
+def test_layer_selection_reports_traced_time_and_span(tmp_path, capsys, tpu_resnet):
+    """Two layers far apart used to be reported as '257.4 us simulated': the span between them, not their time."""
+    from conftest import cli
+
+    hw, result, _, _ = tpu_resnet
+    names = ["layer1.0.conv1", "fc"]
+    stats = write_trace(result, hw, tmp_path / "two.json", layers=names)
+    us = 1.0 / (hw.clock_ghz * 1e3)
+    own = sum(k.cycles["total"] for k in result.layers if k.name in names) * us
+    assert stats["traced_us"] == pytest.approx(own, abs=1e-3)
+    assert stats["span_us"] > 5 * stats["traced_us"]
+    code, _, err = cli(capsys, "trace", "--hw", HW / "tpu-like.yaml", "--workload", WL / "resnet18.yaml",
+                       "--sparsity", "2:4", "--layer", names[0], "--layer", names[1], "-o", tmp_path / "c.json")
+    assert code == 0
+    assert f"{stats['traced_us']:,.1f} us traced over a {stats['span_us']:,.1f} us span" in err, err
+    code, _, err = cli(capsys, "trace", "--hw", HW / "tpu-like.yaml", "--workload", WL / "resnet18.yaml",
+                       "--sparsity", "2:4", "--layer", names[0], "-o", tmp_path / "c.json")
+    assert code == 0 and " us traced;" in err and "span" not in err, err
 
 
 def test_layer_selection_and_errors(tmp_path, tpu_resnet):

@@ -259,9 +259,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise AccelsimError(str(exc)) from None
     red = stats.get("reduction") or {}
+    traced, span = stats["traced_us"], stats["span_us"]
+    when = f"{traced:,.1f} us traced" + (f" over a {span:,.1f} us span" if f"{span:,.1f}" != f"{traced:,.1f}" else "")
     print(f"wrote {stats['path']}: {stats['events']:,} events, {stats['bytes'] / 1e6:.1f} MB, "
-          f"{stats.get('span_us', 0):,.1f} us simulated; reduction: {red.get('description', 'none')}",
-          file=sys.stderr)
+          f"{when}; reduction: {red.get('description', 'none')}", file=sys.stderr)
     return 0
 
 

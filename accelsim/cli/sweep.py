@@ -58,9 +58,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     over = f", {res.over_memory_rows:,} over the device's memory" if res.over_memory_rows else ""
     dropped = f", {res.duplicates_dropped:,} repeated point(s) dropped" if res.duplicates_dropped else ""
     print(f"sweep: {res.points} configs, {res.rows} rows ({res.infeasible_rows} infeasible{over}{dropped}) in "
-          f"{res.wall_s:.1f} s ({res.configs_per_s:,.0f} configs/s)")
+          f"{res.wall_s:.1f} s ({_rate(res)}){_resumed(res, args.resume)}")
     wrote(res.files)
     return 0
+
+
+def _rate(res: SweepRun) -> str:
+    """Configs per second over the points simulated now; none when a resume found nothing left to run."""
+    if not res.points_run or res.run_s <= 0:
+        return "nothing left to run" if not res.points_run else "no time measured"
+    rate = res.points_run / res.run_s
+    text = f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"
+    now = f" over the {res.points_run:,} run now" if res.points_run != res.points else ""
+    return f"{text} configs/s{now}"
+
+
+def _resumed(res: SweepRun, resume: bool) -> str:
+    """'; N of M chunks kept from an earlier run, ...' for a resumed sweep ('' for a fresh one)."""
+    damaged = [f for f in res.removed_files if not f.endswith(".tmp")]
+    temps = len(res.removed_files) - len(damaged)
+    if not resume and not res.chunks_resumed and not res.removed_files:
+        return ""
+    text = f"; {res.chunks_resumed:,} of {res.chunks:,} chunks kept from an earlier run, {res.chunks_run:,} run now"
+    if damaged:
+        text += f" ({len(damaged):,} partial or corrupt chunk file{'s' if len(damaged) != 1 else ''} removed)"
+    if temps:
+        text += f", {temps:,} leftover temporary file{'s' if temps != 1 else ''} removed"
+    return text
 
 
 def cmd_sweep_plot(args: argparse.Namespace) -> int:
@@ -83,7 +107,8 @@ def add_sweep(sub: options.Subparsers) -> None:
     options.add_out(sw, "results directory", required=True)
     sw.add_argument("--dask", metavar="ADDRESS", help="run on a dask.distributed scheduler, or 'local' for a "
                                                        "LocalCluster")
-    sw.add_argument("--workers", type=int, help="local processes (default: all cores)")
+    sw.add_argument("--workers", type=options.positive_int, metavar="N",
+                    help="local processes, at least 1 (1: in this process; default: all cores)")
     sw.add_argument("--resume", action="store_true", help="continue a killed sweep in the same directory")
     sw.add_argument("--max-points", type=int, default=MAX_POINTS, metavar="N",
                     help="refuse specs of more than N hardware points (default 100,000; rows: at most 10 x N)")

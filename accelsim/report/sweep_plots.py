@@ -545,6 +545,12 @@ def sweep_plot(table: SweepRows, out_dir: str | os.PathLike[str],
     if sl is not None:
         notes.append(f"heatmaps: {sl.ykey} (y) by {sl.xkey} (x)" + (f"; {sl.text()}" if sl.held else "")
                      + " (choose with --x, --y, --at KEY=VALUE)")
+        if all(sp == "dense" for sp in table.sparsities()):
+            notes.append("where sparsity pays: not drawn, the sweep has no sparse pattern to compare with dense")
+    else:  # the Pareto plots only: say why the others are missing
+        n = len(table.grid_keys)
+        notes.append(f"heatmaps and where sparsity pays: not drawn, they need two grid parameters; this sweep's grid "
+                     f"has {n}{': ' + table.grid_keys[0] if n == 1 else ''}")
     notes.append(memory_summary(memory_fit(table), len(table.rows)))
     energy = energy_summary(table)
     if energy is not None:

@@ -24,13 +24,19 @@ cycles are in args. Layers run back to back.
 ``otherData.reduction`` and in the returned stats, never a silent truncation:
 1. none, if the full trace fits;
 2. ``merge``: the smallest factor f >= 2 such that merging every f consecutive slices of one
-   layer on one thread into one slice (args ``tiles_merged``, ``busy_cycles``, summed bytes,
-   binding counts) fits;
+   layer on one thread into one slice (args ``tiles_merged``, ``busy_cycles``, ``span_cycles``,
+   summed bytes, binding counts) fits. A merged slice starts where its first tile-stage starts and
+   lasts their summed busy time (the sum of their durations in the full trace), so each thread
+   shows the same busy time as in full detail; the idle gaps between the merged tile-stages are
+   not drawn as busy, their first-start-to-last-end span is ``span_cycles``. It ends by the next
+   slice's start, so slices on one thread still never overlap;
 3. ``merge+collapse``: if one slice per layer and thread still does not fit, cores with identical
    timelines in a layer are drawn once, on the first such core, with args ``cores`` = how many
-   (and the CTA range), then the smallest merge factor f >= 1 that fits;
-4. if one slice per layer and thread on collapsed cores still does not fit, the counter windows
-   per layer are halved (32, 16, ..., 1), each time with the smallest merge factor that fits;
+   (and the CTA range), then the smallest merge factor f >= 1 that fits. Skipped when no two
+   CTA slots share a timeline (a one-core, one-slot part): collapsing would change nothing;
+4. if one slice per layer and thread (on collapsed cores, where they collapse) still does not
+   fit, the counter windows per layer are halved (32, 16, ..., 1), each time with the smallest
+   merge factor that fits (level ``counters`` if that factor is 1 and nothing collapsed);
 5. if even that does not fit, the most reduced form is written and ``bound_met`` is false.
 Counter samples, layer slices and metadata events count towards the bound.
 """
@@ -176,19 +182,22 @@ def _plan(scheds: list[tl.LayerSchedule], hw: Hardware, max_events: int | None, 
     f = smallest(2, lambda m: fixed + meta_full + _slices(groups, m, False) <= max_events)
     if f is not None:
         return make(f, False, fixed, meta_full, tracks_full, True, windows)
-    tracks_c = _tracks(groups, hw, True)
+    # collapsing only changes something where slots share a timeline (never on a one-slot part)
+    collapse = any(g.n > 1 for g in groups)
+    tracks_c = _tracks(groups, hw, True) if collapse else tracks_full
     meta_c = _meta_count(tracks_c, has_launch, has_comm)
-    f = smallest(1, lambda m: fixed + meta_c + _slices(groups, m, True) <= max_events)
-    if f is not None:
-        return make(f, True, fixed, meta_c, tracks_c, True, windows)
+    if collapse:
+        f = smallest(1, lambda m: fixed + meta_c + _slices(groups, m, True) <= max_events)
+        if f is not None:
+            return make(f, True, fixed, meta_c, tracks_c, True, windows)
     w = windows
     while w > 1:  # last resort: fewer counter samples per layer
         w = max(1, w // 2)
         fx = fixed_for(w)
-        f = smallest(1, lambda m, fx=fx: fx + meta_c + _slices(groups, m, True) <= max_events)
+        f = smallest(1, lambda m, fx=fx: fx + meta_c + _slices(groups, m, collapse) <= max_events)
         if f is not None:
-            return make(f, True, fx, meta_c, tracks_c, True, w)
-    return make(biggest, True, fixed_for(1), meta_c, tracks_c, False, 1)
+            return make(f, collapse, fx, meta_c, tracks_c, True, w)
+    return make(biggest, collapse, fixed_for(1), meta_c, tracks_c, False, 1)
 
 
 def _gaps(scheds: list[tl.LayerSchedule]) -> int:
@@ -282,11 +291,14 @@ def _stage_slices(ls: tl.LayerSchedule, stage: str, iv: tl.Intervals, merge: int
                 args["ready_cycle"] = _num(iv.end[i] + ls.latency)
             yield int(s_ns[i]), int(e_ns[i] - s_ns[i]), args, int(iv.run[i]), int(chunk[iv.row[i]])
         return
+    busy_ns = e_ns - s_ns  # each tile-stage's drawn length in the full trace
     for lo in range(0, len(iv), merge):
         hi = min(len(iv), lo + merge)
         args = _merged_args(ls, stage, iv, lo, hi)
         args["start_cycle"] = _num(iv.start[lo])
-        yield int(s_ns[lo]), int(e_ns[hi - 1] - s_ns[lo]), args, -1, -1
+        # the slice starts with its first tile-stage and lasts their summed busy time, not the span to the
+        # last one's end (idle gaps between the tiles would read as busy); it ends by the next slice's start
+        yield int(s_ns[lo]), int(busy_ns[lo:hi].sum()), args, -1, -1
 
 
 # -- writer ------------------------------------------------------------------------------------
@@ -319,7 +331,9 @@ def stream_trace(result: RunResult, hw: Hardware, fh: IO[str], layers: list[str]
     number of events (None: no bound), reached by the reduction described in the module doc.
     Bad arguments (unknown layers, a run without tile records) raise ValueError before anything
     is written. The trace is written event by event. Returns stats: ``events``, ``reduction``,
-    ``cores`` (core processes), ``layers``, ``span_us``.
+    ``cores`` (core processes), ``layers``, ``traced_us`` (the traced layers' summed time) and
+    ``span_us`` (first traced layer's start to the last one's end; more than ``traced_us`` when
+    ``layers`` leaves out layers between them).
     """
     if max_events is not None and max_events < 1:
         raise ValueError(f"max_events must be at least 1, got {max_events}")
@@ -333,7 +347,7 @@ def stream_trace(result: RunResult, hw: Hardware, fh: IO[str], layers: list[str]
     if plan.collapse:
         level = "merge+collapse" if plan.merge > 1 else "collapse"
     else:
-        level = "merge" if plan.merge > 1 else "none"
+        level = "merge" if plan.merge > 1 else ("counters" if plan.windows < counter_windows else "none")
     reduction: dict[str, Any] = {
         "level": level, "merge_factor": plan.merge, "cores_collapsed": plan.collapse,
         "counter_windows_per_layer": plan.windows, "max_events": max_events,
@@ -368,7 +382,9 @@ def stream_trace(result: RunResult, hw: Hardware, fh: IO[str], layers: list[str]
     if events != plan.total:  # the plan and the writer must agree: the bound is a promise
         raise RuntimeError(f"trace wrote {events} events, planned {plan.total}")
     span = (scheds[-1].end - scheds[0].start) if scheds else 0.0
+    traced = sum(ls.end - ls.start for ls in scheds)  # the layers' own time; span adds untraced layers between
     return {"events": events, "reduction": reduction, "cores": len(plan.tracks), "layers": len(scheds),
+            "traced_us": round(float(tl.cycles_to_us(traced, clock)), 6),
             "span_us": round(float(tl.cycles_to_us(span, clock)), 6)}
 
 
@@ -380,7 +396,8 @@ def _reduction_text(level: str, merge: int, max_events: int | None, unreduced: i
     parts = []
     if merge > 1:
         parts.append(f"every {merge} consecutive tile-stages of one layer on one thread merged into one slice "
-                     f"(args tiles_merged)")
+                     f"drawn from the first one's start for their summed busy time (args tiles_merged, "
+                     f"span_cycles)")
     if "collapse" in level:
         parts.append("cores with identical timelines in a layer drawn once on the first of them (args cores)")
     if windows is not None:

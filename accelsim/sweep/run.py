@@ -70,13 +70,18 @@ def run_sweep(spec: SweepSpec | str | Path, out_dir: str | Path, executor: str =
 
     ``executor``: 'local' (a process pool over ``workers`` processes, default all cores; 1 = in this
     process) or 'dask' (``dask_address`` = a scheduler address like 'tcp://host:8786', or None /
-    'local' for a LocalCluster of ``workers`` processes). Each finished chunk of points is written
+    'local' for a LocalCluster of ``workers`` processes); ``workers`` or ``chunk_size`` below 1 is an
+    AccelsimError. Each finished chunk of points is written
     at once (atomically, its checksum and row count in its name). ``resume``: keep the valid
     chunks already in ``out_dir`` (of the same spec), remove partial or corrupt ones, run the rest.
     ``progress(done, total)`` counts hardware points. ``lean=False`` builds every row through
     :func:`accelsim.simulation.run` instead of the lean batch path (same numbers, much slower). A file that
     cannot be written or read (chunks, plan.json, results) is an AccelsimError naming it.
     """
+    for name, value in (("workers", workers), ("chunk_size", chunk_size)):  # 0 or -3 used to pass unnoticed
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise AccelsimError(f"run_sweep: {name} must be a whole number >= 1 (None: "
+                                f"{'all cores' if name == 'workers' else 'automatic'}), got {value!r}")
     try:
         return _run_sweep(spec, out_dir, executor, dask_address, workers, resume, progress, chunk_size, lean, command)
     except OSError as exc:

@@ -1,6 +1,7 @@
 """What a finished sweep's rows add up to for its summary: infeasible rows, rows whose memory footprint
-(or their dense baseline's) exceeds the device's memory, rows whose tensor-parallel split is uneven; all
-but the first as warnings that name a first example (what ``accelsim run`` warns for that point). And what the
+(or their dense baseline's) exceeds the device's memory, rows whose tensor-parallel split is uneven, rows of a
+pattern that every layer asking for it runs dense (their numbers are the dense rows'); all but the first as
+warnings that name a first example (what ``accelsim run`` warns for that point). And what the
 spec itself leaves out without an error (:func:`spec_notes`): a ``set`` parameter a workload does not declare, a
 pattern the hardware runs as another one."""
 
@@ -14,6 +15,8 @@ from typing import Any
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import hardware_from_dict
 from accelsim.lowering import lower
+from accelsim.reasons import REASON_CODES
+from accelsim.sweep.columns import PLAN
 from accelsim.sweep.points import with_overrides
 from accelsim.sweep.spec import SweepSpec
 from accelsim.workloads.model import workload_from_dict
@@ -60,6 +63,7 @@ def summarize(spec: SweepSpec, rows: Sequence[Sequence[Any]]) -> RowSummary:
         warnings.append(
             f"{_share(noted, rows, i)} split unevenly over a system's devices or replicate layers (split_notes, as "
             f"`accelsim run` warns). E.g. {_where(spec, first, i)}: {first[i['split_notes']]}")
+    warnings += _all_dense_notes(spec, rows, i)
     warnings += spec_notes(spec)
     return RowSummary(infeasible, len(over), len(dense_over), len(noted), tuple(warnings), len(no_energy))
 
@@ -100,6 +104,54 @@ def spec_notes(spec: SweepSpec) -> list[str]:
                      f"for it (the hardware's pattern; pattern_promoted): those rows are the {ran_text} rows again, "
                      f"not a {sp} result")
     return notes
+
+
+def _all_dense_notes(spec: SweepSpec, rows: Sequence[Sequence[Any]], i: dict[str, int]) -> list[str]:
+    """One warning per sparsity value with rows where every layer that asks for the pattern runs dense
+    (fallback_rate 1): those rows repeat the dense numbers. Names the first example and why its layers fell
+    back (the fallback reasons of its workload lowered on its point's hardware)."""
+    by_sp: dict[str, list[Sequence[Any]]] = {}
+    for r in rows:
+        if r[i["feasible"]] is not False and r[i["fallback_layers"]] and r[i["fallback_rate"]] == 1.0:
+            by_sp.setdefault(str(r[i["sparsity"]]), []).append(r)
+    notes = []
+    for sp, hit in by_sp.items():
+        first = hit[0]
+        what = "the workload's own plan" if sp == PLAN else f"sparsity {sp}"
+        of_sp = [r for r in rows if str(r[i["sparsity"]]) == sp]
+        notes.append(f"{_share(hit, of_sp, i)} of {what} run every layer that asks for a sparse format dense "
+                     f"(fallback_rate 1): their numbers are the dense rows', not a sparse result. "
+                     f"E.g. {_where(spec, first, i)}: {first[i['fallback_layers']]:,} layer(s) dense"
+                     f"{_why_dense(spec, first, i)}")
+    return notes
+
+
+def _why_dense(spec: SweepSpec, row: Sequence[Any], i: dict[str, int]) -> str:
+    """' on HW: N reason (what it means), M reason...' for the example row's fallbacks, commonest first; ''
+    when they cannot be told apart here."""
+    point = spec.points[row[i["point"]]]
+    w = next((w for w in spec.workloads if w.label == row[i["workload"]]), None)
+    if w is None:
+        return ""
+    combo = next((c for c in w.combos if all(c.get(k, row[i[k]]) == row[i[k]] for k in spec.set_keys)),
+                 w.combos[0] if w.combos else {})
+    sp = row[i["sparsity"]]
+    src = f"{spec.hardware_source} (point {point.index})"
+    try:
+        hw = hardware_from_dict(with_overrides(spec.hardware_data, point.overrides, src), src)
+        kernels = lower(workload_from_dict(w.data, w.source, combo), hw, None if sp == PLAN else str(sp))
+    except (AccelsimError, ValueError):
+        return ""
+    reasons: dict[str, int] = {}
+    for k in kernels:
+        if k.pattern_requested and k.pattern_executed is None and k.reason:
+            reasons[k.reason] = reasons.get(k.reason, 0) + 1
+    if not reasons:  # lowering runs them sparse: policy 'fastest' sent them back after simulating
+        return f" (policy {spec.policy}: slower_than_dense)" if spec.policy == "fastest" else ""
+    ranked = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))  # the commonest, explained, first
+    code, n = ranked[0]
+    rest = "".join(f", {m:,} {c}" for c, m in ranked[1:])
+    return f" on {hw.name}: {n:,} {code} ({REASON_CODES.get(code, code)}){rest}"
 
 
 def _share(some: list[Sequence[Any]], rows: Sequence[Sequence[Any]], i: dict[str, int]) -> str:
