@@ -124,6 +124,11 @@ def test_the_report_labels_every_quality_figure_and_counts_each_kind() -> None:
     ({"model": "Llama-2-7B", "task": "nope"}, "the quality registry has no entry for model 'Llama-2-7B', task 'nope'"),
     ({"entry": BERT_LARGE_24, "format": "2:4"}, "give registry ids (entry / entries) or model + format, not both"),
     ({"dense": 1.0}, "typed figures"),
+    # a dense key under patterns would replace the dense figure without a word (audit: dense 88 vs 80)
+    ({"metric": "F1", "dense": 88.0, "patterns": {"dense": 80.0, "2:4": 87.0}},
+     "quality.patterns.dense: 'dense' is the dense model, not a pattern: give its figure as quality.dense"),
+    ({"metric": "F1", "dense": 88.0, "patterns": {"4:4": 80.0}}, "quality.patterns.4:4: '4:4' is the dense model"),
+    ({"entry": BERT_LARGE_24, "patterns": {"dense": 91.9}}, "quality.patterns.dense: 'dense' is the dense model"),
 ])
 def test_bad_workload_quality_sections(tmp_path: Path, capsys, quality, message) -> None:
     path = tmp_path / "w.yaml"
