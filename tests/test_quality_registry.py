@@ -172,6 +172,22 @@ def test_quality_list_filters_and_text_table(capsys: pytest.CaptureFixture[str])
     text = capsys.readouterr().out
     assert text.splitlines()[0].split()[:3] == ["model", "task", "format"]
     assert "BERT-Large" in text and "1 entries (1 published, 0 derived)" in text and "sources:" in text
+    assert main(["quality", "list", "--model", "bert-base", "--sparsity", "2:4"]) == 0
+    sources = capsys.readouterr().out.split("sources:\n")[1].splitlines()
+    # an author alone ("J. Cai") does not identify a source: its title comes with it (commas in brackets kept)
+    assert sources == ["  pytorch_semi_structured: J. Cai, PyTorch tutorial 'Accelerating BERT with semi-structured "
+                       "(2:4) sparsity'"]
+
+
+@pytest.mark.parametrize(("source", "citation"), [
+    ("Kurtic et al. 2022, The Optimal BERT Surgeon, Table 1", "Kurtic et al. 2022"),
+    ("Sun et al. 2024 (Wanda), A Simple and Effective Pruning Approach", "Sun et al. 2024 (Wanda)"),
+    ("PyTorch torchao, torchao/sparsity/README.md, Benchmarks", "PyTorch torchao, torchao/sparsity/README.md"),
+    ("O'Brien, 'A, B and C' (notes, v2), section 3", "O'Brien, 'A, B and C'"),
+    ("Lab notes", "Lab notes"),
+])
+def test_a_source_citation_is_a_recognisable_short_name(source: str, citation: str) -> None:
+    assert dataclasses.replace(_fake("paper_a", "ASP", 89.0), source=source).citation == citation
 
 
 # ------------------------------------------------------------------------------------------- the guardrail
