@@ -37,7 +37,9 @@ _BOOLS = {"true": True, "false": False}
 
 def _top_level_parts(text: str) -> list[str]:
     """``text`` split at commas outside brackets and quotes, each part stripped."""
-    parts, depth, quote, cur = [], 0, "", []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
     for i, ch in enumerate(text):
         if quote:
             quote = "" if ch == quote else quote
