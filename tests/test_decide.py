@@ -179,6 +179,23 @@ def test_verdict_lower_is_better() -> None:
     assert (v.best, v.dense_baseline, v.quality_delta) == ("13b-good-2:4", "7b", pytest.approx(5.12 - 4.9))
 
 
+@pytest.mark.parametrize("flip", [False, True])
+def test_a_quality_tie_goes_to_the_faster_variant_whatever_the_file_order(flip: bool) -> None:
+    """Audit: BERT-large dense and 2:4 both F1 91.9; the verdict followed the file's order."""
+    rows = [_row("large-dense", "dense", 91.9, "published", 17.76), _row("large-2:4", "2:4", 91.9, "published", 14.87),
+            _row("base", "dense", 86.93, "published", 4.3)]
+    v = verdict(rows[::-1] if flip else rows, 20.0, True)
+    assert (v.best, v.dense_baseline, v.quality_delta) == ("large-2:4", "large-dense", 0.0)
+    assert v.message.endswith("tie on quality (91.9) with large-dense; large-2:4 is faster (p99 14.87 vs 17.76 ms)")
+    # the same latency too: dense first, then the name
+    rows = [_row("b-2:4", "2:4", 91.9, "published", 9.0), _row("z-dense", "dense", 91.9, "published", 9.0),
+            _row("a-2:4", "2:4", 91.9, "published", 9.0)]
+    v = verdict(rows[::-1] if flip else rows, 20.0, True)
+    assert v.best == "z-dense" and "and latency with a-2:4, b-2:4; z-dense by dense first" in v.message
+    v = verdict([r for r in rows if r.sparsity != "dense"][::-1 if flip else 1], 20.0, True)
+    assert v.best == "a-2:4" and "a-2:4 by then by name" not in v.message and "a-2:4 by name" in v.message
+
+
 def test_simulated_verdict_excludes_the_illustrative_winner(tmp_path: Path) -> None:
     path = _variants(tmp_path, [
         {"name": "dense", "sparsity": "dense", "quality": {"entry": BERT_LARGE_24}},

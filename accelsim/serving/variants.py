@@ -313,18 +313,37 @@ def _better(a: float, b: float, hib: bool) -> bool:
     return a > b if hib else a < b
 
 
+def _rank(r: VariantOutcome, hib: bool) -> tuple[float, float, bool, str]:
+    """Sort key of a candidate: better quality, then (a tie) lower latency, then dense first, then name;
+    never the file's order."""
+    assert r.quality is not None
+    return (-r.quality if hib else r.quality, r.value_ms if r.value_ms is not None else float("inf"),
+            r.sparsity != "dense", r.name)
+
+
 def _best(rows: Sequence[VariantOutcome], hib: bool) -> VariantOutcome | None:
-    best = None
-    for r in rows:  # first in file order wins a tie
-        assert r.quality is not None
-        if best is None or _better(r.quality, best.quality, hib):  # type: ignore[arg-type]
-            best = r
-    return best
+    return min(rows, key=lambda r: _rank(r, hib), default=None)
+
+
+def _tie_text(best: VariantOutcome, rows: Sequence[VariantOutcome], quantile: str) -> str:
+    """How a tie on quality with ``best`` among ``rows`` was broken ('' when there is none)."""
+    tied = sorted((r for r in rows if r is not best and r.quality == best.quality),
+                  key=lambda r: (r.value_ms if r.value_ms is not None else float("inf"), r.sparsity != "dense", r.name))
+    if not tied:
+        return ""
+    other = tied[0]
+    names = ", ".join(r.name for r in tied)
+    if other.value_ms != best.value_ms:
+        return (f"tie on quality ({best.quality:g}) with {names}; {best.name} is faster ({quantile} "
+                f"{best.value_ms:.4g} vs {other.value_ms:.4g} ms)")
+    how = "dense first" if best.sparsity == "dense" and other.sparsity != "dense" else "name"
+    return f"tie on quality ({best.quality:g}) and latency with {names}; {best.name} by {how}"
 
 
 def verdict(rows: Sequence[VariantOutcome], budget_ms: float, higher_is_better: bool) -> BudgetVerdict:
     """The best counted variant within ``budget_ms``, the best counted dense one, and the gain of the first
-    over the second (positive = better); typed or missing figures are excluded and named."""
+    over the second (positive = better); typed or missing figures are excluded and named. A tie on quality
+    goes to the lower latency, then dense, then the name (the message says how it was broken)."""
     holding = [r for r in rows if r.meets(budget_ms)]
     counted = [r for r in holding if r.counted]
     excluded = tuple(r.name for r in holding if not r.counted)
@@ -347,6 +366,9 @@ def verdict(rows: Sequence[VariantOutcome], budget_ms: float, higher_is_better: 
     else:
         message = (f"{best.name} is best within {budget_ms:g} ms; vs the best dense, {dense.name}: "
                    f"{delta:+.4g} ({'higher' if higher_is_better else 'lower'} is better)")
+    if best is not None:
+        tie = _tie_text(best, counted, best.quantile)
+        message += f"; {tie}" if tie else ""
     if uncounted is not None:
         message += f" ({uncounted} would win on a typed figure, not counted)"
     return BudgetVerdict(budget_ms=budget_ms, holding=tuple(r.name for r in holding),
