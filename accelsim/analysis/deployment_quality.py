@@ -26,10 +26,17 @@ import numpy as np
 
 from accelsim.errors import AccelsimError
 from accelsim.formats import SparsityFormat, parse_format
-from accelsim.quality import QualityEntry, find_entries, load_registry, normalize_name
+from accelsim.quality import QualityEntry, normalize_name
 from accelsim.records import Record, freeze
 from accelsim.results import RunResult
 from accelsim.workloads.model import WEIGHT_OPS, Workload
+from accelsim.workloads.quality_evidence import (
+    EVIDENCE_POLICY,
+    EvidenceConflict,
+    QualityEvidence,
+    registry_evidence,
+    registry_model,
+)
 
 __all__ = ["EVIDENCE_POLICY", "PROXY_COLS", "PROXY_MAX_ROWS", "SYNTHETIC_LABEL", "EvidenceConflict", "Guardrail",
            "LoadedWeights", "NumericProxy", "ProxyLayer", "QualityEvidence", "QualityGuard", "QualityReport",
@@ -41,47 +48,7 @@ PROXY_COLS = 64        # random columns of B per layer
 PROXY_SEED = 2024      # base seed of the proxy (combined with a CRC of the layer name)
 
 LoadedWeights = tuple[dict[str, np.ndarray], list[str]]  # arrays by layer name, names of unused arrays
-# which registry entry's drop the guardrail checks when several match: the smallest (the best published
-# result for the model and format: what the format is shown to cost when pruned well); the others are listed
-EVIDENCE_POLICY = "smallest published drop (a derived one only when none is published)"
 MAX_CONFLICTS_NAMED = 3  # conflicting pairs spelled out in the guardrail message (all are in the record)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class EvidenceConflict(Record):
-    """Two registry entries from different sources whose drops differ by more than the threshold."""
-
-    first: str  # entry ids
-    second: str
-    first_drop: float
-    second_drop: float
-    difference: float
-    same_method: bool  # True: the sources contradict each other; False: they disagree with different methods
-    message: str
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class QualityEvidence(Record):
-    """What the quality registry publishes for the workload's model at the run's pattern."""
-
-    model: str | None  # the registry's model name that matched, or None
-    matched_by: str | None  # how: "quality.model", "workload name", "workload name without '-decode'"
-    pattern: str | None
-    task: str | None  # the task (and metric below) the drops are in
-    metric: str | None
-    higher_is_better: bool | None
-    entries: tuple[str, ...]  # ids of every matching entry, smallest drop first
-    drops: tuple[float, ...]  # their drops, same order
-    finetuned: tuple[bool, ...]  # whether each was fine-tuned after pruning (False: one-shot), same order
-    chosen: str | None  # the entry whose drop the guardrail uses (EVIDENCE_POLICY)
-    dense: float | None
-    sparse: float | None
-    drop: float | None
-    source: str | None
-    kind: str | None  # "published" or "derived"
-    policy: str
-    conflicts: tuple[EvidenceConflict, ...]
-    message: str
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -171,95 +138,6 @@ def _num(v: float) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.1f}"
-
-
-def registry_model(model: Workload, entries: Iterable[QualityEntry] | None = None) -> tuple[str | None, str | None]:
-    """The registry model the workload is: ``quality.model`` when the workload names one, else its name, else its
-    name with trailing ``-word`` parts dropped one at a time (``llama2-7b-decode`` -> ``llama2-7b``), matched
-    after :func:`~accelsim.quality.normalize_name`. (registry model name, how it matched) or (None, None)."""
-    pool = tuple(load_registry() if entries is None else entries)
-    names = {normalize_name(e.model): e.model for e in pool}
-    named = getattr(model.quality, "model", None) if model.quality is not None else None
-    candidates: list[tuple[str, str]] = []
-    if named:
-        candidates.append((str(named), "quality.model"))
-    parts = model.name.split("-")
-    candidates.append((model.name, "workload name"))
-    for cut in range(len(parts) - 1, 0, -1):
-        candidates.append(("-".join(parts[:cut]), f"workload name without '-{'-'.join(parts[cut:])}'"))
-    for text, how in candidates:
-        hit = names.get(normalize_name(text))
-        if hit is not None:
-            return hit, how
-        if how == "quality.model":  # a model the workload names is not guessed around
-            return None, None
-    return None, None
-
-
-def _conflicts(matches: list[QualityEntry], threshold: float | None) -> tuple[EvidenceConflict, ...]:
-    if threshold is None:
-        return ()
-    out = []
-    for i, a in enumerate(matches):
-        for b in matches[i + 1:]:
-            diff = abs(a.drop - b.drop)
-            if a.source_key == b.source_key or diff <= threshold:
-                continue
-            same = normalize_name(a.method) == normalize_name(b.method) and a.finetuned == b.finetuned
-            how = "contradict each other (same method)" if same else f"disagree ({a.method} vs {b.method})"
-            out.append(EvidenceConflict(
-                first=a.id, second=b.id, first_drop=a.drop, second_drop=b.drop, difference=round(diff, 9),
-                same_method=same, message=f"{a.source_key} and {b.source_key} {how}: drops {a.drop:.4g} vs "
-                                          f"{b.drop:.4g}, {diff:.4g} apart (threshold {threshold:.4g})"))
-    return tuple(sorted(out, key=lambda c: (-c.difference, c.first, c.second)))
-
-
-def registry_evidence(model: Workload, pattern: str | None, threshold: float | None,
-                      entries: Iterable[QualityEntry] | None = None) -> QualityEvidence:
-    """What the registry publishes for ``model`` at ``pattern``: the matching entries of one task (the workload's
-    ``quality.task`` when it names one, else the only task there is), the smallest drop and conflicts between
-    sources (drops further apart than ``threshold``)."""
-    pool = tuple(load_registry() if entries is None else entries)
-    name, how = registry_model(model, pool)
-    empty: dict[str, Any] = dict(model=name, matched_by=how, pattern=pattern, task=None, metric=None,
-                                 higher_is_better=None, entries=(), drops=(), finetuned=(), chosen=None, dense=None,
-                                 sparse=None, drop=None, source=None, kind=None, policy=EVIDENCE_POLICY, conflicts=())
-    if name is None:
-        return QualityEvidence(**empty, message=f"no model in the quality registry matches workload '{model.name}'"
-                                                "; name one with quality.model")
-    if pattern is None:
-        return QualityEvidence(**empty, message="the run mixes patterns: no single format to look up")
-    matches = list(find_entries(model=name, format=pattern, entries=pool))
-    task = getattr(model.quality, "task", None) if model.quality is not None else None
-    if task:
-        matches = [e for e in matches if normalize_name(e.task) == normalize_name(str(task))]
-    if not matches:
-        where = f" for task {task}" if task else ""
-        formats = sorted({e.format for e in find_entries(model=name, entries=pool)})
-        return QualityEvidence(**empty, message=f"none published for {name} at {pattern}{where} (the registry has "
-                                                f"{name} at: {', '.join(formats) or 'nothing'})")
-    tasks = sorted({(e.task, e.metric) for e in matches})
-    if len(tasks) > 1:
-        listed = "; ".join(f"{t} {m}" for t, m in tasks)
-        return QualityEvidence(**{**empty, "entries": tuple(e.id for e in matches),
-                                  "drops": tuple(e.drop for e in matches),
-                                  "finetuned": tuple(e.finetuned for e in matches)},
-                               message=f"{len(matches)} published entries for {name} at {pattern} over "
-                                       f"{len(tasks)} tasks ({listed}); name one with quality.task")
-    matches.sort(key=lambda e: (e.drop, e.id))
-    best = min(matches, key=lambda e: (e.kind != "published", e.drop, e.id))
-    conflicts = _conflicts(matches, threshold)
-    spread = (f"; {len(matches)} entries, drops {matches[0].drop:.4g} to {matches[-1].drop:.4g}"
-              if len(matches) > 1 else "")
-    message = (f"published: {best.task} {best.metric} dense {best.dense:g}, {pattern} {best.sparse:g} "
-               f"({best.method}{', fine-tuned' if best.finetuned else ', one-shot'}), a drop of {best.drop:.4g} "
-               f"[{best.id}]{spread}")
-    return QualityEvidence(model=name, matched_by=how, pattern=pattern, task=best.task, metric=best.metric,
-                           higher_is_better=best.higher_is_better, entries=tuple(e.id for e in matches),
-                           drops=tuple(e.drop for e in matches), finetuned=tuple(e.finetuned for e in matches),
-                           chosen=best.id, dense=best.dense,
-                           sparse=best.sparse, drop=best.drop, source=best.source, kind=best.kind,
-                           policy=EVIDENCE_POLICY, conflicts=conflicts, message=message)
 
 
 def _conflict_text(ev: QualityEvidence) -> str:
