@@ -40,7 +40,7 @@ from accelsim.workloads.quality_evidence import (
 
 __all__ = ["EVIDENCE_POLICY", "PROXY_COLS", "PROXY_MAX_ROWS", "SYNTHETIC_LABEL", "EvidenceConflict", "Guardrail",
            "LoadedWeights", "NumericProxy", "ProxyLayer", "QualityEvidence", "QualityGuard", "QualityReport",
-           "load_weights", "numeric_proxy", "quality_guard", "registry_evidence", "registry_model"]
+           "WorkloadQuality", "load_weights", "numeric_proxy", "quality_guard", "registry_evidence", "registry_model"]
 
 SYNTHETIC_LABEL = "synthetic weights"
 PROXY_MAX_ROWS = 256   # rows of A sampled per layer for the numeric proxy
@@ -69,8 +69,24 @@ class Guardrail(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkloadQuality(Record):
+    """The workload's own ``quality:`` figures as it declares them, in its own metric, from its own source."""
+
+    metric: str
+    higher_is_better: bool
+    dense: float | None
+    patterns: Mapping[str, float]
+    kind: str  # its typed figures' label (illustrative / user); registry figures carry their own (entries)
+    entries: tuple[str, ...]  # registry ids, when the section points at entries
+    source: str | None
+    max_drop: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class QualityGuard(Record):
-    """The workload's quality figures for the run's pattern against the threshold."""
+    """The quality figures for the run's pattern against the threshold. ``metric``, ``dense``, ``value``,
+    ``patterns`` and ``source`` are the figures the drop is in (``drop_source``: the workload's, or the registry's
+    published entry); ``workload``: the workload's own section, never relabelled with the registry's metric."""
 
     pattern: str | None
     metric: str | None
@@ -88,6 +104,7 @@ class QualityGuard(Record):
     message: str
     drop_source: str | None
     evidence: QualityEvidence
+    workload: WorkloadQuality | None = None
 
     def guardrail(self) -> Guardrail:
         return Guardrail(status=self.status, message=self.message, metric=self.metric, pattern=self.pattern,
@@ -168,6 +185,7 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
     elif q is not None and q.max_drop is not None:
         thr, thr_source = float(q.max_drop), "workload quality.max_drop"
     ev = registry_evidence(model, pattern, thr, entries)
+    patterns: dict[str, float] = dict(q.patterns) if q else {}
     own = q is not None and pattern is not None and q.delta(pattern) is not None
     if own:
         assert q is not None and pattern is not None
@@ -178,6 +196,7 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
         assert ev.sparse is not None and ev.dense is not None and ev.drop is not None
         value, dense, drop, delta, drop_source = ev.sparse, ev.dense, ev.drop, -ev.drop, "registry"
         metric, higher, source = f"{ev.task} {ev.metric}", ev.higher_is_better, f"{ev.source} [{ev.chosen}]"
+        patterns = {str(pattern): ev.sparse}  # the registry's figure, in its metric: not the workload's figures
     elif q is None:
         missing.append(f"the workload has no quality: block, and the quality registry gives no single figure: "
                        f"{ev.message}")
@@ -185,8 +204,17 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
         asked = pattern or "a plan that mixes patterns"  # a figure at one pattern is not a mixed plan's
         missing.append(f"no quality figure for {asked} (the workload lists: {', '.join(q.patterns) or 'none'}; "
                        f"registry: {ev.message})")
+    # a published drop in another metric than the workload's own: its max_drop is in the workload's metric
+    other_metric = drop_source == "registry" and q is not None and normalize_name(q.metric) != normalize_name(
+        str(metric))
     if thr is None:
         missing.append("no threshold (quality.max_drop in the workload, or --quality-threshold)")
+    elif other_metric and thr_source != "argument":
+        assert q is not None
+        missing.append(f"threshold in {q.metric} (quality.max_drop), evidence in {metric}: cannot compare (give "
+                       f"--quality-threshold in {metric}, or figures of the workload's own for {pattern})")
+        ev = dataclasses.replace(ev, conflicts=())  # their drops are not compared against a threshold in q.metric
+        thr_source = f"{thr_source}, in {q.metric}"
     if missing:
         status = "missing"
     else:
@@ -206,14 +234,18 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
         message = f"{head}, {verb} the threshold {thr:.4g} (from {thr_source})"
     if drop_source == "workload":
         message += f"; registry: {ev.message}"
-    elif drop_source == "registry" and q is not None and normalize_name(q.metric) != normalize_name(str(metric)):
-        message += (f"; note: the threshold is the workload's, in its metric ({q.metric}), the published drop is in "
-                    f"{metric}")
+    elif other_metric and status != "missing":
+        assert q is not None and thr is not None
+        message += (f"; note: the threshold {thr:.4g} is the one given (--quality-threshold), read in the published "
+                    f"metric ({metric}); the workload's own figures are in {q.metric}")
     message += _conflict_text(ev)
+    mine = None if q is None else WorkloadQuality(
+        metric=q.metric, higher_is_better=q.higher_is_better, dense=q.dense, patterns=freeze(dict(q.patterns)),
+        kind=q.kind, entries=tuple(q.entries), source=q.source or None, max_drop=q.max_drop)
     return QualityGuard(pattern=pattern, metric=metric, higher_is_better=higher, dense=dense, value=value, delta=delta,
                         drop=drop, threshold=thr, threshold_source=thr_source, source=source,
-                        patterns=freeze(dict(q.patterns) if q else {}), missing=tuple(missing), status=status,
-                        message=message, drop_source=drop_source, evidence=ev)
+                        patterns=freeze(patterns), missing=tuple(missing), status=status,
+                        message=message, drop_source=drop_source, evidence=ev, workload=mine)
 
 
 # ---------------------------------------------------------------------------------------------- numeric proxy
