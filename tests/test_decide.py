@@ -131,6 +131,17 @@ def test_decide_notes_say_how_a_figure_was_found_or_why_not(tmp_path: Path) -> N
                     "quality.model): shown, not counted")
 
 
+def test_serve_variants_says_how_a_figure_was_found(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bb.yaml").write_text(yaml.safe_dump({**TINY, "name": "bert-base", "quality": {
+        "model": "BERT-base", "task": "SQuAD v1.1"}}))
+    path = _variants(tmp_path, [{"name": "s", "sparsity": "2:4", "workload": "bb.yaml"}])
+    assert main(["serve", "--hw", str(A100), "--workload", str(tmp_path / "tiny.yaml"), "--rate", "50",
+                 "--duration", "2", "--variants", str(path), "--budget-ms", "100"]) == 0
+    out = capsys.readouterr().out
+    assert ("    quality: the variant names no quality figure and bb.yaml's quality: section has none for 2:4: "
+            "looked up in the quality registry (published: SQuAD v1.1 F1 dense 86.93, 2:4 86.49") in out
+
+
 def test_a_workload_quality_section_points_at_the_registry() -> None:
     base = {k: v for k, v in TINY.items()}
     w = workload_from_dict({**base, "quality": {"entry": BERT_LARGE_24, "max_drop": 1.0}}, "w.yaml")
