@@ -77,6 +77,71 @@ def test_registry_figures_must_measure_one_metric(tmp_path: Path) -> None:
         quality_at_budget(path, A100, 5.0)
 
 
+BERT_BASE_24 = ("pytorch_semi_structured:bert-base:squad-v1.1:2:4:"
+                "magnitude-2-4-torch.ao-weightnormsparsifier-+-fine-tune")
+
+
+def test_a_variant_without_a_figure_is_looked_up_as_the_report_looks_it_up(tmp_path: Path) -> None:
+    """Audit: decide called both variants 'missing (nothing published)' where the report found a drop of 0.44."""
+    from accelsim.analysis.deployment_quality import quality_guard
+    from accelsim.serving.variants import variant_qualities, variant_quality
+
+    spec = {**TINY, "name": "bert-base", "quality": {"model": "BERT-base", "task": "SQuAD v1.1", "max_drop": 1.0}}
+    (tmp_path / "bb.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "plain.yaml").write_text(yaml.safe_dump({**TINY, "name": "bert-base"}))
+    (tmp_path / "mmlu.yaml").write_text(yaml.safe_dump({**TINY, "name": "llama-2-7b", "quality": {
+        "metric": "MMLU accuracy", "dense": 45.3, "patterns": {"4:8": 44.9}, "kind": "user"}}))
+    path = _variants(tmp_path, [  # the dense variant first: it still takes its sparse sibling's source
+        {"name": "d", "sparsity": "dense", "workload": "bb.yaml"},
+        {"name": "s", "sparsity": "2:4", "workload": "bb.yaml"},
+        {"name": "u90", "sparsity": "unstructured:90%", "workload": "plain.yaml"},
+        {"name": "nodense", "sparsity": "dense", "workload": "plain.yaml"},
+        {"name": "mmlu", "sparsity": "2:4", "workload": "mmlu.yaml"}])
+    vf, paths = load_variants(path)
+    (d, dn), (sp, sn), (u, un), (nd, ndn), (mm, mmn) = variant_qualities(vf, paths, str(path))
+    guard = quality_guard(load_workload(tmp_path / "bb.yaml"), "2:4", None)
+    assert sp is not None and (sp.entry, sp.value, sp.kind) == (guard.evidence.chosen, 86.49, "published")
+    assert sp.entry == BERT_BASE_24 and "looked up in the quality registry (published: SQuAD v1.1 F1" in sn
+    assert d is not None and (d.entry, d.value, d.format) == (BERT_BASE_24, 86.93, "dense")  # same source as s
+    assert "the variant names no quality figure" in dn and "(the source of the figures it is compared with)" in dn
+    # looked up, not found as one figure: the look-up's own words, never "nothing published"
+    assert u is None and "registry: 12 published entries for BERT-base at unstructured:90% over 3 tasks" in un
+    assert nd == d  # no task of its own: the entries its sparse siblings use decide (one source, one task)
+    alone, why = variant_quality(vf, 0, paths[0], str(path))  # with no sparse sibling: the registry is ambiguous
+    assert alone is None and why.endswith("registry: the registry has 4 dense figures for BERT-base SQuAD v1.1 F1: "
+                                          "86.93 (pytorch_semi_structured); 88.54 (obert); 89.06 (obert); 89.48 "
+                                          "(obert); name one with quality: {entry: <id>}")
+    assert mm is None and "not used: it measures WikiText-2 perplexity, the workload's quality: section MMLU" in mmn
+    assert "nothing published" not in " ".join([un, why, mmn])
+
+
+def test_decide_notes_say_how_a_figure_was_found_or_why_not(tmp_path: Path) -> None:
+    (tmp_path / "bb.yaml").write_text(yaml.safe_dump({**TINY, "name": "bert-base", "quality": {
+        "model": "BERT-base", "task": "SQuAD v1.1"}}))
+    path = _variants(tmp_path, [{"name": "s", "sparsity": "2:4", "workload": "bb.yaml"},
+                                {"name": "t", "sparsity": "2:4", "workload": "tiny.yaml"}])
+    dec = decide(path, A100, [1000.0], requests=150)
+    assert dec.variant("s").quality_kind == "published" and dec.variant("s").quality == 86.49
+    assert dec.variant("s").to_dict()["quality_note"].endswith("a drop of 0.44 [" + BERT_BASE_24 + "]; 2 entries, "
+                                                                "drops 0.44 to 30.41)")
+    assert any(n.startswith("s: the variant names no quality figure") for n in dec.notes)
+    (note,) = [n for n in dec.notes if n.startswith("t:")]
+    assert note == ("t: no quality figure (the variant names no quality figure and tiny.yaml has no quality: section; "
+                    "registry: no model in the quality registry matches workload 'tiny'; name one with "
+                    "quality.model): shown, not counted")
+
+
+def test_serve_variants_says_how_a_figure_was_found(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bb.yaml").write_text(yaml.safe_dump({**TINY, "name": "bert-base", "quality": {
+        "model": "BERT-base", "task": "SQuAD v1.1"}}))
+    path = _variants(tmp_path, [{"name": "s", "sparsity": "2:4", "workload": "bb.yaml"}])
+    assert main(["serve", "--hw", str(A100), "--workload", str(tmp_path / "tiny.yaml"), "--rate", "50",
+                 "--duration", "2", "--variants", str(path), "--budget-ms", "100"]) == 0
+    out = capsys.readouterr().out
+    assert ("    quality: the variant names no quality figure and bb.yaml's quality: section has none for 2:4: "
+            "looked up in the quality registry (published: SQuAD v1.1 F1 dense 86.93, 2:4 86.49") in out
+
+
 def test_a_workload_quality_section_points_at_the_registry() -> None:
     base = {k: v for k, v in TINY.items()}
     w = workload_from_dict({**base, "quality": {"entry": BERT_LARGE_24, "max_drop": 1.0}}, "w.yaml")
@@ -124,6 +189,11 @@ def test_the_report_labels_every_quality_figure_and_counts_each_kind() -> None:
     ({"model": "Llama-2-7B", "task": "nope"}, "the quality registry has no entry for model 'Llama-2-7B', task 'nope'"),
     ({"entry": BERT_LARGE_24, "format": "2:4"}, "give registry ids (entry / entries) or model + format, not both"),
     ({"dense": 1.0}, "typed figures"),
+    # a dense key under patterns would replace the dense figure without a word (audit: dense 88 vs 80)
+    ({"metric": "F1", "dense": 88.0, "patterns": {"dense": 80.0, "2:4": 87.0}},
+     "quality.patterns.dense: 'dense' is the dense model, not a pattern: give its figure as quality.dense"),
+    ({"metric": "F1", "dense": 88.0, "patterns": {"4:4": 80.0}}, "quality.patterns.4:4: '4:4' is the dense model"),
+    ({"entry": BERT_LARGE_24, "patterns": {"dense": 91.9}}, "quality.patterns.dense: 'dense' is the dense model"),
 ])
 def test_bad_workload_quality_sections(tmp_path: Path, capsys, quality, message) -> None:
     path = tmp_path / "w.yaml"
@@ -172,6 +242,23 @@ def test_verdict_lower_is_better() -> None:
     assert (v.best, v.dense_baseline, v.quality_delta) == ("13b", "13b", 0.0)
     v = verdict([*rows, _row("13b-good-2:4", "2:4", 4.9, "published", 13.5)], 20.0, False)
     assert (v.best, v.dense_baseline, v.quality_delta) == ("13b-good-2:4", "7b", pytest.approx(5.12 - 4.9))
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_a_quality_tie_goes_to_the_faster_variant_whatever_the_file_order(flip: bool) -> None:
+    """Audit: BERT-large dense and 2:4 both F1 91.9; the verdict followed the file's order."""
+    rows = [_row("large-dense", "dense", 91.9, "published", 17.76), _row("large-2:4", "2:4", 91.9, "published", 14.87),
+            _row("base", "dense", 86.93, "published", 4.3)]
+    v = verdict(rows[::-1] if flip else rows, 20.0, True)
+    assert (v.best, v.dense_baseline, v.quality_delta) == ("large-2:4", "large-dense", 0.0)
+    assert v.message.endswith("tie on quality (91.9) with large-dense; large-2:4 is faster (p99 14.87 vs 17.76 ms)")
+    # the same latency too: dense first, then the name
+    rows = [_row("b-2:4", "2:4", 91.9, "published", 9.0), _row("z-dense", "dense", 91.9, "published", 9.0),
+            _row("a-2:4", "2:4", 91.9, "published", 9.0)]
+    v = verdict(rows[::-1] if flip else rows, 20.0, True)
+    assert v.best == "z-dense" and "and latency with a-2:4, b-2:4; z-dense by dense first" in v.message
+    v = verdict([r for r in rows if r.sparsity != "dense"][::-1 if flip else 1], 20.0, True)
+    assert v.best == "a-2:4" and "a-2:4 by then by name" not in v.message and "a-2:4 by name" in v.message
 
 
 def test_simulated_verdict_excludes_the_illustrative_winner(tmp_path: Path) -> None:

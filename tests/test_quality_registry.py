@@ -172,6 +172,22 @@ def test_quality_list_filters_and_text_table(capsys: pytest.CaptureFixture[str])
     text = capsys.readouterr().out
     assert text.splitlines()[0].split()[:3] == ["model", "task", "format"]
     assert "BERT-Large" in text and "1 entries (1 published, 0 derived)" in text and "sources:" in text
+    assert main(["quality", "list", "--model", "bert-base", "--sparsity", "2:4"]) == 0
+    sources = capsys.readouterr().out.split("sources:\n")[1].splitlines()
+    # an author alone ("J. Cai") does not identify a source: its title comes with it (commas in brackets kept)
+    assert sources == ["  pytorch_semi_structured: J. Cai, PyTorch tutorial 'Accelerating BERT with semi-structured "
+                       "(2:4) sparsity'"]
+
+
+@pytest.mark.parametrize(("source", "citation"), [
+    ("Kurtic et al. 2022, The Optimal BERT Surgeon, Table 1", "Kurtic et al. 2022"),
+    ("Sun et al. 2024 (Wanda), A Simple and Effective Pruning Approach", "Sun et al. 2024 (Wanda)"),
+    ("PyTorch torchao, torchao/sparsity/README.md, Benchmarks", "PyTorch torchao, torchao/sparsity/README.md"),
+    ("O'Brien, 'A, B and C' (notes, v2), section 3", "O'Brien, 'A, B and C'"),
+    ("Lab notes", "Lab notes"),
+])
+def test_a_source_citation_is_a_recognisable_short_name(source: str, citation: str) -> None:
+    assert dataclasses.replace(_fake("paper_a", "ASP", 89.0), source=source).citation == citation
 
 
 # ------------------------------------------------------------------------------------------- the guardrail
@@ -207,6 +223,56 @@ def test_workload_figures_win_and_the_registry_is_shown_alongside() -> None:
     g = quality_guard(_tiny("bert-base", own), "2:4", None)
     assert g.drop_source == "workload" and g.drop == pytest.approx(0.3) and g.status == "ok"
     assert "registry: published:" in g.message and g.evidence.chosen is not None
+
+
+MMLU = {"metric": "MMLU accuracy", "dense": 45.3, "patterns": {"4:8": 44.9}, "max_drop": 10.0, "kind": "user",
+        "source": "my eval"}
+
+
+def test_a_published_drop_in_another_metric_is_not_checked_against_the_workloads_threshold() -> None:
+    """Audit: a perplexity drop of 5.05 was called OK against a max_drop of 10 MMLU points."""
+    g = quality_guard(_tiny("llama-2-7b", MMLU), "2:4", None)
+    assert g.status == "missing" and g.drop_source == "registry" and g.drop == pytest.approx(5.05)
+    assert g.missing == ("threshold in MMLU accuracy (quality.max_drop), evidence in WikiText-2 perplexity: cannot "
+                         "compare (give --quality-threshold in WikiText-2 perplexity, or figures of the workload's own "
+                         "for 2:4)",)
+    assert g.threshold_source == "workload quality.max_drop, in MMLU accuracy" and g.evidence.conflicts == ()
+    # a threshold given on the command line is read in the published metric, and the note says so
+    g = quality_guard(_tiny("llama-2-7b", MMLU), "2:4", 1.0)
+    assert g.status == "breach" and "is the workload's" not in g.message
+    assert g.message.endswith("note: the threshold 1 is the one given (--quality-threshold), read in the published "
+                              "metric (WikiText-2 perplexity); the workload's own figures are in MMLU accuracy")
+
+
+def test_the_workloads_own_figures_keep_their_metric_and_source() -> None:
+    """Audit: the user's MMLU 4:8 figure sat under a 'WikiText-2 perplexity' heading with Wanda as its source."""
+    g = quality_guard(_tiny("llama-2-7b", MMLU), "2:4", 1.0)
+    assert (g.metric, dict(g.patterns)) == ("WikiText-2 perplexity", {"2:4": 10.17})  # the figures the drop is in
+    assert g.source is not None and g.source.startswith("Sun et al. 2024")
+    own = g.workload
+    assert own is not None and (own.metric, dict(own.patterns), own.dense, own.kind, own.source) == (
+        "MMLU accuracy", {"4:8": 44.9}, 45.3, "user", "my eval")
+    data = g.to_dict()
+    assert data["patterns"] == {"2:4": 10.17} and data["workload"]["patterns"] == {"4:8": 44.9}
+    # the same metric: the published drop is checked against the workload's threshold, its figures still apart
+    same = {"metric": "SQuAD v1.1 F1", "dense": 88.5, "patterns": {"4:8": 88.0}, "max_drop": 1.0}
+    g = quality_guard(_tiny("bert-base", same), "2:4", None)
+    assert g.status == "ok" and dict(g.patterns) == {"2:4": 86.49} and g.workload is not None
+    assert dict(g.workload.patterns) == {"4:8": 88.0} and g.threshold_source == "workload quality.max_drop"
+
+
+def test_the_report_table_shows_the_workloads_figures_in_their_own_row() -> None:
+    from accelsim.analysis.deployment import build_report
+    from accelsim.hardware.model import load_hardware
+    from accelsim.report.deploy_tables import tables
+
+    rep = build_report(_tiny("llama-2-7b", MMLU), load_hardware(Path(__file__).parents[1] / "hwconfigs" /
+                                                                "a100-like.yaml"), "2:4")
+    head, rows = tables(rep)["quality"]
+    assert head[:2] == ["figures", "metric"]
+    assert [r[:4] for r in rows] == [["published entry", "WikiText-2 perplexity", "5.12", "2:4: 10.17"],
+                                     ["workload's own", "MMLU accuracy", "45.3", "4:8: 44.9"]]
+    assert rows[0][-1] == "MISSING" and rows[0][-2] == "10 (workload quality.max_drop, in MMLU accuracy)"
 
 
 def _fake(source: str, method: str, sparse: float) -> QualityEntry:

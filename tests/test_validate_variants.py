@@ -14,6 +14,7 @@ from accelsim.errors import ConfigError
 from accelsim.serving.variants import check_variants
 
 A100 = HW / "a100-like.yaml"
+LLAMA7_WANDA = "wanda:llama-2-7b:wikitext-2:2:4:wanda"
 TINY = {"name": "tiny", "dtype": "fp16", "params": {"batch": 1, "seq": 16},
         "layers": [{"name": "fc", "op": "gemm", "m": 64, "n": "batch * seq", "k": 64}]}
 
@@ -40,6 +41,16 @@ BAD = {
                                      {}, "kv_len: --set gives 64, but each decode step's kv_len is its request's"),
     "missing decode workload": ({"decode_workload": "nowhere.yaml"}, {},
                                 "variants.0(a).decode_workload: nowhere.yaml: file not found"),
+    # audit: the file's metric was silently replaced by the first registry figure's, and a Llama entry accepted
+    # for a BERT workload
+    "registry figure in another metric than the file's": (
+        {"workload": str(WL / "bert-base.yaml"), "sparsity": "2:4", "quality": {"entry": LLAMA7_WANDA}},
+        {"metric": "SQuAD v1.1 F1"},
+        "variants.0.quality: measures 'WikiText-2 perplexity', the file's metric is 'SQuAD v1.1 F1'"),
+    "registry entry for another model than the workload's": (
+        {"workload": str(WL / "bert-base.yaml"), "sparsity": "2:4", "quality": {"entry": LLAMA7_WANDA}}, {},
+        f"variants.0.quality: registry entry '{LLAMA7_WANDA}' is for Llama-2-7B, the variant's workload "
+        f"{WL / 'bert-base.yaml'} is BERT-base (matched by workload name)"),
 }
 
 
@@ -80,3 +91,11 @@ def test_check_variants_names_the_file_and_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         check_variants(path)
     assert str(path) in str(exc.value) and "variants.0.decode_workload" in str(exc.value)
+
+
+def test_an_entry_whose_model_cannot_be_matched_is_noted(tmp_path: Path) -> None:
+    """A workload named like no registry model ('tiny') cannot be checked against its entry: a note says so."""
+    checked = check_variants(_file(tmp_path, {"sparsity": "2:4", "quality": {"entry": LLAMA7_WANDA}}))
+    assert checked.figures[0] is not None and checked.figures[0].entry == LLAMA7_WANDA
+    assert checked.quality_notes == (f"workload 'tiny' (tiny.yaml) matches no quality registry model, so entry "
+                                     f"{LLAMA7_WANDA} (for Llama-2-7B) is not checked against it",)

@@ -26,14 +26,21 @@ import numpy as np
 
 from accelsim.errors import AccelsimError
 from accelsim.formats import SparsityFormat, parse_format
-from accelsim.quality import QualityEntry, find_entries, load_registry, normalize_name
+from accelsim.quality import QualityEntry, normalize_name
 from accelsim.records import Record, freeze
 from accelsim.results import RunResult
 from accelsim.workloads.model import WEIGHT_OPS, Workload
+from accelsim.workloads.quality_evidence import (
+    EVIDENCE_POLICY,
+    EvidenceConflict,
+    QualityEvidence,
+    registry_evidence,
+    registry_model,
+)
 
 __all__ = ["EVIDENCE_POLICY", "PROXY_COLS", "PROXY_MAX_ROWS", "SYNTHETIC_LABEL", "EvidenceConflict", "Guardrail",
            "LoadedWeights", "NumericProxy", "ProxyLayer", "QualityEvidence", "QualityGuard", "QualityReport",
-           "load_weights", "numeric_proxy", "quality_guard", "registry_evidence", "registry_model"]
+           "WorkloadQuality", "load_weights", "numeric_proxy", "quality_guard", "registry_evidence", "registry_model"]
 
 SYNTHETIC_LABEL = "synthetic weights"
 PROXY_MAX_ROWS = 256   # rows of A sampled per layer for the numeric proxy
@@ -41,47 +48,7 @@ PROXY_COLS = 64        # random columns of B per layer
 PROXY_SEED = 2024      # base seed of the proxy (combined with a CRC of the layer name)
 
 LoadedWeights = tuple[dict[str, np.ndarray], list[str]]  # arrays by layer name, names of unused arrays
-# which registry entry's drop the guardrail checks when several match: the smallest (the best published
-# result for the model and format: what the format is shown to cost when pruned well); the others are listed
-EVIDENCE_POLICY = "smallest published drop (a derived one only when none is published)"
 MAX_CONFLICTS_NAMED = 3  # conflicting pairs spelled out in the guardrail message (all are in the record)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class EvidenceConflict(Record):
-    """Two registry entries from different sources whose drops differ by more than the threshold."""
-
-    first: str  # entry ids
-    second: str
-    first_drop: float
-    second_drop: float
-    difference: float
-    same_method: bool  # True: the sources contradict each other; False: they disagree with different methods
-    message: str
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class QualityEvidence(Record):
-    """What the quality registry publishes for the workload's model at the run's pattern."""
-
-    model: str | None  # the registry's model name that matched, or None
-    matched_by: str | None  # how: "quality.model", "workload name", "workload name without '-decode'"
-    pattern: str | None
-    task: str | None  # the task (and metric below) the drops are in
-    metric: str | None
-    higher_is_better: bool | None
-    entries: tuple[str, ...]  # ids of every matching entry, smallest drop first
-    drops: tuple[float, ...]  # their drops, same order
-    finetuned: tuple[bool, ...]  # whether each was fine-tuned after pruning (False: one-shot), same order
-    chosen: str | None  # the entry whose drop the guardrail uses (EVIDENCE_POLICY)
-    dense: float | None
-    sparse: float | None
-    drop: float | None
-    source: str | None
-    kind: str | None  # "published" or "derived"
-    policy: str
-    conflicts: tuple[EvidenceConflict, ...]
-    message: str
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -102,8 +69,24 @@ class Guardrail(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkloadQuality(Record):
+    """The workload's own ``quality:`` figures as it declares them, in its own metric, from its own source."""
+
+    metric: str
+    higher_is_better: bool
+    dense: float | None
+    patterns: Mapping[str, float]
+    kind: str  # its typed figures' label (illustrative / user); registry figures carry their own (entries)
+    entries: tuple[str, ...]  # registry ids, when the section points at entries
+    source: str | None
+    max_drop: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class QualityGuard(Record):
-    """The workload's quality figures for the run's pattern against the threshold."""
+    """The quality figures for the run's pattern against the threshold. ``metric``, ``dense``, ``value``,
+    ``patterns`` and ``source`` are the figures the drop is in (``drop_source``: the workload's, or the registry's
+    published entry); ``workload``: the workload's own section, never relabelled with the registry's metric."""
 
     pattern: str | None
     metric: str | None
@@ -121,6 +104,7 @@ class QualityGuard(Record):
     message: str
     drop_source: str | None
     evidence: QualityEvidence
+    workload: WorkloadQuality | None = None
 
     def guardrail(self) -> Guardrail:
         return Guardrail(status=self.status, message=self.message, metric=self.metric, pattern=self.pattern,
@@ -173,95 +157,6 @@ def _num(v: float) -> str:
     return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.1f}"
 
 
-def registry_model(model: Workload, entries: Iterable[QualityEntry] | None = None) -> tuple[str | None, str | None]:
-    """The registry model the workload is: ``quality.model`` when the workload names one, else its name, else its
-    name with trailing ``-word`` parts dropped one at a time (``llama2-7b-decode`` -> ``llama2-7b``), matched
-    after :func:`~accelsim.quality.normalize_name`. (registry model name, how it matched) or (None, None)."""
-    pool = tuple(load_registry() if entries is None else entries)
-    names = {normalize_name(e.model): e.model for e in pool}
-    named = getattr(model.quality, "model", None) if model.quality is not None else None
-    candidates: list[tuple[str, str]] = []
-    if named:
-        candidates.append((str(named), "quality.model"))
-    parts = model.name.split("-")
-    candidates.append((model.name, "workload name"))
-    for cut in range(len(parts) - 1, 0, -1):
-        candidates.append(("-".join(parts[:cut]), f"workload name without '-{'-'.join(parts[cut:])}'"))
-    for text, how in candidates:
-        hit = names.get(normalize_name(text))
-        if hit is not None:
-            return hit, how
-        if how == "quality.model":  # a model the workload names is not guessed around
-            return None, None
-    return None, None
-
-
-def _conflicts(matches: list[QualityEntry], threshold: float | None) -> tuple[EvidenceConflict, ...]:
-    if threshold is None:
-        return ()
-    out = []
-    for i, a in enumerate(matches):
-        for b in matches[i + 1:]:
-            diff = abs(a.drop - b.drop)
-            if a.source_key == b.source_key or diff <= threshold:
-                continue
-            same = normalize_name(a.method) == normalize_name(b.method) and a.finetuned == b.finetuned
-            how = "contradict each other (same method)" if same else f"disagree ({a.method} vs {b.method})"
-            out.append(EvidenceConflict(
-                first=a.id, second=b.id, first_drop=a.drop, second_drop=b.drop, difference=round(diff, 9),
-                same_method=same, message=f"{a.source_key} and {b.source_key} {how}: drops {a.drop:.4g} vs "
-                                          f"{b.drop:.4g}, {diff:.4g} apart (threshold {threshold:.4g})"))
-    return tuple(sorted(out, key=lambda c: (-c.difference, c.first, c.second)))
-
-
-def registry_evidence(model: Workload, pattern: str | None, threshold: float | None,
-                      entries: Iterable[QualityEntry] | None = None) -> QualityEvidence:
-    """What the registry publishes for ``model`` at ``pattern``: the matching entries of one task (the workload's
-    ``quality.task`` when it names one, else the only task there is), the smallest drop and conflicts between
-    sources (drops further apart than ``threshold``)."""
-    pool = tuple(load_registry() if entries is None else entries)
-    name, how = registry_model(model, pool)
-    empty: dict[str, Any] = dict(model=name, matched_by=how, pattern=pattern, task=None, metric=None,
-                                 higher_is_better=None, entries=(), drops=(), finetuned=(), chosen=None, dense=None,
-                                 sparse=None, drop=None, source=None, kind=None, policy=EVIDENCE_POLICY, conflicts=())
-    if name is None:
-        return QualityEvidence(**empty, message=f"no model in the quality registry matches workload '{model.name}'"
-                                                "; name one with quality.model")
-    if pattern is None:
-        return QualityEvidence(**empty, message="the run mixes patterns: no single format to look up")
-    matches = list(find_entries(model=name, format=pattern, entries=pool))
-    task = getattr(model.quality, "task", None) if model.quality is not None else None
-    if task:
-        matches = [e for e in matches if normalize_name(e.task) == normalize_name(str(task))]
-    if not matches:
-        where = f" for task {task}" if task else ""
-        formats = sorted({e.format for e in find_entries(model=name, entries=pool)})
-        return QualityEvidence(**empty, message=f"none published for {name} at {pattern}{where} (the registry has "
-                                                f"{name} at: {', '.join(formats) or 'nothing'})")
-    tasks = sorted({(e.task, e.metric) for e in matches})
-    if len(tasks) > 1:
-        listed = "; ".join(f"{t} {m}" for t, m in tasks)
-        return QualityEvidence(**{**empty, "entries": tuple(e.id for e in matches),
-                                  "drops": tuple(e.drop for e in matches),
-                                  "finetuned": tuple(e.finetuned for e in matches)},
-                               message=f"{len(matches)} published entries for {name} at {pattern} over "
-                                       f"{len(tasks)} tasks ({listed}); name one with quality.task")
-    matches.sort(key=lambda e: (e.drop, e.id))
-    best = min(matches, key=lambda e: (e.kind != "published", e.drop, e.id))
-    conflicts = _conflicts(matches, threshold)
-    spread = (f"; {len(matches)} entries, drops {matches[0].drop:.4g} to {matches[-1].drop:.4g}"
-              if len(matches) > 1 else "")
-    message = (f"published: {best.task} {best.metric} dense {best.dense:g}, {pattern} {best.sparse:g} "
-               f"({best.method}{', fine-tuned' if best.finetuned else ', one-shot'}), a drop of {best.drop:.4g} "
-               f"[{best.id}]{spread}")
-    return QualityEvidence(model=name, matched_by=how, pattern=pattern, task=best.task, metric=best.metric,
-                           higher_is_better=best.higher_is_better, entries=tuple(e.id for e in matches),
-                           drops=tuple(e.drop for e in matches), finetuned=tuple(e.finetuned for e in matches),
-                           chosen=best.id, dense=best.dense,
-                           sparse=best.sparse, drop=best.drop, source=best.source, kind=best.kind,
-                           policy=EVIDENCE_POLICY, conflicts=conflicts, message=message)
-
-
 def _conflict_text(ev: QualityEvidence) -> str:
     if not ev.conflicts:
         return ""
@@ -290,6 +185,7 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
     elif q is not None and q.max_drop is not None:
         thr, thr_source = float(q.max_drop), "workload quality.max_drop"
     ev = registry_evidence(model, pattern, thr, entries)
+    patterns: dict[str, float] = dict(q.patterns) if q else {}
     own = q is not None and pattern is not None and q.delta(pattern) is not None
     if own:
         assert q is not None and pattern is not None
@@ -300,6 +196,7 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
         assert ev.sparse is not None and ev.dense is not None and ev.drop is not None
         value, dense, drop, delta, drop_source = ev.sparse, ev.dense, ev.drop, -ev.drop, "registry"
         metric, higher, source = f"{ev.task} {ev.metric}", ev.higher_is_better, f"{ev.source} [{ev.chosen}]"
+        patterns = {str(pattern): ev.sparse}  # the registry's figure, in its metric: not the workload's figures
     elif q is None:
         missing.append(f"the workload has no quality: block, and the quality registry gives no single figure: "
                        f"{ev.message}")
@@ -307,8 +204,17 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
         asked = pattern or "a plan that mixes patterns"  # a figure at one pattern is not a mixed plan's
         missing.append(f"no quality figure for {asked} (the workload lists: {', '.join(q.patterns) or 'none'}; "
                        f"registry: {ev.message})")
+    # a published drop in another metric than the workload's own: its max_drop is in the workload's metric
+    other_metric = drop_source == "registry" and q is not None and normalize_name(q.metric) != normalize_name(
+        str(metric))
     if thr is None:
         missing.append("no threshold (quality.max_drop in the workload, or --quality-threshold)")
+    elif other_metric and thr_source != "argument":
+        assert q is not None
+        missing.append(f"threshold in {q.metric} (quality.max_drop), evidence in {metric}: cannot compare (give "
+                       f"--quality-threshold in {metric}, or figures of the workload's own for {pattern})")
+        ev = dataclasses.replace(ev, conflicts=())  # their drops are not compared against a threshold in q.metric
+        thr_source = f"{thr_source}, in {q.metric}"
     if missing:
         status = "missing"
     else:
@@ -328,14 +234,18 @@ def quality_guard(model: Workload, pattern: str | None, threshold: float | None,
         message = f"{head}, {verb} the threshold {thr:.4g} (from {thr_source})"
     if drop_source == "workload":
         message += f"; registry: {ev.message}"
-    elif drop_source == "registry" and q is not None and normalize_name(q.metric) != normalize_name(str(metric)):
-        message += (f"; note: the threshold is the workload's, in its metric ({q.metric}), the published drop is in "
-                    f"{metric}")
+    elif other_metric and status != "missing":
+        assert q is not None and thr is not None
+        message += (f"; note: the threshold {thr:.4g} is the one given (--quality-threshold), read in the published "
+                    f"metric ({metric}); the workload's own figures are in {q.metric}")
     message += _conflict_text(ev)
+    mine = None if q is None else WorkloadQuality(
+        metric=q.metric, higher_is_better=q.higher_is_better, dense=q.dense, patterns=freeze(dict(q.patterns)),
+        kind=q.kind, entries=tuple(q.entries), source=q.source or None, max_drop=q.max_drop)
     return QualityGuard(pattern=pattern, metric=metric, higher_is_better=higher, dense=dense, value=value, delta=delta,
                         drop=drop, threshold=thr, threshold_source=thr_source, source=source,
-                        patterns=freeze(dict(q.patterns) if q else {}), missing=tuple(missing), status=status,
-                        message=message, drop_source=drop_source, evidence=ev)
+                        patterns=freeze(patterns), missing=tuple(missing), status=status,
+                        message=message, drop_source=drop_source, evidence=ev, workload=mine)
 
 
 # ---------------------------------------------------------------------------------------------- numeric proxy

@@ -32,7 +32,7 @@ def format_quality_table(entries: tuple[QualityEntry, ...]) -> str:
     lines.append("drop: how much worse than dense in the metric's units (positive = worse); ft: fine-tuned after "
                  "pruning (no = one-shot)")
     lines.append("sources:")
-    for src in sorted({e.id.split(":", 1)[0] + ": " + e.source.split(",")[0] for e in entries}):
+    for src in sorted({f"{e.source_key}: {e.citation}" for e in entries}):
         lines.append(f"  {src}")
     return "\n".join(lines) + "\n"
 

@@ -102,6 +102,8 @@ def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
             label = var.quality_kind + ("" if var.counted else ", not counted")
             lines.append(f"  {printable(var.name):22s} quality {q:>8s} ({label})  {var.quantile} {lat}  "
                          f"{'holds' if var.holds else 'misses'}")
+            if var.quality_note:  # a figure looked up in the registry, or what the look-up found instead
+                lines.append(f"    quality: {printable(var.quality_note)}")
         if qual.verdict is not None:
             lines.append(f"  verdict: {printable(qual.verdict.message)}")
     return "\n".join(lines) + "\n"

@@ -35,6 +35,29 @@ _TEXT = ("model", "family", "task", "metric", "method", "dtype", "source")
 _BOOLS = {"true": True, "false": False}
 
 
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at commas outside brackets and quotes, each part stripped."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch == '"' or (ch == "'" and (i == 0 or not text[i - 1].isalnum())):  # not an apostrophe (O'Brien)
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur).strip())
+    return parts
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class QualityEntry(Record):
     """One published (or derived) pair of figures: a model's metric dense and pruned to one format."""
@@ -60,6 +83,15 @@ class QualityEntry(Record):
     def source_key(self) -> str:
         """The source file's stem (the id's first part): entries of one source share it."""
         return self.id.split(":", 1)[0]
+
+    @property
+    def citation(self) -> str:
+        """The source's short name: its first comma-separated part (``Kurtic et al. 2022``), and the next one too
+        when the first names no year (``J. Cai, PyTorch tutorial '...'``: an author alone does not identify
+        it), without a trailing parenthetical; commas inside brackets or quotes do not split."""
+        parts = _top_level_parts(self.source)
+        short = parts[0] if re.search(r"\b(19|20)\d\d\b", parts[0]) or len(parts) == 1 else f"{parts[0]}, {parts[1]}"
+        return re.sub(r"\s*\([^()]*\)$", "", short) if short != parts[0] else short
 
     @property
     def delta(self) -> float:

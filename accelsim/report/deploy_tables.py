@@ -205,13 +205,21 @@ def tables(report: DeploymentReport) -> dict[str, Table]:
     t["proxy"] = _proxy_table(q.proxy.layers, universe)
     t["sensitivity"] = (["field", "value", "perturbed", "speedup"], [
         [x.field, fmt_num(x.value), fmt_num(x.perturbed), fmt_x(x.speedup)] for x in report.sensitivity.runs])
-    t["quality"] = (["metric", "dense", "value per pattern", "this run", "change", "drop", "threshold", "status"], [
-        [q.metric or "-", "-" if q.dense is None else fmt_num(q.dense),
-         ", ".join(f"{k}: {fmt_num(v)}" for k, v in q.patterns.items()) or "-",
-         q.pattern or "mixed plan", "-" if q.delta is None else f"{q.delta:+.4g}",
-         "-" if q.drop is None else f"{q.drop:.4g}",
-         "-" if q.threshold is None else f"{q.threshold:.4g} ({q.threshold_source})",
-         q.status.upper()]])
+    own = q.workload
+    figures = ("published entry" if q.drop_source == "registry" else "workload's own" if own is not None else "-")
+    rows = [[figures, q.metric or "-", "-" if q.dense is None else fmt_num(q.dense),
+             ", ".join(f"{k}: {fmt_num(v)}" for k, v in q.patterns.items()) or "-",
+             q.pattern or "mixed plan", "-" if q.delta is None else f"{q.delta:+.4g}",
+             "-" if q.drop is None else f"{q.drop:.4g}",
+             "-" if q.threshold is None else f"{q.threshold:.4g} ({q.threshold_source})",
+             q.status.upper()]]
+    if own is not None and q.drop_source == "registry":  # the workload's figures, in their own metric, apart
+        rows.append(["workload's own", own.metric, "-" if own.dense is None else fmt_num(own.dense),
+                     ", ".join(f"{k}: {fmt_num(v)}" for k, v in own.patterns.items()) or "-",
+                     q.pattern or "mixed plan", "-", "-", "-" if own.max_drop is None else f"{own.max_drop:.4g} "
+                     "(workload quality.max_drop)", "not checked (no figure for this run)"])
+    t["quality"] = (["figures", "metric", "dense", "value per pattern", "this run", "change", "drop", "threshold",
+                     "status"], rows)
     t["quality_labels"] = (["figure", "format", "value", "dense (same source)", "kind", "registry id"], [
         [f.where, f.format, fmt_num(f.value), "-" if f.dense is None else fmt_num(f.dense), f.kind, f.entry or "-"]
         for f in report.quality_labels.figures])

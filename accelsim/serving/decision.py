@@ -87,7 +87,10 @@ def _notes(rows: Sequence[VariantOutcome]) -> list[str]:
             notes.append(f"{r.name}: quality {r.quality:g} is {r.quality_kind} (typed, not registry evidence): "
                          "shown, not counted")
         elif r.quality_kind == "missing":
-            notes.append(f"{r.name}: no quality figure (nothing published for it in the registry): shown, not counted")
+            why = f" ({r.quality_note})" if r.quality_note else ""
+            notes.append(f"{r.name}: no quality figure{why}: shown, not counted")
+        elif r.quality_note:  # a figure looked up in the registry, or an entry whose model could not be checked
+            notes.append(f"{r.name}: {r.quality_note}")
         if r.note:
             notes.append(f"{r.name}: {r.note}")
     return notes

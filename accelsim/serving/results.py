@@ -180,6 +180,7 @@ class VariantOutcome:
     fits: bool = True
     overloaded: bool = False
     note: str | None = None
+    quality_note: str | None = None  # how a figure the variant does not name was looked up, or why there is none
 
     @property
     def counted(self) -> bool:
@@ -196,7 +197,8 @@ class VariantOutcome:
             "name": self.name, "workload": self.workload, "decode_workload": self.decode_workload,
             "sparsity": self.sparsity, "set": dict(self.set), "quality": self.quality,
             "quality_kind": self.quality_kind, "quality_entry": self.quality_entry,
-            "quality_source": self.quality_source, "counted": self.counted, "latency_metric": self.latency_metric,
+            "quality_source": self.quality_source, "quality_note": self.quality_note, "counted": self.counted,
+            "latency_metric": self.latency_metric,
             f"{self.quantile}_ms": self.value_ms, "p50_ms": self.p50_ms, "utilisation": self.utilisation,
             "fits": self.fits, "overloaded": self.overloaded, "note": self.note}
         if self.holds is not None:

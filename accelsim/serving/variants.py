@@ -3,7 +3,11 @@ variants YAML, each served at the same rate; the best quality that holds the bud
 
 A variant's quality points at the quality registry (``quality: {entry: <id>}`` or ``{model, task,
 format, method}``) or is a typed number labelled ``illustrative`` (default) or ``user``; with none, the
-workload's own ``quality`` key is read, and a variant without any figure is shown as ``missing``.
+workload's own ``quality`` key is read, and without a figure there for the variant's format the quality
+registry is looked up for the workload as the deployment report looks it up (its model and task, the
+smallest published drop; a dense variant: the dense figure of its sparse siblings' source); a variant
+without any figure is shown as ``missing``, with what the look-up found. Registry figures must measure the
+file's ``metric`` (when it names one) and be for the workload's model (when its name matches one).
 Verdicts count registry figures only (published or derived): typed and missing ones are shown, marked
 and excluded (:func:`verdict` says which, and what would have won had they counted).
 """
@@ -21,6 +25,7 @@ from accelsim.config import schema as configio
 from accelsim.errors import ConfigError
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, Strict
+from accelsim.quality import entry, normalize_name
 from accelsim.serving.arrivals import parse_size_spec
 from accelsim.serving.config import (
     DEFAULT_REQUESTS_PER_EVAL,
@@ -33,8 +38,9 @@ from accelsim.serving.model import ServingModel
 from accelsim.serving.results import BudgetVerdict, QualityResult, VariantOutcome
 from accelsim.serving.service import check_served, resolve_hardware
 from accelsim.simulation import Simulator
-from accelsim.workloads.model import Quality
-from accelsim.workloads.quality import QualityFigure, QualityRef, resolve_ref, typed_figure
+from accelsim.workloads.model import Quality, Workload, load_workload
+from accelsim.workloads.quality import QualityFigure, QualityRef, figure_from_entry, resolve_ref, typed_figure
+from accelsim.workloads.quality_evidence import registry_dense, registry_evidence, registry_model
 
 __all__ = ["LATENCY_METRICS", "CheckedVariants", "Variant", "VariantsFile", "check_variants",
            "count_quality_kinds", "evaluate_variants", "load_variants",
@@ -167,55 +173,123 @@ class CheckedVariants:
     figures: tuple[QualityFigure | None, ...]  # each variant's quality figure, registry references resolved
     metric: str
     higher_is_better: bool
+    # per variant: how a figure the variant does not name was looked up in the registry, or why there is none
+    quality_notes: tuple[str | None, ...] = ()
 
 
 def check_variants(path: str | Path) -> CheckedVariants:
     """Read a variants file and check everything about it that needs no hardware or simulation (ConfigError
-    naming the file and key): :func:`load_variants`, registry references resolved, one metric and direction,
-    ``latency: ttft / tpot`` only on LLM variants, and each variant's ``set`` against its workloads (assigned
-    as serving assigns it, the workloads expanded at their defaults with it). ``accelsim validate`` runs it;
-    :func:`evaluate_variants` runs it before simulating anything."""
+    naming the file and key): :func:`load_variants`, each variant's ``set`` against its workloads (assigned
+    as serving assigns it, the workloads expanded at their defaults with it), ``latency: ttft / tpot`` only
+    on LLM variants, quality figures (:func:`variant_qualities`), one metric and direction. ``accelsim
+    validate`` runs it; :func:`evaluate_variants` runs it before simulating anything."""
     vf, paths = load_variants(path)
     src = str(path)
-    figures = tuple(variant_figure(vf, i, p, src) for i, p in enumerate(paths))
-    metric, hib = study_metric(vf, figures, src)
     decodes = tuple(_rel(v.decode_workload, path) if v.decode_workload else None for v in vf.variants)
     for i, (v, wl, dec) in enumerate(zip(vf.variants, paths, decodes, strict=True)):
         if vf.latency != "latency" and dec is None:
             raise ConfigError(src, f"variants.{i}.decode_workload",
                               f"latency: {vf.latency} needs an LLM variant (a decode workload)")
         check_served(wl, v.set, dec)
-    return CheckedVariants(vf, tuple(paths), decodes, figures, metric, hib)
+    found = variant_qualities(vf, paths, src)
+    figures = tuple(f for f, _ in found)
+    metric, hib = study_metric(vf, figures, src)
+    return CheckedVariants(vf, tuple(paths), decodes, figures, metric, hib, tuple(n for _, n in found))
 
 
 def variant_figure(vf: VariantsFile, i: int, path: Path, src: str) -> QualityFigure | None:
     """Variant ``i``'s quality figure (None: no figure anywhere), registry references resolved."""
+    return variant_quality(vf, i, path, src)[0]
+
+
+def variant_qualities(vf: VariantsFile, paths: Sequence[Path], src: str
+                      ) -> list[tuple[QualityFigure | None, str | None]]:
+    """Every variant's :func:`variant_quality`: the sparse ones first, so that a dense variant whose figure is
+    looked up takes the dense figure of the entries its sparse siblings use (the same source) when it can."""
+    out: dict[int, tuple[QualityFigure | None, str | None]] = {}
+    order = sorted(range(len(vf.variants)), key=lambda i: normalize_format(vf.variants[i].sparsity) == "dense")
+    for i in order:
+        among = [f.entry for f, _ in out.values() if f is not None and f.entry is not None and f.format != "dense"]
+        out[i] = variant_quality(vf, i, paths[i], src, among)
+    return [out[i] for i in range(len(vf.variants))]
+
+
+def variant_quality(vf: VariantsFile, i: int, path: Path, src: str, among: Sequence[str] = ()
+                    ) -> tuple[QualityFigure | None, str | None]:
+    """Variant ``i``'s quality figure and a note. The variant's own (a registry reference, or a typed number),
+    else its workload's ``quality:`` figure for the format, else the quality registry's, looked up for the
+    workload as the deployment report looks it up (:mod:`accelsim.workloads.quality_evidence`; a dense variant:
+    :func:`registry_dense`, preferring ``among``, the entries of the sparse variants). The note says how a figure
+    was looked up, or why there is none (None: the variant or its workload names the figure). A registry entry
+    for another model than the workload's is refused (ConfigError naming ``variants.<i>.quality``)."""
     v = vf.variants[i]
     fmt = normalize_format(v.sparsity)
     hib = True if vf.higher_is_better is None else vf.higher_is_better
+    key = f"variants.{i}.quality"
     if isinstance(v.quality, QualityRef):
         try:
-            return resolve_ref(v.quality, fmt)
+            fig = resolve_ref(v.quality, fmt)
         except ValueError as exc:
-            raise ConfigError(src, f"variants.{i}.quality", str(exc)) from None
+            raise ConfigError(src, key, str(exc)) from None
+        _file_metric(vf, fig, src, key)
+        return fig, _same_model(load_workload(path), fig, v.workload, src, key)
     if v.quality is not None:
-        return typed_figure(v.quality, fmt, v.quality_kind or "illustrative", vf.metric, hib, v.quality_source)
+        return typed_figure(v.quality, fmt, v.quality_kind or "illustrative", vf.metric, hib, v.quality_source), None
     data, _ = configio.read_yaml(path)
     q = data.get("quality")
     if isinstance(q, int | float) and not isinstance(q, bool):
-        return typed_figure(q, fmt, "illustrative", vf.metric, hib, f"{v.workload}: quality (a typed number)")
-    if isinstance(q, Mapping):
-        return configio.validate(Quality, dict(q), f"{path}: quality").figure(fmt)
+        return typed_figure(q, fmt, "illustrative", vf.metric, hib, f"{v.workload}: quality (a typed number)"), None
+    own = configio.validate(Quality, dict(q), f"{path}: quality") if isinstance(q, Mapping) else None
+    if own is not None and own.figure(fmt) is not None:
+        return own.figure(fmt), None
+    model = load_workload(path)
+    where = (f"the variant names no quality figure and {v.workload}'s quality: section has none for {fmt}"
+             if own is not None else f"the variant names no quality figure and {v.workload} has no quality: section")
+    if fmt == "dense":
+        e, msg = registry_dense(model, among)
+        ident = None if e is None else e.id
+    else:
+        ev = registry_evidence(model, fmt, None)
+        ident, msg = ev.chosen, ev.message
+    if ident is None:
+        return None, f"{where}; registry: {msg}"
+    fig = figure_from_entry(entry(ident), fmt)
+    if own is not None and normalize_name(own.metric) != normalize_name(str(fig.metric)):
+        return None, (f"{where}; registry: {msg}; not used: it measures {fig.metric}, the workload's quality: "
+                      f"section {own.metric}")
+    return fig, f"{where}: looked up in the quality registry ({msg})"
+
+
+def _file_metric(vf: VariantsFile, fig: QualityFigure, src: str, key: str) -> None:
+    """Refuse a registry figure that measures another metric than the file's ``metric`` (when it names one)."""
+    if vf.metric is not None and fig.entry is not None and normalize_name(str(fig.metric)) != normalize_name(vf.metric):
+        raise ConfigError(src, key, f"measures {fig.metric!r}, the file's metric is {vf.metric!r}")
+
+
+def _same_model(model: Workload, fig: QualityFigure, workload: str, src: str, key: str) -> str | None:
+    """Refuse a registry figure for another model than the workload's (as the report matches it: quality.model,
+    else the workload's name); a workload that matches no registry model cannot be checked: a note says so."""
+    assert fig.entry is not None
+    e = entry(fig.entry)
+    name, how = registry_model(model)
+    if name is None:
+        return (f"workload '{model.name}' ({workload}) matches no quality registry model, so entry {fig.entry} "
+                f"(for {e.model}) is not checked against it")
+    if normalize_name(name) != normalize_name(e.model):
+        raise ConfigError(src, key, f"registry entry {fig.entry!r} is for {e.model}, the variant's workload "
+                          f"{workload} is {name} (matched by {how})")
     return None
 
 
 def study_metric(vf: VariantsFile, figures: Sequence[QualityFigure | None], src: str) -> tuple[str, bool]:
-    """The metric every figure measures and its direction; registry figures must agree with each other and
-    with the file's ``higher_is_better`` (ConfigError naming the first that does not)."""
+    """The metric every figure measures and its direction; registry figures must agree with each other, with
+    the file's ``metric`` when it names one and with its ``higher_is_better`` (ConfigError naming the first that
+    does not)."""
     metric, hib, who = vf.metric, vf.higher_is_better, None
     for i, f in enumerate(figures):
         if f is None or f.entry is None:
             continue
+        _file_metric(vf, f, src, f"variants.{i}.quality")
         if who is not None and f.metric != metric:
             raise ConfigError(src, f"variants.{i}.quality", f"measures {f.metric!r}, variant {who!r} measures "
                               f"{metric!r}: a decision compares one metric")
@@ -224,7 +298,7 @@ def study_metric(vf: VariantsFile, figures: Sequence[QualityFigure | None], src:
             raise ConfigError(src, f"variants.{i}.quality", f"{f.metric} is {way}-is-better, against the file's "
                               "higher_is_better")
         if who is None:
-            metric, who = f.metric, vf.variants[i].name
+            metric, who = (vf.metric or f.metric), vf.variants[i].name
         hib = f.higher_is_better
     return metric or "quality", True if hib is None else hib
 
@@ -255,9 +329,9 @@ def evaluate_variants(variants: str | Path, hw: Hardware | str | Path, rate: flo
     sim = simulator or Simulator(hw_obj, hw_src)
     cfg = merged_runtime(vf, config)
     rows: list[VariantOutcome] = []
-    for v, path, dec, fig in zip(vf.variants, checked.workloads, checked.decode_workloads, checked.figures,
-                                 strict=True):
-        base: dict[str, Any] = {
+    for v, path, dec, fig, qnote in zip(vf.variants, checked.workloads, checked.decode_workloads, checked.figures,
+                                        checked.quality_notes, strict=True):
+        base: dict[str, Any] = {"quality_note": qnote,
             "name": v.name, "workload": v.workload, "decode_workload": v.decode_workload, "set": dict(v.set),
             "quality": None if fig is None else fig.value, "quality_kind": "missing" if fig is None else fig.kind,
             "quality_entry": None if fig is None else fig.entry, "quality_source": None if fig is None else fig.source,
@@ -313,18 +387,37 @@ def _better(a: float, b: float, hib: bool) -> bool:
     return a > b if hib else a < b
 
 
+def _rank(r: VariantOutcome, hib: bool) -> tuple[float, float, bool, str]:
+    """Sort key of a candidate: better quality, then (a tie) lower latency, then dense first, then name;
+    never the file's order."""
+    assert r.quality is not None
+    return (-r.quality if hib else r.quality, r.value_ms if r.value_ms is not None else float("inf"),
+            r.sparsity != "dense", r.name)
+
+
 def _best(rows: Sequence[VariantOutcome], hib: bool) -> VariantOutcome | None:
-    best = None
-    for r in rows:  # first in file order wins a tie
-        assert r.quality is not None
-        if best is None or _better(r.quality, best.quality, hib):  # type: ignore[arg-type]
-            best = r
-    return best
+    return min(rows, key=lambda r: _rank(r, hib), default=None)
+
+
+def _tie_text(best: VariantOutcome, rows: Sequence[VariantOutcome], quantile: str) -> str:
+    """How a tie on quality with ``best`` among ``rows`` was broken ('' when there is none)."""
+    tied = sorted((r for r in rows if r is not best and r.quality == best.quality),
+                  key=lambda r: (r.value_ms if r.value_ms is not None else float("inf"), r.sparsity != "dense", r.name))
+    if not tied:
+        return ""
+    other = tied[0]
+    names = ", ".join(r.name for r in tied)
+    if other.value_ms != best.value_ms:
+        return (f"tie on quality ({best.quality:g}) with {names}; {best.name} is faster ({quantile} "
+                f"{best.value_ms:.4g} vs {other.value_ms:.4g} ms)")
+    how = "dense first" if best.sparsity == "dense" and other.sparsity != "dense" else "name"
+    return f"tie on quality ({best.quality:g}) and latency with {names}; {best.name} by {how}"
 
 
 def verdict(rows: Sequence[VariantOutcome], budget_ms: float, higher_is_better: bool) -> BudgetVerdict:
     """The best counted variant within ``budget_ms``, the best counted dense one, and the gain of the first
-    over the second (positive = better); typed or missing figures are excluded and named."""
+    over the second (positive = better); typed or missing figures are excluded and named. A tie on quality
+    goes to the lower latency, then dense, then the name (the message says how it was broken)."""
     holding = [r for r in rows if r.meets(budget_ms)]
     counted = [r for r in holding if r.counted]
     excluded = tuple(r.name for r in holding if not r.counted)
@@ -347,6 +440,9 @@ def verdict(rows: Sequence[VariantOutcome], budget_ms: float, higher_is_better: 
     else:
         message = (f"{best.name} is best within {budget_ms:g} ms; vs the best dense, {dense.name}: "
                    f"{delta:+.4g} ({'higher' if higher_is_better else 'lower'} is better)")
+    if best is not None:
+        tie = _tie_text(best, counted, best.quantile)
+        message += f"; {tie}" if tie else ""
     if uncounted is not None:
         message += f" ({uncounted} would win on a typed figure, not counted)"
     return BudgetVerdict(budget_ms=budget_ms, holding=tuple(r.name for r in holding),

@@ -256,7 +256,8 @@ class Quality(Strict):
                         "entries name their own).")
     higher_is_better: bool = True
     dense: float | None = Field(None, description="The dense model's value (typed, or the registry's).")
-    patterns: dict[str, float] = Field(default_factory=dict, description="Value per N:M pattern, e.g. {'2:4': 88.1}.")
+    patterns: dict[str, float] = Field(default_factory=dict, description="Value per sparse pattern, e.g. "
+                                       "{'2:4': 88.1} (the dense figure is quality.dense: a dense key is refused).")
     kind: Literal["illustrative", "user"] = Field("illustrative", description="Label of typed figures: "
                                                   "illustrative (an assumption) or user (your own measurement).")
     max_drop: float | None = Field(None, ge=0, description="Largest acceptable loss vs dense, in metric units.")
@@ -275,6 +276,15 @@ class Quality(Strict):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        pats = data.get("patterns")
+        for key in pats if isinstance(pats, dict) else ():  # a dense-equivalent key would stand in for the dense figure
+            try:
+                dense_key = normalize_format(key) == "dense"
+            except ValueError:
+                continue  # the field says what is wrong with it
+            if dense_key:
+                raise configio.FieldError(("patterns", key), f"{key!r} is the dense model, not a pattern: give its "
+                                          "figure as quality.dense")
         ids = ([data.pop("entry")] if data.get("entry") is not None else []) + list(data.get("entries") or [])
         data.pop("entry", None)
         if not all(isinstance(i, str) and i for i in ids):
