@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,7 +13,7 @@ from accelsim.analysis.patterns import compare_patterns, level_label, parse_leve
 from accelsim.cli import main
 from accelsim.errors import AccelsimError
 from accelsim.formats import Pattern, families
-from accelsim.report.patterns_chart import patterns_table
+from accelsim.report.patterns_chart import patterns_table, render_patterns
 from accelsim.workloads.model import load_workload
 
 A100 = load_hardware(HW / "a100-like.yaml")
@@ -120,3 +121,21 @@ def test_best_says_it_weighs_speed_only_and_the_runs_warnings_are_kept(compariso
     assert all(f"note: {n}" in text for n in comparison.notes)
     run_channel = next(r for r in comparison.results if r.format is not None and r.format.startswith("channel"))
     assert any("channel-pruned" in w for w in run_channel.warnings)
+
+
+def test_hw_set_overrides_are_named_in_the_title_json_and_chart(comparison, tmp_path, capsys) -> None:
+    """--hw-set dram.bandwidth_gb_s=100 made the dense run 12x slower while the title, patterns.json and the
+    chart still read "on a100-like", as if the shipped config had run."""
+    out = tmp_path / "p"
+    args = ["patterns", "--hw", str(HW / "a100-like.yaml"), "--workload", str(WL / "gemm-microbench.yaml"),
+            "--levels", "50%", "--hw-set", "dram.bandwidth_gb_s=100", "-o", str(out)]
+    assert main(args) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("WHICH PATTERN PAYS  gemm-microbench on a100-like (--hw-set dram.bandwidth_gb_s=100) "
+                            "(dense ")
+    data = json.loads((out / "patterns.json").read_text())
+    assert data["hardware"] == "a100-like" and data["hw_set"] == ["dram.bandwidth_gb_s=100"]
+    assert "hw_set" not in comparison.to_dict()  # no overrides: the key is left out, as run and reality-check do
+    changed = dataclasses.replace(comparison, hw_set=("dram.bandwidth_gb_s=100",))
+    assert render_patterns(changed)._suptitle.get_text() == ("Which pattern pays: gemm-microbench on a100-like "
+                                                              "(--hw-set dram.bandwidth_gb_s=100)")

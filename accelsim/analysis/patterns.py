@@ -8,8 +8,8 @@ exactly as ``accelsim run`` does. Per format and level: the model speedup over t
 weights as deployed and their metadata share, layers sparse vs fallen back (by reason), the reality-check
 ladder, and each layer's speedup; per level the best format for the model and per layer.
 
-Held fixed, and said in the result: the hardware config, the workload's parameters, the policy
-(``sparse-if-supported``), and the assumption that every weight op is pruned to the level (the workload's
+Held fixed, and said in the result: the hardware config (with any ``--hw-set`` overrides), the workload's
+parameters, the policy (``sparse-if-supported``), and the assumption that every weight op is pruned to the level (the workload's
 own per-layer plan is ignored).
 """
 
@@ -107,6 +107,7 @@ class PatternsComparison(Record):
 
     schema_version: int = 1
     hardware: str
+    hw_set: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # --hw-set overrides
     workload: str
     params: Mapping[str, Any]
     levels: tuple[float, ...]
@@ -173,8 +174,9 @@ def _one(model: Workload, hw: Hardware, level: float, family: Any, dense_total: 
 
 
 def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, hw_source: str = "<hardware>",
-                     progress: Any = None) -> PatternsComparison:
-    """Run every registered format family at every level (see the module docstring)."""
+                     hw_set: Sequence[str] = (), progress: Any = None) -> PatternsComparison:
+    """Run every registered format family at every level (see the module docstring). ``hw_set``: the
+    ``--hw-set`` overrides ``hw`` was loaded with, named in the result (its title and patterns.json)."""
     sim = Simulator(hw, hw_source)
     dense = run(model, hw, "dense", hw_source=hw_source, simulator=sim)
     dense_layers = {lay.name: lay.cycles["total"] for lay in dense.layers}
@@ -201,8 +203,8 @@ def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, 
                 layers[name] = gain[1] if gain[0] > 1.0 else "dense"  # type: ignore[assignment]
         best_layer[label] = layers
     return PatternsComparison(
-        hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels),
-        held_fixed=held_fixed(model),
+        hardware=hw.name, hw_set=tuple(hw_set) or None, workload=model.name, params=dict(model.params),
+        levels=tuple(levels), held_fixed=held_fixed(model),
         dense_total_cycles=dense.total_cycles, clock_ghz=hw.clock_ghz, results=tuple(results),
         best_per_level=best_level, best_per_layer=best_layer, notes=_notes(results))
 

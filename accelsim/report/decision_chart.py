@@ -89,6 +89,7 @@ def decision_figure(decision: Decision, title: str | None = None) -> Figure:
     if misfits:
         foot.append(f"does not fit one device (no latency, holds no budget): {', '.join(misfits)}")
     fig.text(0.01, 0.01, "\n".join(foot), fontsize=8, va="bottom", color="#444444")
-    fig.suptitle(printable(title or f"quality at equal latency budget on {d.hardware}"))
+    changed = f" (--hw-set {', '.join(d.hw_set)})" if d.hw_set else ""
+    fig.suptitle(printable(title or f"quality at equal latency budget on {d.hardware}{changed}"))
     fig.tight_layout(rect=(0, 0.04 * len(foot), 1, 1))
     return fig

@@ -96,10 +96,12 @@ def _row(r: FormatAtLevel) -> list[str]:
 
 
 def _subject(data: PatternsComparison) -> str:
-    """``bert-base (batch 16, seq 128) on a100-like``: the parameters the comparison ran at."""
+    """``bert-base (batch 16, seq 128) on a100-like``: the parameters the comparison ran at, and the config's
+    ``--hw-set`` overrides (``on a100-like (--hw-set dram.bandwidth_gb_s=100)``)."""
     params = format_params(data.params)
     workload = f"{data.workload} ({params})" if params else str(data.workload)
-    return printable(f"{workload} on {data.hardware}")
+    changed = f" (--hw-set {', '.join(data.hw_set)})" if data.hw_set else ""
+    return printable(f"{workload} on {data.hardware}{changed}")
 
 
 def patterns_table(data: PatternsComparison) -> str:
