@@ -9,8 +9,8 @@ weights as deployed and their metadata share, layers sparse vs fallen back (by r
 ladder, and each layer's speedup; per level the best format for the model and per layer.
 
 Held fixed, and said in the result: the hardware config (with any ``--hw-set`` overrides), the workload's
-parameters, the policy (``sparse-if-supported``), and the assumption that every weight op is pruned to the level (the workload's
-own per-layer plan is ignored).
+parameters, the policy (``sparse-if-supported``), and the assumption that every weight op is pruned to the
+level (the workload's own per-layer plan is ignored).
 """
 
 from __future__ import annotations
