@@ -20,10 +20,11 @@ from accelsim.textsafe import printable
 def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
     """Dense and sparse serving figures side by side, capacity at SLA, quality at equal budget (``hw_set``: the
     --hw-set overrides, named beside the config)."""
-    labels = list(result.sparsities)
+    labels = list(result.sparsities)  # a deployment that does not fit has a column, and no run
     res = result.results
+    served = [lab for lab in labels if lab in res]
     llm = result.mode == "llm"
-    first = res[labels[0]]
+    first = res[served[0]]
     arrivals = first.arrivals
     if arrivals.get("process") == "trace":  # replayed whole: neither --rate nor --duration sets it
         rate = arrivals.get("rate_rps")
@@ -50,17 +51,24 @@ def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
     metric_rows.append(("completed requests", lambda r: r.measured))
     if llm:
         metric_rows.append(("KV-cache batch cap", lambda r: None if r.kv_cache is None else r.kv_cache.cap_requests))
-    if res[labels[0]].sla is not None:
+    if first.sla is not None:
         metric_rows.append(("SLA attainment", lambda r: None if r.sla is None else r.sla.attainment))
     width = max(len(name) for name, _ in metric_rows)
     lines.append(" " * width + "".join(f"{lab:>14s}" for lab in labels))
-    for name, get in metric_rows:
+    for i, (name, get) in enumerate(metric_rows):
         vals = []
         for lab in labels:
+            if lab not in res:
+                vals.append(f"{'does not fit' if i == 0 else '-':>14s}")
+                continue
             v = get(res[lab])
             vals.append(f"{v:14,d}" if isinstance(v, int) else f"{v:14,.3f}" if isinstance(v, float)
                         else f"{'-':>14s}")
         lines.append(name.ljust(width) + "".join(vals))
+    for lab, unfit in result.does_not_fit.items():
+        lines.append(f"NOT SERVED: {lab} {unfit['message']}: its weights leave no room for a KV cache on one "
+                     f"{printable(result.hardware)} device; {', '.join(served)} served alone")
+    labels = served
     over = [lab for lab in labels if res[lab].load.overloaded]
     if over:
         lines.append(f"OVERLOADED ({', '.join(over)}): offered load above capacity; the queue grows for the whole "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from accelsim.energy import RunClock
@@ -324,6 +324,10 @@ class ServeResult:
     quality: QualityResult | None = None
     latency_vs_load: Mapping[str, LoadCurve] | None = None
     clock: Mapping[str, RunClock] | None = None  # by label, where the power cap lowered a kernel's clock
+    # by label, each deployment that was not served because its weights leave no room for a KV cache on one
+    # device (DoesNotFitError.to_dict: weights, device capacity, memory_utilization, message); ``sparsities``
+    # still lists it, ``results`` does not
+    does_not_fit: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def results(self) -> Mapping[str, ServingRun]:
@@ -346,6 +350,8 @@ class ServeResult:
             "variability_enabled": self.variability_enabled, "notes": list(self.notes),
             **self.comparison.to_dict(), "warnings": list(self.warnings), "overloaded": self.overloaded,
         }
+        if self.does_not_fit:
+            out["does_not_fit"] = {lab: dict(v) for lab, v in self.does_not_fit.items()}
         if self.clock is not None:
             out["clock"] = {lab: c.to_dict() for lab, c in self.clock.items()}
         if self.capacity is not None:
