@@ -15,6 +15,7 @@ from accelsim.results import dumps_finite
 from accelsim.serving import ServeRequest, ServeResult, ServingRun, serve
 from accelsim.serving.limits import NEAR_CAPACITY, near_capacity
 from accelsim.textsafe import printable
+from accelsim.workloads.moe import routing_line
 
 
 def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
@@ -35,6 +36,9 @@ def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
     changed = f" (--hw-set {printable(', '.join(hw_set))})" if hw_set else ""
     lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}{changed}, {load} "
              f"(seed {result.seed}, variability {'on' if result.variability_enabled else 'off'})"]
+    for name, records in (result.moe or {}).items():  # the routing assumption, in run's words
+        lines += [f"{routing_line(r)} [{printable(name)} at its own parameters; each simulated batch is routed by "
+                  "the same rule]" for r in records]
     metric_rows: list[tuple[str, Callable[[ServingRun], float | None]]] = []
     if llm:
         for m in ("ttft", "tpot"):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from accelsim.fileio import figure_files
 from accelsim.report.reality_chart import format_params
 from accelsim.textsafe import printable
+from accelsim.workloads.moe import routing_line
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -69,7 +70,8 @@ def render_patterns(data: PatternsComparison) -> Figure:
     labels.append("every layer fell back dense")
     ax1.legend(handles, labels, fontsize=8, frameon=False, loc="best")
     fig.suptitle(f"Which pattern pays: {_subject(data)}", fontsize=12)
-    fig.text(0.5, 0.005, "held fixed: " + data.held_fixed, ha="center", va="bottom", fontsize=7, wrap=True)
+    foot = "; ".join(["held fixed: " + data.held_fixed, *(routing_line(m) for m in data.moe or ())])
+    fig.text(0.5, 0.005, foot, ha="center", va="bottom", fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.05, 1, 0.95))
     return fig
 
@@ -110,6 +112,7 @@ def patterns_table(data: PatternsComparison) -> str:
     body = [_row(r) for r in data.results]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     lines = [f"WHICH PATTERN PAYS  {_subject(data)} (dense {data.dense_total_cycles:,} cycles)",
+             *(routing_line(m) for m in data.moe or ()),
              "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]

@@ -114,6 +114,9 @@ class ServingModel:
         label = sp or workload_plan(workload).label or "dense"
         info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
                                 "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}
+        moe = {s.name: r for s in (svc, dec) if s is not None and (r := s.moe_routing()) is not None}
+        if moe:  # the routing assumption of the moe ops, by workload (accelsim.workloads.moe)
+            info["moe"] = moe
         if decode_workload is None:
             if svc.batch_param is None:
                 cfg = config if isinstance(config, RuntimeConfig) else RuntimeConfig.from_dict(config)

@@ -176,7 +176,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         variability_enabled=cfg.variability.any_enabled,
         notes=(*(n for n in (first.info.get("note"), group_note(hw_obj), plan_note) if n),
                *kv_limit_notes(side_by_side.results), *trust),
-        does_not_fit={lab: e.to_dict() for lab, e in misfits.items()},
+        does_not_fit={lab: e.to_dict() for lab, e in misfits.items()}, moe=first.info.get("moe"),
         comparison=side_by_side,
         warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results), *trust), capacity=capacity,
         quality=quality,

@@ -328,6 +328,9 @@ class ServeResult:
     # device (DoesNotFitError.to_dict: weights, device capacity, memory_utilization, message); ``sparsities``
     # still lists it, ``results`` does not
     does_not_fit: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # by workload (prefill, decode), the routing of its moe ops at its own parameters, as run records it under
+    # workload.moe (each simulated batch and size is routed the same way); None: no moe op
+    moe: Mapping[str, Any] | None = None
 
     @property
     def results(self) -> Mapping[str, ServingRun]:
@@ -350,6 +353,8 @@ class ServeResult:
             "variability_enabled": self.variability_enabled, "notes": list(self.notes),
             **self.comparison.to_dict(), "warnings": list(self.warnings), "overloaded": self.overloaded,
         }
+        if self.moe is not None:
+            out["moe"] = copy.deepcopy(dict(self.moe))
         if self.does_not_fit:
             out["does_not_fit"] = {lab: dict(v) for lab, v in self.does_not_fit.items()}
         if self.clock is not None:
