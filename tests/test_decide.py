@@ -298,3 +298,22 @@ def test_hw_set_overrides_are_named_in_the_title_json_and_chart(tmp_path: Path, 
                                                        "(--hw-set dram.bandwidth_gb_s=100)")
     assert main([*argv[:-1], str(tmp_path / "plain")]) == 0
     assert "hw_set" not in json.loads((tmp_path / "plain" / "decision.json").read_text())
+
+
+def test_chart_labels_stay_inside_the_axes(tmp_path: Path) -> None:
+    """Audit: the slowest variant's label ("bert-large-dense") ran past the chart's right edge. Every point's label
+    now stays inside the axes and off the other labels."""
+    from matplotlib.text import Text
+
+    path = _variants(tmp_path, [
+        {"name": "a-rather-long-dense-variant-name", "sparsity": "dense", "quality": {"entry": BERT_LARGE_24}},
+        {"name": "a-rather-long-sparse-variant-name", "sparsity": "2:4", "quality": {"entry": BERT_LARGE_24}}],
+        requests=50)
+    fig = decision_figure(decide(path, A100, [0.01]))  # the budget left of both points: they sit at the right edge
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    frame = ax.get_window_extent()
+    boxes = [Text.get_window_extent(t) for t in ax.texts]
+    assert len(boxes) == 2
+    assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1 for b in boxes)
+    assert not boxes[0].overlaps(boxes[1])
