@@ -409,6 +409,9 @@ def test_hw_set_overrides_are_named_in_the_title_subject_and_run_table(tmp_path:
     code, out, _ = cli(capsys, "serve", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--rate", "100",
                        "--duration", "2", "--hw-set", "dram.bandwidth_gb_s=100")
     assert code == 0 and out.startswith("SERVING  bert-base-gemms on a100-like (--hw-set dram.bandwidth_gb_s=100), ")
+    code, out, _ = cli(capsys, "serve", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--rate", "100",
+                       "--duration", "2", "--hw-set", "dram.bandwidth_gb_s=100", "--format", "json")
+    assert code == 0 and json.loads(out)["hw_set"] == ["dram.bandwidth_gb_s=100"]  # serve.json keeps them too
     rc = data["reality_check"]
     assert rc["hw_set"] == ["dram.bandwidth_gb_s=100"]
     code, out, _ = cli(capsys, "reality-check", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--sparsity",

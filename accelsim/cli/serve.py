@@ -20,7 +20,7 @@ from accelsim.workloads.moe import routing_line
 
 def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
     """Dense and sparse serving figures side by side, capacity at SLA, quality at equal budget (``hw_set``: the
-    --hw-set overrides, named beside the config)."""
+    --hw-set overrides, named beside the config; default the result's own)."""
     labels = list(result.sparsities)  # a deployment that does not fit has a column, and no run
     res = result.results
     served = [lab for lab in labels if lab in res]
@@ -33,6 +33,7 @@ def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
                 + (f", {rate:g} req/s" if rate is not None else "") + ")")
     else:
         load = f"{result.rate_rps} req/s for {result.duration_s} s"
+    hw_set = hw_set or list(result.hw_set or ())
     changed = f" (--hw-set {printable(', '.join(hw_set))})" if hw_set else ""
     lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}{changed}, {load} "
              f"(seed {result.seed}, variability {'on' if result.variability_enabled else 'off'})"]
@@ -132,13 +133,15 @@ def serve_files(out: Path, result: ServeResult) -> dict[str | os.PathLike[str], 
     from accelsim.report.serving_plots import latency_cdf_figure, latency_vs_load_figure  # matplotlib: deferred
 
     metric = "ttft" if result.mode == "llm" else "latency"
+    changed = f" (--hw-set {', '.join(result.hw_set)})" if result.hw_set else ""
+    on = f"{result.workload} on {result.hardware}{changed}"
     budget = result.capacity.budget_ms if result.capacity is not None else None
     fig = latency_cdf_figure(result.comparison, metric=metric, budget_ms=budget,
-                             title=f"{result.workload} on {result.hardware}: {metric} CDF")
+                             title=f"{on}: {metric} CDF")
     files: dict[str | os.PathLike[str], bytes | str] = {out / "latency_cdf.png": figure_bytes(fig, "png")}
     if result.latency_vs_load is not None:
         fig = latency_vs_load_figure(result.latency_vs_load, metric=metric, budget_ms=budget,
-                                     title=f"{result.workload} on {result.hardware}: {metric} vs load")
+                                     title=f"{on}: {metric} vs load")
         files[out / "latency_vs_load.png"] = figure_bytes(fig, "png")
     files[out / "serve.json"] = (dumps_finite(result.to_dict(), "serve", indent=2, default=float) + "\n").encode()
     return files

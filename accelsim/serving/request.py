@@ -177,6 +177,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         notes=(*(n for n in (first.info.get("note"), group_note(hw_obj), plan_note) if n),
                *kv_limit_notes(side_by_side.results), *trust),
         does_not_fit={lab: e.to_dict() for lab, e in misfits.items()}, moe=first.info.get("moe"),
+        hw_set=tuple(rq.hw_set or ()) or None,
         comparison=side_by_side,
         warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results), *trust), capacity=capacity,
         quality=quality,

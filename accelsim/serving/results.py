@@ -331,6 +331,7 @@ class ServeResult:
     # by workload (prefill, decode), the routing of its moe ops at its own parameters, as run records it under
     # workload.moe (each simulated batch and size is routed the same way); None: no moe op
     moe: Mapping[str, Any] | None = None
+    hw_set: tuple[str, ...] | None = None  # the --hw-set overrides the config was loaded with (None: none)
 
     @property
     def results(self) -> Mapping[str, ServingRun]:
@@ -353,6 +354,8 @@ class ServeResult:
             "variability_enabled": self.variability_enabled, "notes": list(self.notes),
             **self.comparison.to_dict(), "warnings": list(self.warnings), "overloaded": self.overloaded,
         }
+        if self.hw_set is not None:
+            out["hw_set"] = list(self.hw_set)
         if self.moe is not None:
             out["moe"] = copy.deepcopy(dict(self.moe))
         if self.does_not_fit:
