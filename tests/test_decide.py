@@ -14,6 +14,7 @@ from conftest import HW, ROOT, WL
 from accelsim.cli import main
 from accelsim.errors import ConfigError
 from accelsim.quality import entry
+from accelsim.report.decision_chart import decision_figure
 from accelsim.serving import VariantOutcome, decide, load_variants, quality_at_budget, verdict
 from accelsim.serving.variants import variant_figure
 from accelsim.workloads.model import load_workload, workload_from_dict
@@ -366,3 +367,40 @@ def test_a_variants_missing_workload_names_the_variant_and_the_file(tmp_path) ->
                     "  - {name: a, workload: nope.yaml, sparsity: dense, quality: 1}\n")
     with pytest.raises(ConfigError, match=r"v\.yaml: variants\.0\(a\)\.workload: nope\.yaml: file not found"):
         load_variants(path)
+
+
+def test_hw_set_overrides_are_named_in_the_title_json_and_chart(tmp_path: Path, capsys) -> None:
+    """--hw-set dram.bandwidth_gb_s=100 moved every p99 while the table, decision.json and the chart still said
+    "on a100-like", as if the shipped config had been served."""
+    path = _variants(tmp_path, [{"name": "dense", "sparsity": "dense", "quality": {"entry": BERT_LARGE_24}}],
+                     requests=50)
+    out = tmp_path / "out"
+    argv = ["decide", "--hw", str(A100), "--variants", str(path), "--budget-ms", "1000", "-o", str(out)]
+    assert main([*argv, "--hw-set", "dram.bandwidth_gb_s=100"]) == 0
+    assert capsys.readouterr().out.startswith(f"DECISION  {path} on a100-like (--hw-set dram.bandwidth_gb_s=100), ")
+    data = json.loads((out / "decision.json").read_text())
+    assert data["hardware"] == "a100-like" and data["hw_set"] == ["dram.bandwidth_gb_s=100"]
+    d = decide(path, A100, [1000], requests=50, hw_set=["dram.bandwidth_gb_s=100"])
+    assert decision_figure(d)._suptitle.get_text() == ("quality at equal latency budget on a100-like "
+                                                       "(--hw-set dram.bandwidth_gb_s=100)")
+    assert main([*argv[:-1], str(tmp_path / "plain")]) == 0
+    assert "hw_set" not in json.loads((tmp_path / "plain" / "decision.json").read_text())
+
+
+def test_chart_labels_stay_inside_the_axes(tmp_path: Path) -> None:
+    """Audit: the slowest variant's label ("bert-large-dense") ran past the chart's right edge. Every point's label
+    now stays inside the axes and off the other labels."""
+    from matplotlib.text import Text
+
+    path = _variants(tmp_path, [
+        {"name": "a-rather-long-dense-variant-name", "sparsity": "dense", "quality": {"entry": BERT_LARGE_24}},
+        {"name": "a-rather-long-sparse-variant-name", "sparsity": "2:4", "quality": {"entry": BERT_LARGE_24}}],
+        requests=50)
+    fig = decision_figure(decide(path, A100, [0.01]))  # the budget left of both points: they sit at the right edge
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    frame = ax.get_window_extent()
+    boxes = [Text.get_window_extent(t) for t in ax.texts]
+    assert len(boxes) == 2
+    assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1 for b in boxes)
+    assert not boxes[0].overlaps(boxes[1])

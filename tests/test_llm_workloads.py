@@ -4,6 +4,7 @@ that do not fit one device."""
 
 from __future__ import annotations
 
+import json
 from functools import cache
 
 import pytest
@@ -295,3 +296,58 @@ def test_sweep_and_reality_check_run_on_the_llm_workloads(tmp_path, monkeypatch)
     check = reality_check(prefill, hw, "2:4")
     real = run(prefill, hw, "2:4")
     assert check.rungs[-1].speedup == pytest.approx(real.dense_total_cycles / real.total_cycles)
+
+
+MOE_SMALL = """\
+name: moe-small
+dtype: fp16
+params: {batch: 2, seq: 16}
+layers:
+  - {name: moe, op: moe, tokens: "batch * seq", hidden: 128, intermediate: 256, experts: 4, top_k: 2, routing: zipf,
+     skew: 1.0}
+"""
+MOE_SMALL_LINE = ("moe routing: zipf skew 1, top-2 of 4 experts over 32 tokens: tokens per expert [31, 15, 10, 8] "
+                  "(1 moe layer(s), 4 experts run in each)")
+
+
+@pytest.fixture
+def moe_small(tmp_path):
+    path = tmp_path / "moe-small.yaml"
+    path.write_text(MOE_SMALL)
+    return path
+
+
+def _routing(tmp_path) -> list[dict]:
+    return load_workload(tmp_path / "moe-small.yaml").summary()["moe"]
+
+
+def test_patterns_names_the_routing(moe_small, tmp_path, capsys):
+    """Audit: the routing assumption (zipf, skew, tokens per expert) reached run's output only, though the moe
+    module says it is written into every result: patterns' table and patterns.json had no word of it."""
+    out = tmp_path / "p"
+    assert main(["patterns", "--hw", str(HW / "a100-like.yaml"), "--workload", str(moe_small), "--levels", "50%",
+                 "-o", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == MOE_SMALL_LINE  # under the title, in run's words
+    assert json.loads((out / "patterns.json").read_text())["moe"] == _routing(tmp_path)
+
+
+def test_serve_names_the_routing(moe_small, tmp_path, capsys):
+    argv = ["serve", "--hw", str(HW / "a100-like.yaml"), "--workload", str(moe_small), "--rate", "50",
+            "--duration", "0.2"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        f"{MOE_SMALL_LINE} [moe-small at its own parameters; each simulated batch is routed by the same rule]")
+    assert main([*argv, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["moe"] == {"moe-small": _routing(tmp_path)}
+
+
+def test_report_names_the_routing(moe_small, tmp_path):
+    from accelsim.analysis.deployment import build_report
+    from accelsim.report.deploy import report_files, summary_lines
+
+    rep = build_report(load_workload(moe_small), load_hardware(HW / "a100-like.yaml"), "2:4")
+    assert summary_lines(rep)[2] == MOE_SMALL_LINE  # under the title line
+    files = report_files(rep)
+    sentence = "M" + MOE_SMALL_LINE[1:] + "."  # in the summary's subject paragraph
+    assert sentence in files["report.md"].decode() and sentence in files["report.html"].decode()
+    assert json.loads(files["report.json"])["subject"]["moe"] == _routing(tmp_path)

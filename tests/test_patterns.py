@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 from conftest import HW, WL
+from matplotlib.text import Text
 
 from accelsim import load_hardware, run
-from accelsim.analysis.patterns import compare_patterns, level_label, parse_levels
+from accelsim.analysis.patterns import (
+    FormatAtLevel,
+    PatternsComparison,
+    compare_patterns,
+    level_label,
+    parse_levels,
+)
 from accelsim.cli import main
 from accelsim.errors import AccelsimError
 from accelsim.formats import Pattern, families
-from accelsim.report.patterns_chart import patterns_table
+from accelsim.report.patterns_chart import patterns_table, render_patterns
 from accelsim.workloads.model import load_workload
 
 A100 = load_hardware(HW / "a100-like.yaml")
@@ -120,3 +128,63 @@ def test_best_says_it_weighs_speed_only_and_the_runs_warnings_are_kept(compariso
     assert all(f"note: {n}" in text for n in comparison.notes)
     run_channel = next(r for r in comparison.results if r.format is not None and r.format.startswith("channel"))
     assert any("channel-pruned" in w for w in run_channel.warnings)
+
+
+def test_hw_set_overrides_are_named_in_the_title_json_and_chart(comparison, tmp_path, capsys) -> None:
+    """--hw-set dram.bandwidth_gb_s=100 made the dense run 12x slower while the title, patterns.json and the
+    chart still read "on a100-like", as if the shipped config had run."""
+    out = tmp_path / "p"
+    args = ["patterns", "--hw", str(HW / "a100-like.yaml"), "--workload", str(WL / "gemm-microbench.yaml"),
+            "--levels", "50%", "--hw-set", "dram.bandwidth_gb_s=100", "-o", str(out)]
+    assert main(args) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("WHICH PATTERN PAYS  gemm-microbench on a100-like (--hw-set dram.bandwidth_gb_s=100) "
+                            "(dense ")
+    data = json.loads((out / "patterns.json").read_text())
+    assert data["hardware"] == "a100-like" and data["hw_set"] == ["dram.bandwidth_gb_s=100"]
+    assert "hw_set" not in comparison.to_dict()  # no overrides: the key is left out, as run and reality-check do
+    changed = dataclasses.replace(comparison, hw_set=("dram.bandwidth_gb_s=100",))
+    assert render_patterns(changed)._suptitle.get_text() == ("Which pattern pays: gemm-microbench on a100-like "
+                                                              "(--hw-set dram.bandwidth_gb_s=100)")
+
+
+def _point(level: float, family: str, fmt: str, speedup: float, sparse: int, ran_as: tuple[str, ...] = ()):
+    return FormatAtLevel(level=level, family=family, format=fmt, speedup=speedup, total_cycles=1000,
+                         requested_layers=98, sparse_layers=sparse, fallback_layers=98 - sparse,
+                         patterns_executed=ran_as or ((fmt,) if sparse else ()), weights_dense_bytes=100,
+                         weights_deployed_bytes=60 if sparse else 100)
+
+
+def test_chart_draws_fallback_rings_on_top_and_no_label_overprints_another() -> None:
+    """Audit (bert-base batch 16 on a100-like): the hollow 'every layer fell back' markers of 4:8-paired and
+    2:8-paired (1.000x) hid under unstructured's filled ones (0.999x, 1.001x), and labels at one level overprinted
+    each other (fixed 5,5 offsets). The same near-coincident points, synthetic: rings are drawn above every filled
+    marker, no two labels overlap, and every label stays inside the axes."""
+    pts = []
+    for lv, nm, paired, unstr in ((0.5, "2:4", "4:8-paired", 0.999), (0.75, "1:4", "2:8-paired", 1.001)):
+        pts += [_point(lv, "N:M", nm, 1.164, 73, ("2:4",)), _point(lv, "pair-wise N:M", paired, 1.0, 0),
+                _point(lv, "block", f"block32x32:{lv:.0%}", 1.158, 74),
+                _point(lv, "unstructured", f"unstructured:{lv:.0%}", unstr, 74)]
+    pts.append(_point(0.9, "N:M", "1:10", 1.164, 73, ("2:4",)))
+    data = PatternsComparison(hardware="a100-like", workload="bert-base", params={"batch": 16}, levels=(0.5, 0.75, 0.9),
+                              held_fixed="-", dense_total_cycles=1000, clock_ghz=1.41, results=tuple(pts),
+                              best_per_level={}, best_per_layer={})
+    fig = render_patterns(data)
+    ax = fig.axes[0]
+    markers = [ln for ln in ax.get_lines() if ln.get_marker() == "o" and len(ln.get_xdata()) == 1]
+    rings = [ln for ln in markers if ln.get_markerfacecolor() == "none"]
+    filled = [ln for ln in markers if ln.get_markerfacecolor() != "none"]
+    assert len(rings) == 2 and len(filled) == 7
+    assert min(r.get_zorder() for r in rings) > max(f.get_zorder() for f in filled)
+    assert min(r.get_markersize() for r in rings) > max(f.get_markersize() for f in filled)  # a ring around a dot
+    renderer = fig.canvas.get_renderer()
+    fig.canvas.draw()
+    boxes = {t.get_text(): Text.get_window_extent(t, renderer) for t in ax.texts}  # the text, not its leader
+    assert "4:8-paired (fallback)" in boxes and "1:10 (runs as 2:4)" in boxes and len(boxes) == 9
+    names = sorted(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not boxes[a].overlaps(boxes[b]), (a, b)
+    frame = ax.get_window_extent(renderer)
+    assert all(frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+               for box in boxes.values())

@@ -310,6 +310,22 @@ def test_user_weights_and_grouped_conv_shapes(tmp_path: Path) -> None:
     assert rep.quality.proxy.layers[0].weights == "user weights"
 
 
+@pytest.mark.parametrize(("sparsity", "rule"), [
+    ("2:4", "2:4: the 2 largest |values| of every 4 along k"),
+    ("unstructured:50%", "unstructured:50%: the largest |values| over the whole of A kept (no structure)"),
+    ("channel:50%", "channel:50%: the rows (output channels) of smallest L2 norm zeroed, whole rows (not along k)"),
+    ("64:2:8", "64:2:8: in each 64-row block and group of 8 along k, the 4 columns of largest L2 norm, then each "
+               "row's 2 largest |values| among them")])
+def test_the_proxy_method_names_the_format_it_pruned(sparsity: str, rule: str) -> None:
+    """Audit: the proxy's method said "magnitude N:M pruning along k" for unstructured, channel and 64:2:8 runs
+    too. It names the rule of the format each op was pruned to."""
+    model = _gemm_model([{"name": "fc1", "op": "gemm", "m": 256, "n": 256, "k": 512}])
+    proxy = build_report(model, A100, sparsity).quality.proxy
+    assert proxy.layers and {x.pattern for x in proxy.layers} == {sparsity}
+    assert f"magnitude pruning of A to the format each op runs ({rule}), per op that runs sparse" in proxy.method
+    assert "N:M" not in proxy.method  # no family named but the one run
+
+
 def test_synthetic_weights_labelled_everywhere(written: dict[str, Path]) -> None:
     rep = _report("bert")[2]
     proxy = rep.quality.proxy
@@ -393,6 +409,9 @@ def test_hw_set_overrides_are_named_in_the_title_subject_and_run_table(tmp_path:
     code, out, _ = cli(capsys, "serve", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--rate", "100",
                        "--duration", "2", "--hw-set", "dram.bandwidth_gb_s=100")
     assert code == 0 and out.startswith("SERVING  bert-base-gemms on a100-like (--hw-set dram.bandwidth_gb_s=100), ")
+    code, out, _ = cli(capsys, "serve", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--rate", "100",
+                       "--duration", "2", "--hw-set", "dram.bandwidth_gb_s=100", "--format", "json")
+    assert code == 0 and json.loads(out)["hw_set"] == ["dram.bandwidth_gb_s=100"]  # serve.json keeps them too
     rc = data["reality_check"]
     assert rc["hw_set"] == ["dram.bandwidth_gb_s=100"]
     code, out, _ = cli(capsys, "reality-check", "--hw", HW / "a100-like.yaml", "--workload", gemms, "--sparsity",

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import HW, WL, cli
+from conftest import HW, WL, cli, one_line_error
 
 from accelsim import load_hardware, load_workload
 from accelsim.analysis import deployment_serving
@@ -173,6 +173,63 @@ def test_llm_that_does_not_fit_skips_serving_with_the_reason_on_the_terminal(
                        prefill, "--sparsity", "2:4", "-o", tmp_path / "r")
     assert code == 0
     line = next(x for x in out.splitlines() if x.startswith("Serving section skipped:"))
-    assert "leave no room for a KV cache" in line
+    assert "no deployment leaves room for a KV cache" in line  # and which: both, with their figures
+    assert "dense does not fit (weights 12.58 MB, device 1.00 MB x memory_utilization 0.9)" in line
+    assert "2:4 does not fit (weights " in line
     md = (tmp_path / "r" / "report.md").read_text()
     assert line in md
+
+
+# a device of 12 MB (10.8 MB usable): the tiny pair's dense weights (12.58 MB) leave no room for a KV cache, its
+# 2:4 weights (half the values plus metadata) do
+SMALL_DEVICE = ["dram.capacity_bytes=12000000"]
+
+
+def test_serve_shows_the_deployment_that_does_not_fit_and_serves_the_other(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Audit: serve refused Mixtral 2:4 on a100-like (52.66 GB of weights, which fit) because the dense side
+    (93.4 GB) did not, with the dense figure alone in the error. The side that does not fit is now shown, with its
+    weights and the device, and the other is served, as decide does."""
+    prefill = _llm_pair(tmp_path)
+    argv = ["serve", "--hw", A100, "--hw-set", SMALL_DEVICE[0], "--workload", prefill, "--rate", "50",
+            "--duration", "1", "--sparsity", "2:4"]
+    code, out, _ = cli(capsys, *argv)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1].split() == ["dense", "2:4"]
+    assert lines[2].split()[:6] == ["ttft", "p50", "(ms)", "does", "not", "fit"]
+    assert ("NOT SERVED: dense does not fit (weights 12.58 MB, device 12.00 MB x memory_utilization 0.9): its "
+            "weights leave no room for a KV cache on one a100-like device; 2:4 served alone") in lines
+    code, out, _ = cli(capsys, *argv, "--format", "json")
+    data = json.loads(out)
+    assert data["sparsities"] == ["dense", "2:4"] and list(data["results"]) == ["2:4"]
+    assert data["does_not_fit"] == {"dense": {
+        "weights_deployed_bytes": 12_582_912, "dram_capacity_bytes": 12_000_000, "memory_utilization": 0.9,
+        "message": "does not fit (weights 12.58 MB, device 12.00 MB x memory_utilization 0.9)"}}
+    assert data["results"]["2:4"]["measured"] > 0
+    # neither fits: one line naming both, with their figures
+    code, _, err = cli(capsys, *argv[:4], "dram.capacity_bytes=1000000", *argv[5:])
+    assert code == 2
+    line = one_line_error(err)
+    assert "a100-like: no deployment leaves room for a KV cache: dense does not fit (weights 12.58 MB, " in line
+    assert "; 2:4 does not fit (weights " in line
+
+
+def test_report_serves_the_deployment_that_fits_as_serve_does(tmp_path: Path, few_requests: int) -> None:
+    """The report's serving section skipped the whole section when the dense side did not fit (with the dense
+    error alone). It now serves the sparse side, at shares of its capacity, and names the dense side's figures."""
+    prefill = _llm_pair(tmp_path)
+    hw = load_hardware(A100, SMALL_DEVICE)
+    rep = build_report(load_workload(prefill), hw, "2:4", hw_source=str(A100), workload_source=str(prefill))
+    sv = rep.serving
+    assert sv.status == "ok" and sv.labels == ("2:4",) and list(sv.does_not_fit) == ["dense"]
+    assert sv.saturation_rps == sv.capacity_rps["2:4"]
+    assert sv.rows[0].by_label["2:4"].offered_over_capacity == pytest.approx(0.5, rel=1e-4)
+    assert sv.note.startswith("dense does not fit (weights 12.58 MB, device 12.00 MB x memory_utilization 0.9): "
+                              "its weights leave no room for a KV cache on one a100-like device, so it is not "
+                              "served and the loads are shares of 2:4's capacity.")
+    assert sv.note in render_markdown(rep)
+    line = next(x for x in summary_lines(rep) if x.startswith("serving"))
+    assert line.endswith("; NOT SERVED: dense does not fit (weights 12.58 MB, device 12.00 MB x memory_utilization "
+                         "0.9)")
+    assert rep.to_dict()["serving"]["does_not_fit"]["dense"]["weights_deployed_bytes"] == 12_582_912

@@ -61,6 +61,7 @@ from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import RunResult, build_meta
 from accelsim.simulation import Simulator, peak_macs_per_cycle, run
 from accelsim.workloads.model import Workload
+from accelsim.workloads.moe import routing_records
 from accelsim.workloads.names import group_name
 from accelsim.workloads.tensor_parallel import split
 
@@ -134,6 +135,8 @@ class Subject(Record):
     # peak, the one each layer's utilization and the occupancy are measured against
     peak_macs_per_cycle_by_dtype: Mapping[str, float] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     hw_set: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # --hw-set overrides
+    # the routing assumption of the workload's moe ops, as run records it under workload.moe (None: no moe op)
+    moe: tuple[Mapping[str, Any], ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -432,7 +435,8 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
                         peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), sparsity=sparsity,
                         pattern=pattern, label=label, policy=policy, title=_subject_title(model, hw, label, hw_set),
                         layers=len(real.layers), peak_macs_per_cycle_by_dtype=_element_peaks(real, dense),
-                        hw_set=tuple(hw_set) or None),
+                        hw_set=tuple(hw_set) or None,
+                        moe=None if (moe := routing_records(model.moe)) is None else freeze(tuple(moe))),
         guardrail=guard.guardrail(),
         summary=summarise(real, dense, rc),
         reality_check=rc,

@@ -7,10 +7,11 @@ looked up every time (:func:`registry_evidence`): without a figure of the worklo
 the guardrail checks the registry's drop (the smallest published one, its entry named); sources whose
 drops for that model, task and format differ by more than the threshold are called out.
 
-Numeric proxy: per sparse weight op, ``||(A - prune(A)) B||_F / ||A B||_F`` with magnitude N:M pruning
-along k, at most :data:`PROXY_MAX_ROWS` rows of A (a seeded sample) and :data:`PROXY_COLS` seeded
-Gaussian columns of B; A from the user's ``.npz``/``.npy`` or seeded Gaussian "synthetic weights"
-(labelled so everywhere).
+Numeric proxy: per sparse weight op, ``||(A - prune(A)) B||_F / ||A B||_F`` with A pruned by magnitude to the
+op's format (:attr:`~accelsim.formats.base.SparsityFormat.pruning` says how: N:M along k, whole rows for channel,
+anywhere for unstructured, ...), at most :data:`PROXY_MAX_ROWS` rows of A (a seeded sample) and
+:data:`PROXY_COLS` seeded Gaussian columns of B; A from the user's ``.npz``/``.npy`` or seeded Gaussian
+"synthetic weights" (labelled so everywhere).
 """
 
 from __future__ import annotations
@@ -320,6 +321,12 @@ def _proxy_error(a: np.ndarray, b: np.ndarray, fmt: SparsityFormat) -> tuple[flo
     return round(err, 9), round(kept, 9)
 
 
+def _pruning_rules(rows: Iterable[ProxyLayer]) -> list[str]:
+    """Each distinct format pruned, once, in the order first met, with what its pruning keeps."""
+    formats = dict.fromkeys(r.pattern for r in rows)
+    return [fmt.pruning for name in formats if (fmt := parse_format(name)) is not None] or ["no op runs sparse"]
+
+
 def numeric_proxy(model: Workload, real: RunResult, weights: str | os.PathLike[str] | None,
                   loaded: LoadedWeights | None = None) -> NumericProxy:
     """The pruning-error proxy of every weight op of ``real`` that runs sparse (``loaded``: weights read already)."""
@@ -367,8 +374,9 @@ def numeric_proxy(model: Workload, real: RunResult, weights: str | os.PathLike[s
         layers=tuple(rows_out), user_layers=n_user, synthetic_layers=n_syn, unused_arrays=tuple(unused),
         mac_weighted_error=sum(x.relative_error * x.macs for x in rows_out) / macs if macs else None,
         max_error=worst.relative_error if worst else None, max_error_layer=worst.name if worst else None,
-        method=(f"relative output error ||(A - prune(A)) B||_F / ||A B||_F of magnitude N:M pruning along k, per "
-                f"op that runs sparse; at most {PROXY_MAX_ROWS} rows of A (seeded sample) and {PROXY_COLS} seeded "
+        method=(f"relative output error ||(A - prune(A)) B||_F / ||A B||_F of magnitude pruning of A to the format "
+                f"each op runs ({'; '.join(_pruning_rules(rows_out))}), per op that runs sparse; at most "
+                f"{PROXY_MAX_ROWS} rows of A (seeded sample) and {PROXY_COLS} seeded "
                 "Gaussian columns of B; grouped convs: the groups' filters stacked as rows; synthetic weights are "
                 "seeded by shape and pattern, so same-shape ops share one draw"),
         caveat="a per-layer numeric proxy, not a task metric: it ignores fine-tuning, which usually recovers "

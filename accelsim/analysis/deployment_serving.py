@@ -9,6 +9,8 @@ it adds.
 
 Offered loads: :data:`SERVING_LOADS` shares of the dense deployment's capacity
 (:meth:`~accelsim.serving.ServingModel.capacity_rps`, the figure serve's "offered / capacity" divides by).
+An LLM deployment whose weights leave no room for a KV cache on one device is not served and the section says
+so (``does_not_fit``), as ``serve`` shows it; where that is dense, the loads are shares of the sparse one's.
 Each run is seeded Poisson arrivals over ``SERVING_REQUESTS / rate`` simulated seconds at the rate as
 shown (both rounded to 6 significant figures), so ``accelsim serve --rate RATE --duration DURATION
 --max-batch B`` on the same inputs reproduces a row. The batch limit B is the headline's batch when that
@@ -26,7 +28,7 @@ from typing import Any
 from accelsim.errors import AccelsimError
 from accelsim.hardware.model import Hardware
 from accelsim.records import OMIT_IF_NONE, Record, freeze
-from accelsim.serving import ServingModel, ServingRun
+from accelsim.serving import DoesNotFitError, ServingModel, ServingRun
 from accelsim.serving.limits import NEAR_CAPACITY, kv_limit_notes, near_capacity
 from accelsim.serving.request import paired_decode
 from accelsim.serving.service import group_note
@@ -109,11 +111,14 @@ class ServingSection(Record):
     """``status`` "ok" with the table, or "skipped" with only the ``note`` saying why.
 
     ``mode``: "batch" (one-shot requests) or "llm" (prefill + ``decode_workload``); ``capacity_rps``: each
-    variant's capacity (requests/s), the dense one being ``saturation_rps``."""
+    variant's capacity (requests/s), the dense one being ``saturation_rps`` (the sparse one where dense does not
+    fit one device: ``does_not_fit`` names it, and ``labels`` holds only the variants served)."""
 
     status: str
     mode: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     labels: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    # by label, a deployment not served because its weights leave no room for a KV cache (DoesNotFitError.to_dict)
+    does_not_fit: Mapping[str, Mapping[str, Any]] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     decode_workload: str | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     saturation_rps: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     capacity_rps: Mapping[str, float] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
@@ -135,13 +140,14 @@ def _percentiles(stats: Any) -> Percentiles:
 
 
 def _measure(models: Mapping[str, ServingModel]) -> tuple[dict[str, float], list[ServingRow], dict[str, ServingRun]]:
-    """Each variant's capacity, the rows at SERVING_LOADS shares of the dense capacity, and each variant's
-    highest-load run."""
+    """Each variant's capacity, the rows at SERVING_LOADS shares of the first variant's capacity (dense, unless it
+    does not fit), and each variant's highest-load run."""
     capacity = {lab: _sig(m.capacity_rps()) for lab, m in models.items()}
+    base = next(iter(capacity))
     rows = []
     last: dict[str, ServingRun] = {}
     for share in SERVING_LOADS:
-        rate = _sig(share * capacity["dense"])
+        rate = _sig(share * capacity[base])
         duration = _sig(SERVING_REQUESTS / rate)
         by_label = {}
         arrived = 0
@@ -187,14 +193,24 @@ def serving_section(hw: Hardware, workload_source: str | None, model: Workload, 
     max_batch = headline if headline is not None and headline > 1 else DEFAULT_MAX_BATCH
     sets = {k: v for k, v in model.params.items() if k != "batch"}  # serve refuses --set batch: it is the scheduler's
     config = {"max_batch": max_batch, "max_wait_ms": SERVING_MAX_WAIT_MS}
+    models: dict[str, ServingModel] = {}
+    misfits: dict[str, DoesNotFitError] = {}
     try:
-        models = {lab: ServingModel.from_files(hw, wl, sp, config=config, set_params=sets, decode_workload=decode,
-                                               simulator=sim, policy=policy)
-                  for lab, sp in (("dense", "dense"), (label, sparsity))}
+        for lab, sp in (("dense", "dense"), (label, sparsity)):
+            try:
+                models[lab] = ServingModel.from_files(hw, wl, sp, config=config, set_params=sets,
+                                                      decode_workload=decode, simulator=sim, policy=policy)
+            except DoesNotFitError as exc:  # shown, and the other deployment still served, as serve does
+                misfits[lab] = exc
+        if not models:
+            return ServingSection(status="skipped", note=f"{hw.name}: no deployment leaves room for a KV cache: "
+                                  + "; ".join(f"{lab} {e.short}" for lab, e in misfits.items()),
+                                  does_not_fit=freeze({lab: e.to_dict() for lab, e in misfits.items()}))
         capacity, rows, last = _measure(models)
     except (AccelsimError, ValueError) as exc:
         return ServingSection(status="skipped", note=str(exc))
-    first = models["dense"]
+    base = next(iter(models))  # the loads' basis: dense, else the deployment that fits
+    first = models[base]
     cfg = first.config
     prompt = output = None
     if first.is_llm:
@@ -211,8 +227,11 @@ def serving_section(hw: Hardware, workload_source: str | None, model: Workload, 
     basis = ("full decode batches, each request prefilled alone" if first.is_llm
              else "full batches back to back")
     how = "--sparsity " + sparsity if sparsity is not None else "no --sparsity (the workload's own plan)"
-    note = (f"{what}Poisson arrivals (seed {SERVING_SEED}) at {' and '.join(f'{s:.0%}' for s in SERVING_LOADS)} "
-            f"of the dense deployment's capacity (capacity, {basis}: "
+    unfit = "".join(f"{lab} {e.short}: its weights leave no room for a KV cache on one {hw.name} device, so it is "
+                    f"not served and the loads are shares of {base}'s capacity. " for lab, e in misfits.items())
+    note = (f"{unfit}{what}Poisson arrivals (seed {SERVING_SEED}) at "
+            f"{' and '.join(f'{s:.0%}' for s in SERVING_LOADS)} of the {base} deployment's capacity "
+            f"(capacity, {basis}: "
             f"{', '.join(f'{lab} {c:g} req/s' for lab, c in capacity.items())}), {SERVING_REQUESTS:,} "
             f"requests' worth each (duration = {SERVING_REQUESTS} / rate); {_batching_text(first, headline)}; "
             "service times from the simulated plan. A row is `accelsim serve` on the same --hw, --workload and "
@@ -237,7 +256,8 @@ def serving_section(hw: Hardware, workload_source: str | None, model: Workload, 
     if kv_lines:
         note += " KV CACHE: " + "; ".join(kv_lines) + "."
     return ServingSection(status="ok", mode="llm" if first.is_llm else "batch", labels=tuple(models),
-                          decode_workload=first.info.get("decode_workload"), saturation_rps=capacity["dense"],
+                          does_not_fit=freeze({lab: e.to_dict() for lab, e in misfits.items()}) or None,
+                          decode_workload=first.info.get("decode_workload"), saturation_rps=capacity[base],
                           capacity_rps=freeze(capacity),
                           config=ServingConfig(max_batch=cfg.max_batch, max_wait_ms=cfg.max_wait_ms,
                                                headline_batch=headline, prompt_tokens=prompt,

@@ -8,9 +8,9 @@ exactly as ``accelsim run`` does. Per format and level: the model speedup over t
 weights as deployed and their metadata share, layers sparse vs fallen back (by reason), the reality-check
 ladder, and each layer's speedup; per level the best format for the model and per layer.
 
-Held fixed, and said in the result: the hardware config, the workload's parameters, the policy
-(``sparse-if-supported``), and the assumption that every weight op is pruned to the level (the workload's
-own per-layer plan is ignored).
+Held fixed, and said in the result: the hardware config (with any ``--hw-set`` overrides), the workload's
+parameters (and its moe ops' routing assumption), the policy (``sparse-if-supported``), and the assumption
+that every weight op is pruned to the level (the workload's own per-layer plan is ignored).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from accelsim.analysis.reality import Rung, reality_check
 from accelsim.errors import AccelsimError
 from accelsim.formats import families
 from accelsim.hardware.model import Hardware
-from accelsim.records import OMIT_IF_NONE, Record
+from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload
+from accelsim.workloads.moe import routing_records
 
 __all__ = ["FormatAtLevel", "PatternsComparison", "compare_patterns", "parse_levels"]
 
@@ -107,8 +108,11 @@ class PatternsComparison(Record):
 
     schema_version: int = 1
     hardware: str
+    hw_set: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # --hw-set overrides
     workload: str
     params: Mapping[str, Any]
+    # the routing assumption of the workload's moe ops, as run records it under workload.moe (None: no moe op)
+    moe: tuple[Mapping[str, Any], ...] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     levels: tuple[float, ...]
     held_fixed: str
     dense_total_cycles: int
@@ -173,8 +177,9 @@ def _one(model: Workload, hw: Hardware, level: float, family: Any, dense_total: 
 
 
 def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, hw_source: str = "<hardware>",
-                     progress: Any = None) -> PatternsComparison:
-    """Run every registered format family at every level (see the module docstring)."""
+                     hw_set: Sequence[str] = (), progress: Any = None) -> PatternsComparison:
+    """Run every registered format family at every level (see the module docstring). ``hw_set``: the
+    ``--hw-set`` overrides ``hw`` was loaded with, named in the result (its title and patterns.json)."""
     sim = Simulator(hw, hw_source)
     dense = run(model, hw, "dense", hw_source=hw_source, simulator=sim)
     dense_layers = {lay.name: lay.cycles["total"] for lay in dense.layers}
@@ -201,8 +206,9 @@ def compare_patterns(model: Workload, hw: Hardware, levels: Sequence[float], *, 
                 layers[name] = gain[1] if gain[0] > 1.0 else "dense"  # type: ignore[assignment]
         best_layer[label] = layers
     return PatternsComparison(
-        hardware=hw.name, workload=model.name, params=dict(model.params), levels=tuple(levels),
-        held_fixed=held_fixed(model),
+        hardware=hw.name, hw_set=tuple(hw_set) or None, workload=model.name, params=dict(model.params),
+        moe=None if (moe := routing_records(model.moe)) is None else freeze(tuple(moe)),
+        levels=tuple(levels), held_fixed=held_fixed(model),
         dense_total_cycles=dense.total_cycles, clock_ghz=hw.clock_ghz, results=tuple(results),
         best_per_level=best_level, best_per_layer=best_layer, notes=_notes(results))
 

@@ -22,7 +22,8 @@ def _num(v: float | None, fmt: str = "{:,.3f}") -> str:
 def format_decision(d: Decision) -> str:
     """The variants (latency, quality and its evidence, whether each budget holds) and a verdict per budget."""
     kinds = ", ".join(f"{n} {k}" for k, n in d.quality_kinds.items())
-    lines = [f"DECISION  {printable(d.variants_file)} on {printable(d.hardware)}, {d.rate_rps:g} req/s, "
+    changed = f" (--hw-set {printable(', '.join(d.hw_set))})" if d.hw_set else ""
+    lines = [f"DECISION  {printable(d.variants_file)} on {printable(d.hardware)}{changed}, {d.rate_rps:g} req/s, "
              f"{d.quantile} {d.latency_metric}, {d.requests or '-'} requests per variant (seed {d.seed})",
              f"quality: {printable(d.metric)} ({'higher' if d.higher_is_better else 'lower'} is better); figures: "
              f"{kinds}; counted in verdicts: {', '.join(d.counted_kinds)} only"]

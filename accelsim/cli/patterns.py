@@ -25,7 +25,7 @@ def cmd_patterns(args: argparse.Namespace) -> int:
     model = load_workload(args.workload, parse_sets(args.set, args.workload))
     bar, update = progress_bar(unit="run")
     with bar:
-        data = compare_patterns(model, hw, levels, hw_source=args.hw, progress=update)
+        data = compare_patterns(model, hw, levels, hw_source=args.hw, hw_set=args.hw_set or (), progress=update)
     written: list[Path] = []
     if args.out:  # written before the table is printed: a refused output prints nothing but its error
         out = Path(args.out)

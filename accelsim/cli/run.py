@@ -25,6 +25,7 @@ from accelsim.results import RunResult
 from accelsim.simulation import run
 from accelsim.textsafe import printable
 from accelsim.workloads.model import with_dtype, with_quantization
+from accelsim.workloads.moe import routing_line
 
 
 def _fmt_int(v: int) -> str:
@@ -153,11 +154,8 @@ def format_table(result: RunResult, hw_set: list[str] | None = None) -> str:
                      f"energy and power for all {sysinfo['devices']} | "
                      f"communication {_fmt_int(comm['cycles'])} cycles in {comm['collectives']:,} collectives "
                      f"({comm['share_of_time'] * 100:.1f}% of time, overlap {sysinfo['interconnect']['overlap']})")
-    for moe in wl.get("moe") or []:  # the routing assumption of the moe ops (accelsim.workloads.moe)
-        skew = f" skew {moe['skew']:g}" if moe.get("skew") is not None else ""
-        lines.append(f"moe routing: {moe['routing']}{skew}, top-{moe['top_k']} of {moe['experts']} experts over "
-                     f"{moe['tokens']:,} tokens: tokens per expert {moe['tokens_per_expert']} "
-                     f"({len(moe['layers'])} moe layer(s), {moe['experts_run']} experts run in each)")
+    # the routing assumption of the moe ops (accelsim.workloads.moe)
+    lines += [routing_line(moe) for moe in wl.get("moe") or []]
     lines += [f"why: {note.text()}" for note in traffic_notes(body)]
     return "\n".join(lines) + "\n"
 

@@ -15,15 +15,17 @@ from accelsim.results import dumps_finite
 from accelsim.serving import ServeRequest, ServeResult, ServingRun, serve
 from accelsim.serving.limits import NEAR_CAPACITY, near_capacity
 from accelsim.textsafe import printable
+from accelsim.workloads.moe import routing_line
 
 
 def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
     """Dense and sparse serving figures side by side, capacity at SLA, quality at equal budget (``hw_set``: the
-    --hw-set overrides, named beside the config)."""
-    labels = list(result.sparsities)
+    --hw-set overrides, named beside the config; default the result's own)."""
+    labels = list(result.sparsities)  # a deployment that does not fit has a column, and no run
     res = result.results
+    served = [lab for lab in labels if lab in res]
     llm = result.mode == "llm"
-    first = res[labels[0]]
+    first = res[served[0]]
     arrivals = first.arrivals
     if arrivals.get("process") == "trace":  # replayed whole: neither --rate nor --duration sets it
         rate = arrivals.get("rate_rps")
@@ -31,9 +33,13 @@ def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
                 + (f", {rate:g} req/s" if rate is not None else "") + ")")
     else:
         load = f"{result.rate_rps} req/s for {result.duration_s} s"
+    hw_set = hw_set or list(result.hw_set or ())
     changed = f" (--hw-set {printable(', '.join(hw_set))})" if hw_set else ""
     lines = [f"SERVING  {printable(result.workload)} on {printable(result.hardware)}{changed}, {load} "
              f"(seed {result.seed}, variability {'on' if result.variability_enabled else 'off'})"]
+    for name, records in (result.moe or {}).items():  # the routing assumption, in run's words
+        lines += [f"{routing_line(r)} [{printable(name)} at its own parameters; each simulated batch is routed by "
+                  "the same rule]" for r in records]
     metric_rows: list[tuple[str, Callable[[ServingRun], float | None]]] = []
     if llm:
         for m in ("ttft", "tpot"):
@@ -50,17 +56,24 @@ def format_serve(result: ServeResult, hw_set: list[str] | None = None) -> str:
     metric_rows.append(("completed requests", lambda r: r.measured))
     if llm:
         metric_rows.append(("KV-cache batch cap", lambda r: None if r.kv_cache is None else r.kv_cache.cap_requests))
-    if res[labels[0]].sla is not None:
+    if first.sla is not None:
         metric_rows.append(("SLA attainment", lambda r: None if r.sla is None else r.sla.attainment))
     width = max(len(name) for name, _ in metric_rows)
     lines.append(" " * width + "".join(f"{lab:>14s}" for lab in labels))
-    for name, get in metric_rows:
+    for i, (name, get) in enumerate(metric_rows):
         vals = []
         for lab in labels:
+            if lab not in res:
+                vals.append(f"{'does not fit' if i == 0 else '-':>14s}")
+                continue
             v = get(res[lab])
             vals.append(f"{v:14,d}" if isinstance(v, int) else f"{v:14,.3f}" if isinstance(v, float)
                         else f"{'-':>14s}")
         lines.append(name.ljust(width) + "".join(vals))
+    for lab, unfit in result.does_not_fit.items():
+        lines.append(f"NOT SERVED: {lab} {unfit['message']}: its weights leave no room for a KV cache on one "
+                     f"{printable(result.hardware)} device; {', '.join(served)} served alone")
+    labels = served
     over = [lab for lab in labels if res[lab].load.overloaded]
     if over:
         lines.append(f"OVERLOADED ({', '.join(over)}): offered load above capacity; the queue grows for the whole "
@@ -122,13 +135,15 @@ def serve_files(out: Path, result: ServeResult) -> dict[str | os.PathLike[str], 
     from accelsim.report.serving_plots import latency_cdf_figure, latency_vs_load_figure  # matplotlib: deferred
 
     metric = "ttft" if result.mode == "llm" else "latency"
+    changed = f" (--hw-set {', '.join(result.hw_set)})" if result.hw_set else ""
+    on = f"{result.workload} on {result.hardware}{changed}"
     budget = result.capacity.budget_ms if result.capacity is not None else None
     fig = latency_cdf_figure(result.comparison, metric=metric, budget_ms=budget,
-                             title=f"{result.workload} on {result.hardware}: {metric} CDF")
+                             title=f"{on}: {metric} CDF")
     files: dict[str | os.PathLike[str], bytes | str] = {out / "latency_cdf.png": figure_bytes(fig, "png")}
     if result.latency_vs_load is not None:
         fig = latency_vs_load_figure(result.latency_vs_load, metric=metric, budget_ms=budget,
-                                     title=f"{result.workload} on {result.hardware}: {metric} vs load")
+                                     title=f"{on}: {metric} vs load")
         files[out / "latency_vs_load.png"] = figure_bytes(fig, "png")
     files[out / "serve.json"] = (dumps_finite(result.to_dict(), "serve", indent=2, default=float) + "\n").encode()
     return files

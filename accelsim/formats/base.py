@@ -210,6 +210,12 @@ class SparsityFormat(ABC):
     def prune(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(pruned, mask)``: ``a`` pruned by magnitude to a mask valid for this format."""
 
+    @property
+    def pruning(self) -> str:
+        """What :meth:`prune` keeps, in words, for results that report a pruning error (a family says its rule;
+        this default only names the format)."""
+        return f"{self}: magnitude pruning as the {self.title} family prunes"
+
     @abstractmethod
     def compress(self, a_pruned: np.ndarray, mask: np.ndarray | None,
                  metadata_bits: int | None = None) -> CompressedOperand:

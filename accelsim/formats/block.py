@@ -93,6 +93,10 @@ class BlockSparsity(SparsityFormat):
         return f"block{self.rows}x{self.cols}:{pct:g}%"
 
     @property
+    def pruning(self) -> str:
+        return f"{self}: the {self.rows}x{self.cols} blocks of smallest L2 norm zeroed"
+
+    @property
     def _fraction(self) -> Fraction:
         return Fraction(_HUNDREDTHS - self.zeros_bp, _HUNDREDTHS)
 

@@ -66,6 +66,10 @@ class ChannelPruning(PercentLevelFormat):
         """A dense GEMM of the kept rows: ``rows_kept`` (the engine computes and writes only those)."""
         return {"rows_kept": self.rows_kept(m), "compute_on": "dense"}
 
+    @property
+    def pruning(self) -> str:
+        return f"{self}: the rows (output channels) of smallest L2 norm zeroed, whole rows (not along k)"
+
     # -- functional path ----------------------------------------------------------------------
     def prune(self, a: np.ndarray) -> Pruned:
         """Keep the ``rows_kept`` rows of largest L2 norm (ties to the lower row); the others become zero."""

@@ -103,6 +103,10 @@ class Pattern(GroupedFormat):
         return f"{self.n}:{self.m}"
 
     @property
+    def pruning(self) -> str:
+        return f"{self}: the {self.n} largest |value{'s' if self.n > 1 else ''}| of every {self.m} along k"
+
+    @property
     def default_metadata_bits(self) -> int:
         """Bits per kept value for an index into the group: ceil(log2(M))."""
         return bits_to_index(self.m)

@@ -90,6 +90,10 @@ class PairedPattern(GroupedFormat):
         return f"{self.n}:{self.m}-paired"
 
     @property
+    def pruning(self) -> str:
+        return f"{self}: the {self.n // 2} pairs of largest |a0| + |a1| in every {self.m} along k"
+
+    @property
     def pairs(self) -> Pattern:
         """The same mask over pairs: (N/2):(M/2)."""
         return Pattern(self.n // 2, self.m // 2)

@@ -110,6 +110,10 @@ class Unstructured(PercentLevelFormat):
         return self.compress(a_pruned, mask, encoding=support.index, index_bits=support.index_bits,
                              pointer_bits=support.pointer_bits)
 
+    @property
+    def pruning(self) -> str:
+        return f"{self}: the largest |values| over the whole of A kept (no structure)"
+
     # -- functional path ----------------------------------------------------------------------
     def prune(self, a: np.ndarray) -> Pruned:
         """Keep the ``nonzeros`` values of largest magnitude over the whole of A (ties to the lower position)."""

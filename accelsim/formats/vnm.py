@@ -112,6 +112,11 @@ class VnmPattern(GroupedFormat):
         return f"{self.v}:{self.n}:{self.m}"
 
     @property
+    def pruning(self) -> str:
+        return (f"{self}: in each {self.v}-row block and group of {self.m} along k, the 4 columns of largest L2 norm, "
+                f"then each row's {self.n} largest |values| among them")
+
+    @property
     def default_metadata_bits(self) -> int:
         """Bits per kept value: its slot among the 4 selected columns (2, the 2:4 metadata)."""
         return SLOT_BITS

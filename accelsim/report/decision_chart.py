@@ -11,7 +11,7 @@ metric the quality axis is inverted, so better is always up. Figures are
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -19,6 +19,10 @@ from matplotlib.figure import Figure
 from accelsim.textsafe import printable
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.text import Annotation
+    from matplotlib.transforms import Bbox
+
     from accelsim.serving.decision import Decision
 
 DPI = 100
@@ -37,6 +41,7 @@ def decision_figure(decision: Decision, title: str | None = None) -> Figure:
     FigureCanvasAgg(fig)
     ax = fig.subplots()
     plotted = [v for v in d.variants if v.value_ms is not None and v.quality is not None]
+    names: list[Annotation] = []
     for v in plotted:
         assert v.value_ms is not None and v.quality is not None
         color = COLOR_DENSE if v.sparsity == "dense" else COLOR_SPARSE
@@ -47,8 +52,8 @@ def decision_figure(decision: Decision, title: str | None = None) -> Figure:
         label = printable(v.name) + (f" ({v.quality_kind}, not counted)" if typed else "")
         if v.overloaded:
             label += " [overloaded]"
-        ax.annotate(label, (v.value_ms, v.quality), xytext=(6, 5), textcoords="offset points", fontsize=8.5,
-                    color=COLOR_TYPED if typed else "#222222")
+        names.append(ax.annotate(label, (v.value_ms, v.quality), xytext=(6, 5), textcoords="offset points",
+                                 fontsize=8.5, color=COLOR_TYPED if typed else "#222222"))
     xs = [v.value_ms for v in plotted if v.value_ms is not None] + [vd.budget_ms for vd in d.verdicts]
     lo, hi = min(xs), max(xs)
     if hi / lo > 8:
@@ -89,6 +94,41 @@ def decision_figure(decision: Decision, title: str | None = None) -> Figure:
     if misfits:
         foot.append(f"does not fit one device (no latency, holds no budget): {', '.join(misfits)}")
     fig.text(0.01, 0.01, "\n".join(foot), fontsize=8, va="bottom", color="#444444")
-    fig.suptitle(printable(title or f"quality at equal latency budget on {d.hardware}"))
+    changed = f" (--hw-set {', '.join(d.hw_set)})" if d.hw_set else ""
+    fig.suptitle(printable(title or f"quality at equal latency budget on {d.hardware}{changed}"))
     fig.tight_layout(rect=(0, 0.04 * len(foot), 1, 1))
+    _keep_inside(ax, names)
     return fig
+
+
+# where a point's label may sit, in order of preference: offset (points) and alignment
+_PLACES: tuple[tuple[tuple[int, int], Literal["left", "right"], Literal["bottom", "top"]], ...] = (
+    ((6, 5), "left", "bottom"), ((-6, 5), "right", "bottom"), ((6, -5), "left", "top"), ((-6, -5), "right", "top"))
+
+
+def _put(a: Annotation, place: int) -> None:
+    offset, ha, va = _PLACES[place]
+    a.xyann = offset
+    a.set_horizontalalignment(ha)
+    a.set_verticalalignment(va)
+
+
+def _keep_inside(ax: Axes, names: list[Annotation]) -> None:
+    """Each point's label at the first of _PLACES (right and above, left and above, right and below, left and below)
+    that keeps it inside the axes and off the labels placed before it; else the first inside the axes."""
+    renderer = ax.figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    frame = ax.get_window_extent(renderer)
+    placed: list[Bbox] = []
+    for a in names:
+        first_inside = None
+        for place in range(len(_PLACES)):
+            _put(a, place)
+            box = a.get_window_extent(renderer)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and first_inside is None:
+                first_inside = place
+            if inside and not any(box.overlaps(p) for p in placed):
+                break
+        else:
+            _put(a, first_inside or 0)
+        placed.append(a.get_window_extent(renderer))

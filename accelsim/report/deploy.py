@@ -34,6 +34,7 @@ from accelsim.report.deploy_text import (
 )
 from accelsim.report.reality_chart import BASENAME, render_reality_check
 from accelsim.report.reality_chart import DPI as RC_DPI
+from accelsim.workloads.moe import routing_line
 
 if TYPE_CHECKING:
     from accelsim.analysis.deployment import DeploymentReport
@@ -76,7 +77,8 @@ def strip_header(text: str) -> str:
 
 def summary_lines(report: DeploymentReport) -> list[str]:
     """A few lines for the terminal: guardrail first, then the headline numbers and the contradictions."""
-    lines = [guardrail_line(report), f"{report.subject.title}: {headline(report)}", report.quality_labels.line]
+    lines = [guardrail_line(report), f"{report.subject.title}: {headline(report)}",
+             *(routing_line(m) for m in report.subject.moe or ()), report.quality_labels.line]
     clock = power_clock_line(report.summary, MARKDOWN)
     lines += [clock] if clock else []
     sched = report.pruning_schedule

@@ -21,6 +21,7 @@ from accelsim.report.deploy_text import (
     group_name,
     grouped_layers,
 )
+from accelsim.workloads.moe import routing_line
 
 if TYPE_CHECKING:
     from accelsim.analysis.deployment import DeploymentReport, Subject
@@ -85,7 +86,10 @@ def contradictions_line(report: DeploymentReport, mk: Markup) -> str:
 
 
 def subject_line(sub: Subject, mk: Markup) -> str:
-    return f"Policy {mk.code(sub.policy)}, dtype {mk.text(sub.dtype)}, {sub.layers} ops, {mk.text(sub.clock_ghz)} GHz."
+    """Policy, dtype, ops and clock; then each moe op's routing assumption (``run``'s words), where there is one."""
+    line = f"Policy {mk.code(sub.policy)}, dtype {mk.text(sub.dtype)}, {sub.layers} ops, {mk.text(sub.clock_ghz)} GHz."
+    moe = [routing_line(m) for m in sub.moe or ()]
+    return " ".join([line, *(mk.text(text[0].upper() + text[1:] + ".") for text in moe)])
 
 
 def power_clock_line(summary: Summary, mk: Markup) -> str | None:

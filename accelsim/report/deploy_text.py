@@ -127,7 +127,8 @@ def serving_line(sv: ServingSection) -> str:
     return (f"serving, {what}: capacity {cap} req/s; at {row.load:.0%} load ({row.rate_rps:g} req/s): {p99}"
             + (f"; OVERLOADED: {', '.join(over)}" if over else "")
             + (f"; NEAR CAPACITY (not steady-state): {', '.join(near)}" if near else "")
-            + (f"; KV-cache limited: {', '.join(sv.kv_limited)}" if sv.kv_limited else ""))
+            + (f"; KV-cache limited: {', '.join(sv.kv_limited)}" if sv.kv_limited else "")
+            + "".join(f"; NOT SERVED: {lab} {unfit['message']}" for lab, unfit in (sv.does_not_fit or {}).items()))
 
 
 def header_rows(h: ReportHeader) -> list[list[str]]:

@@ -35,7 +35,38 @@ class ServingError(AccelsimError):
 
 
 class DoesNotFitError(ServingError):
-    """An LLM's weights as deployed leave no room for a KV cache on one instance of the hardware."""
+    """An LLM's weights as deployed leave no room for a KV cache on one instance of the hardware.
+
+    ``weights_bytes``: the weights as deployed (per device of a tensor-parallel group); ``capacity_bytes``:
+    one device's ``dram.capacity_bytes``, of which ``memory_utilization`` is usable for weights and KV cache."""
+
+    def __init__(self, hardware: str, weights_bytes: int, capacity_bytes: int, memory_utilization: float) -> None:
+        self.hardware = hardware
+        self.weights_bytes = int(weights_bytes)
+        self.capacity_bytes = int(capacity_bytes)
+        self.memory_utilization = float(memory_utilization)
+        super().__init__(f"{hardware}: weights as deployed ({self.weights_bytes:,} bytes) leave no room for a KV "
+                         f"cache in dram.capacity_bytes {self.capacity_bytes:,} x memory_utilization "
+                         f"{self.memory_utilization}")
+
+    @property
+    def short(self) -> str:
+        """``does not fit (weights 93.41 GB, device 85.90 GB x memory_utilization 0.9)`` (GB: 1e9 bytes)."""
+        return (f"does not fit (weights {_size(self.weights_bytes)}, device {_size(self.capacity_bytes)} x "
+                f"memory_utilization {self.memory_utilization:g})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures and :attr:`short`, as serve.json and report.json record a deployment that does not fit."""
+        return {"weights_deployed_bytes": self.weights_bytes, "dram_capacity_bytes": self.capacity_bytes,
+                "memory_utilization": self.memory_utilization, "message": self.short}
+
+
+def _size(n: int) -> str:
+    """``93.41 GB``, ``12.58 MB``: decimal units (1 GB = 1e9 bytes), two decimals."""
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,} B"
 
 
 class JitterSource(Strict):

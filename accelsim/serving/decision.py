@@ -42,6 +42,7 @@ class Decision(Record):
     """Quality vs latency for a family's variants on one hardware config, with a verdict per budget."""
 
     hardware: str
+    hw_set: tuple[str, ...] | None  # the --hw-set overrides the config was loaded with (None: none)
     variants_file: str
     metric: str
     higher_is_better: bool
@@ -70,6 +71,10 @@ class Decision(Record):
         out["verdicts"] = [v.to_dict() for v in self.verdicts]
         out["notes"] = list(self.notes)
         out["warnings"] = list(self.warnings)
+        if self.hw_set is None:
+            del out["hw_set"]
+        else:
+            out["hw_set"] = list(self.hw_set)
         return {"command": "decide", **out}
 
     def variant(self, name: str) -> VariantOutcome:
@@ -122,7 +127,8 @@ def decide(variants: str | Path, hw: Hardware | str | Path, budgets_ms: Sequence
         variants, hw_obj, rate, config=config, duration_s=duration_s, requests=requests, seed=seed,
         quantile=quantile, simulator=sim)
     verdicts = tuple(verdict(rows, b, hib) for b in sorted(set(budgets)))
-    return Decision(hardware=hw_obj.name, variants_file=str(variants), metric=metric, higher_is_better=hib,
+    return Decision(hardware=hw_obj.name, hw_set=tuple(hw_set or ()) or None,
+                    variants_file=str(variants), metric=metric, higher_is_better=hib,
                     latency_metric=vf.latency, quantile=quantile, rate_rps=rate_used, requests=requests,
                     duration_s=duration_s, seed=seed, runtime_config=freeze(merged_runtime(vf, config).to_dict()),
                     note=vf.note, quality_kinds=freeze(count_quality_kinds(rows)), counted_kinds=EVIDENCE_KINDS,

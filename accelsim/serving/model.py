@@ -114,6 +114,9 @@ class ServingModel:
         label = sp or workload_plan(workload).label or "dense"
         info: dict[str, Any] = {"hardware": hw_obj.name, "workload": svc.name, "size_param": svc.size_param,
                                 "set": sets, "policy": policy, "clock_ghz": hw_obj.clock_ghz}
+        moe = {s.name: r for s in (svc, dec) if s is not None and (r := s.moe_routing()) is not None}
+        if moe:  # the routing assumption of the moe ops, by workload (accelsim.workloads.moe)
+            info["moe"] = moe
         if decode_workload is None:
             if svc.batch_param is None:
                 cfg = config if isinstance(config, RuntimeConfig) else RuntimeConfig.from_dict(config)
@@ -129,10 +132,8 @@ class ServingModel:
         cfg = config if isinstance(config, RuntimeConfig) else RuntimeConfig.from_dict(config)
         cap = hw_obj.dram.capacity_bytes
         budget = None if cap is None else cap * cfg.memory_utilization - weights
-        if budget is not None and budget <= 0:
-            raise DoesNotFitError(f"{hw_obj.name}: weights as deployed ({weights:,} bytes) leave no room for a KV "
-                               f"cache in dram.capacity_bytes {cap:,} x memory_utilization "
-                               f"{cfg.memory_utilization}")
+        if cap is not None and budget is not None and budget <= 0:
+            raise DoesNotFitError(hw_obj.name, weights, cap, cfg.memory_utilization)
         if hw_obj.devices > 1:  # a tensor-parallel group is one instance; weights and KV budget per device
             info["devices"] = hw_obj.devices
         info.update({"decode_workload": dec.name, "weights_deployed_bytes": weights,

@@ -15,7 +15,13 @@ from accelsim.energy import RunClock, run_clock
 from accelsim.hardware.model import Hardware
 from accelsim.serving.arrivals import parse_size_spec
 from accelsim.serving.capacity import compare, find_max_rate, latency_vs_load
-from accelsim.serving.config import DEFAULT_DURATION_S, DEFAULT_REQUESTS_PER_EVAL, RuntimeConfig, ServingError
+from accelsim.serving.config import (
+    DEFAULT_DURATION_S,
+    DEFAULT_REQUESTS_PER_EVAL,
+    DoesNotFitError,
+    RuntimeConfig,
+    ServingError,
+)
 from accelsim.serving.limits import (
     check_serve_args,
     kv_limit_notes,
@@ -136,9 +142,7 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
                              f"{_listed(plan.exceptions)} (their own sparsity:), as 'accelsim run' runs it with no "
                              "--sparsity")
     labels = list(override)
-    models = {lab: ServingModel.from_files(hw_obj, wl, override[lab], config=cfg, set_params=params,
-                                           decode_workload=dec, simulator=sim, policy=rq.policy)
-              for lab in labels}
+    models, misfits = _fitting_models(hw_obj, wl, override, cfg, params, dec, sim, rq.policy)
     run_kw: dict[str, Any] = {"seed": rq.seed, "sizes": rq.sizes, "trace": rq.trace,
                               "prompt_tokens": rq.prompt_tokens, "output_tokens": rq.output_tokens}
     first = next(iter(models.values()))
@@ -172,10 +176,33 @@ def serve(request: ServeRequest, progress: Callable[[int, int], None] | None = N
         variability_enabled=cfg.variability.any_enabled,
         notes=(*(n for n in (first.info.get("note"), group_note(hw_obj), plan_note) if n),
                *kv_limit_notes(side_by_side.results), *trust),
+        does_not_fit={lab: e.to_dict() for lab, e in misfits.items()}, moe=first.info.get("moe"),
+        hw_set=tuple(rq.hw_set or ()) or None,
         comparison=side_by_side,
         warnings=(*_service_warnings(models), *overload_warnings(side_by_side.results), *trust), capacity=capacity,
         quality=quality,
         latency_vs_load=curves, clock=_service_clocks(models))
+
+
+def _fitting_models(hw: Hardware, wl: Path, override: Mapping[str, str | None], cfg: RuntimeConfig,
+                    params: Mapping[str, Any], dec: str | Path | None, sim: Simulator,
+                    policy: str) -> tuple[dict[str, ServingModel], dict[str, DoesNotFitError]]:
+    """The serving model of each label that fits one device, and why each other one does not (as ``decide``
+    shows a variant that does not fit); a ServingError naming every label when none fits."""
+    models: dict[str, ServingModel] = {}
+    misfits: dict[str, DoesNotFitError] = {}
+    for lab, sp in override.items():
+        try:
+            models[lab] = ServingModel.from_files(hw, wl, sp, config=cfg, set_params=params, decode_workload=dec,
+                                                  simulator=sim, policy=policy)
+        except DoesNotFitError as exc:
+            misfits[lab] = exc
+    if not models:
+        if len(misfits) == 1:
+            raise next(iter(misfits.values()))
+        raise ServingError(f"{hw.name}: no deployment leaves room for a KV cache: "
+                           + "; ".join(f"{lab} {e.short}" for lab, e in misfits.items()))
+    return models, misfits
 
 
 def _listed(names: Sequence[str], shown: int = 4) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from accelsim.energy import RunClock
@@ -326,6 +326,14 @@ class ServeResult:
     quality: QualityResult | None = None
     latency_vs_load: Mapping[str, LoadCurve] | None = None
     clock: Mapping[str, RunClock] | None = None  # by label, where the power cap lowered a kernel's clock
+    # by label, each deployment that was not served because its weights leave no room for a KV cache on one
+    # device (DoesNotFitError.to_dict: weights, device capacity, memory_utilization, message); ``sparsities``
+    # still lists it, ``results`` does not
+    does_not_fit: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # by workload (prefill, decode), the routing of its moe ops at its own parameters, as run records it under
+    # workload.moe (each simulated batch and size is routed the same way); None: no moe op
+    moe: Mapping[str, Any] | None = None
+    hw_set: tuple[str, ...] | None = None  # the --hw-set overrides the config was loaded with (None: none)
 
     @property
     def results(self) -> Mapping[str, ServingRun]:
@@ -348,6 +356,12 @@ class ServeResult:
             "variability_enabled": self.variability_enabled, "notes": list(self.notes),
             **self.comparison.to_dict(), "warnings": list(self.warnings), "overloaded": self.overloaded,
         }
+        if self.hw_set is not None:
+            out["hw_set"] = list(self.hw_set)
+        if self.moe is not None:
+            out["moe"] = copy.deepcopy(dict(self.moe))
+        if self.does_not_fit:
+            out["does_not_fit"] = {lab: dict(v) for lab, v in self.does_not_fit.items()}
         if self.clock is not None:
             out["clock"] = {lab: c.to_dict() for lab, c in self.clock.items()}
         if self.capacity is not None:

@@ -20,6 +20,7 @@ from accelsim.results import RunResult
 from accelsim.serving.config import ServingError
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload, workload_from_dict
+from accelsim.workloads.moe import routing_records
 from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["ServedWorkload", "SimulatedService", "assign_set_params", "check_served", "canonical_pattern",
@@ -88,6 +89,11 @@ class ServedWorkload:
     def workload(self, batch: int, size: Any) -> Workload:
         """The workload at this batch and size (with the set parameters)."""
         return workload_from_dict(self.data, self.source, self.params(batch, size))
+
+    def moe_routing(self) -> list[dict[str, Any]] | None:
+        """The routing of the workload's moe ops at its own parameters (with the set ones), as ``run`` records it
+        under ``workload.moe``; None without moe ops. Each simulated batch and size is routed the same way."""
+        return routing_records(workload_from_dict(self.data, self.source, self.set_params).moe)
 
 
 def assign_set_params(svc: ServedWorkload, dec: ServedWorkload | None, sets: Mapping[str, Any]) -> None:

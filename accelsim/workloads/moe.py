@@ -31,6 +31,7 @@ counts the experts that ran.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -171,3 +172,19 @@ def expand_moe(data: dict[str, Any], src: str) -> dict[str, Any]:
     prior = data.get("moe")
     made = [{k: v for k, v in r.items() if v is not None} for r in records.values()]
     return {**data, "layers": out, "moe": [*prior, *made] if isinstance(prior, list) else made}
+
+
+def routing_records(moe: Sequence[MoeRouting] | None) -> list[dict[str, Any]] | None:
+    """A workload's ``moe`` records as plain data, as ``run`` echoes them under ``workload.moe`` (None: no moe op):
+    what report, serve and patterns write beside their results."""
+    return [r.model_dump(mode="json", exclude_none=True) for r in moe] if moe else None
+
+
+def routing_line(rec: MoeRouting | Mapping[str, Any]) -> str:
+    """``moe routing: zipf skew 1, top-2 of 8 experts over 256 tokens: tokens per expert [188, 94, ...] (1 moe
+    layer(s), 8 experts run in each)``: one routing record as every command's text prints it."""
+    r = rec.model_dump() if isinstance(rec, MoeRouting) else rec
+    skew = f" skew {r['skew']:g}" if r.get("skew") is not None else ""
+    return (f"moe routing: {r['routing']}{skew}, top-{r['top_k']} of {r['experts']} experts over {r['tokens']:,} "
+            f"tokens: tokens per expert {list(r['tokens_per_expert'])} ({len(r['layers'])} moe layer(s), "
+            f"{r['experts_run']} experts run in each)")
