@@ -195,6 +195,9 @@ def test_the_report_labels_every_quality_figure_and_counts_each_kind() -> None:
      "quality.patterns.dense: 'dense' is the dense model, not a pattern: give its figure as quality.dense"),
     ({"metric": "F1", "dense": 88.0, "patterns": {"4:4": 80.0}}, "quality.patterns.4:4: '4:4' is the dense model"),
     ({"entry": BERT_LARGE_24, "patterns": {"dense": 91.9}}, "quality.patterns.dense: 'dense' is the dense model"),
+    # two spellings of one pattern: the second figure replaced the first without a word
+    ({"metric": "F1", "dense": 88.0, "patterns": {"2:4": 87.0, " 2:4 ": 80.0}},
+     "quality.patterns.2:4: '2:4' is the pattern ' 2:4 ' already names: give each pattern once"),  # keys sorted
 ])
 def test_bad_workload_quality_sections(tmp_path: Path, capsys, quality, message) -> None:
     path = tmp_path / "w.yaml"

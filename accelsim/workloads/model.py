@@ -267,7 +267,15 @@ class Quality(Strict):
     @field_validator("patterns")
     @classmethod
     def _keys(cls, value: dict[str, float]) -> dict[str, float]:
-        return {normalize_format(k): v for k, v in value.items()}
+        out: dict[str, float] = {}
+        first: dict[str, str] = {}
+        for key, v in value.items():
+            name = normalize_format(key)
+            if name in out:  # two spellings of one pattern: one figure would silently replace the other
+                raise configio.FieldError((key,), f"{key!r} is the pattern {first[name]!r} already "
+                                          "names: give each pattern once")
+            out[name], first[name] = v, key
+        return out
 
     @model_validator(mode="before")
     @classmethod
