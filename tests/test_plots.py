@@ -174,3 +174,155 @@ def test_layer_applies_to_the_timeline_only(capsys, tmp_path) -> None:
                        ROOT / "workloads/resnet18.yaml", "--sparsity", "2:4", "--layer", "conv1", "-o", tmp_path / "p")
     assert code == 2 and "applies to plot timeline only" in one_line_error(err)
     assert not (tmp_path / "p").exists()
+
+
+# The audit's workload: gemm layers with their own per-layer patterns and no top-level sparsity (a workload plan).
+MIXED_PLAN = """\
+name: mixed
+dtype: fp16
+layers:
+  - {name: g1024, op: gemm, m: 1024, n: 1024, k: 1024, sparsity: "1:4"}
+  - {name: g4096x128x4096, op: gemm, m: 4096, n: 128, k: 4096, sparsity: "1:4"}
+  - {name: g128x4096x4096, op: gemm, m: 128, n: 4096, k: 4096, sparsity: "2:4"}
+  - {name: g768x512x3072, op: gemm, m: 768, n: 512, k: 3072, sparsity: "2:4"}
+  - {name: g2, op: gemm, m: 2048, n: 2048, k: 2048, sparsity: "2:4"}
+"""
+
+
+@pytest.fixture(scope="module")
+def mixed_plan_runs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plan") / "mixed.yaml"
+    path.write_text(MIXED_PLAN)
+    hw = load_hardware(HW / "flex-nm.yaml")
+    model = load_workload(path)
+    return path, hw, run(model, hw, "dense", keep_tiles=True), run(model, hw, None, keep_tiles=True)
+
+
+def _texts(fig: Figure) -> list[str]:
+    """Every text of a figure: titles, notes, axis labels, ticks, bar labels and legend entries."""
+    from matplotlib.text import Text
+    return [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+
+def _legend(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_plots_name_a_workload_plan_as_run_does_never_dense(capsys, mixed_plan_runs):
+    """A workload whose gemms ask for 1:4 and 2:4 (no top-level sparsity) was drawn as 'dense vs dense', its bars
+    'dense', its tick 'dense: 0.77x of dense' and its legend 'dense (4,697.8 us)' while run reported 1.499x 'per
+    workload plan (1:4 on ...; 2:4 on ...)': the plots name the plan as run, serve and reality-check do."""
+    from conftest import cli
+
+    from accelsim.workloads.plan import plan_label, plan_text
+    path, hw, dense, sparse = mixed_plan_runs
+    plan = plan_text(sparse.layers)
+    assert plan == "1:4 on {g1024,g4096x128x4096}; 2:4 on {g128x4096x4096,g768x512x3072,g2}"
+    code, out, _ = cli(capsys, "run", "--hw", HW / "flex-nm.yaml", "--workload", path)
+    assert code == 0 and f"per workload plan ({plan})" in out and plan_label(None, sparse.layers) in out
+
+    traffic = plots.plot_traffic(dense, sparse)
+    texts = _texts(traffic)
+    # the plan is too long for a 9-inch title: the title says so, a footer line names it
+    assert traffic._suptitle.get_text() == ("Data movement \u2014 flex-nm \u00b7 mixed \u00b7 dense vs "
+                                           "workload plan (named below)")
+    assert f"workload plan: {plan}" in texts
+    dram = sum(sparse.totals["bytes"]["dram"].values()) / 1e6
+    assert f"workload plan\n{dram:,.1f} MB" in texts and "dense\n735.3 MB" in texts
+    ratio = dram / (sum(dense.totals["bytes"]["dram"].values()) / 1e6)
+    assert f"DRAM\nworkload plan: {ratio:.2f}x of dense" in texts and f"{ratio:.2f}" == "0.77"
+    assert not any("dense vs dense" in t or t.startswith("dense:") for t in texts)
+
+    occupancy = plots.plot_occupancy(dense, sparse, hw)
+    legend = _legend(occupancy.axes[0])
+    assert legend == [f"dense ({dense.totals['latency_us']:,.1f} \u00b5s)",
+                      f"workload plan ({sparse.totals['latency_us']:,.1f} \u00b5s)"]
+    assert "(named below)" in occupancy._suptitle.get_text() and f"workload plan: {plan}" in _texts(occupancy)
+
+    roofline = plots.plot_roofline(dense, sparse, hw)
+    legend = _legend(roofline.axes[0])
+    assert "layer, workload plan run, 1:4 (sparse path)" in legend
+    assert "layer, workload plan run, 2:4 (sparse path)" in legend
+    assert not any("dense run (sparse path)" in t for t in legend)
+
+    timeline = plots.plot_timeline(sparse, hw)
+    assert "workload plan (named below)" in timeline._suptitle.get_text()
+
+
+def test_a_short_plan_is_named_in_the_title(tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text("name: two\ndtype: fp16\nlayers:\n"
+                    "  - {name: a, op: gemm, m: 512, n: 512, k: 512, sparsity: '1:4'}\n"
+                    "  - {name: b, op: gemm, m: 512, n: 512, k: 512, sparsity: '2:4'}\n")
+    hw = load_hardware(HW / "flex-nm.yaml")
+    model = load_workload(path)
+    fig = plots.plot_traffic(run(model, hw, "dense"), run(model, hw, None))
+    assert fig._suptitle.get_text() == ("Data movement \u2014 flex-nm \u00b7 two \u00b7 dense vs "
+                                       "workload plan (1:4 on a; 2:4 on b)")
+    assert not any(t.startswith("workload plan:") for t in _texts(fig))  # no footer: the title names it
+
+
+@pytest.fixture(scope="module")
+def system_runs():
+    hw = load_hardware(HW / "8xa100-like.yaml")
+    model = load_workload(WL / "llama3-8b-prefill.yaml", {"seq": 128})
+    return hw, run(model, hw, "dense", keep_tiles=True), run(model, hw, "2:4", keep_tiles=True)
+
+
+def test_system_plots_say_they_show_one_device(system_runs, tpu_runs):
+    """plot traffic on an 8-device system drew one device's bytes (totals.bytes.dram of the shard) with nothing
+    saying so, while the power plot said 'per device (1 of 8)': every run plot says it, in the same words."""
+    hw, dense, sparse = system_runs
+    assert sparse.system["devices"] == 8
+    one = "per device (1 of 8)"
+    traffic = plots.plot_traffic(dense, sparse)
+    dram = sum(sparse.totals["bytes"]["dram"].values()) / 1e6  # one device's shard
+    assert f"2:4\n{dram:,.1f} MB" in _texts(traffic)
+    assert traffic._suptitle.get_text().endswith(f"dense vs 2:4, {one}")
+    assert traffic.axes[0].get_ylabel() == f"bytes moved {one} (MB)"
+    roofline = plots.plot_roofline(dense, sparse, hw)
+    assert roofline._suptitle.get_text().endswith(f"dense vs 2:4, {one}")
+    assert roofline.axes[0].get_ylabel() == f"achieved MACs / cycle {one} (dense-equivalent)"
+    occupancy = plots.plot_occupancy(dense, sparse, hw)
+    assert occupancy._suptitle.get_text().endswith(f"dense vs 2:4, {one}")
+    assert occupancy.axes[1].get_ylabel() == f"DRAM bandwidth {one} (GB/s)"
+    timeline = plots.plot_timeline(sparse, hw)
+    assert timeline._suptitle.get_text().endswith(f"2:4 \u2014 whole run, {one}")
+    power = compare_power(dense, sparse, hw)
+    assert plots.plot_power(power)._suptitle.get_text().endswith(f", {one}")
+    # one device: nothing to say
+    tpu, tdense, tsparse = tpu_runs
+    for fig in (plots.plot_traffic(tdense, tsparse), plots.plot_roofline(tdense, tsparse, tpu),
+                plots.plot_occupancy(tdense, tsparse, tpu), plots.plot_timeline(tsparse, tpu)):
+        assert not any("per device" in t for t in _texts(fig))
+
+
+def test_roofline_draws_a_roof_per_compute_multiplier(tmp_path, mixed_plan_runs):
+    """A plan running 1:4 and 2:4 drew only the most common pattern's roof (2:4, 2x): the 1:4 layers' 4x roof was
+    missing and nothing said so. Each multiplier has its roof, and no point lies above its own pattern's roof."""
+    _, hw, dense, sparse = mixed_plan_runs
+    rates = plots.roofline_rates(sparse, hw)
+    assert rates == {"1:4": 4.0, "2:4": 2.0}
+    fig = plots.plot_roofline(dense, sparse, hw)
+    roofs = {ln.get_label(): float(max(ln.get_ydata())) for ln in fig.axes[0].get_lines()
+             if "roof" in ln.get_label()}
+    peak = sparse.peak_macs_per_cycle
+    assert roofs == {f"dense roof, fp16 ({peak:,.0f} MACs/cycle)": peak,
+                     f"sparse roof 2:4, fp16: 2x compute ({2 * peak:,.0f})": 2 * peak,
+                     f"sparse roof 1:4, fp16: 4x compute ({4 * peak:,.0f})": 4 * peak}
+    bw = hw.dram_bytes_per_cycle()
+    points = plots.roofline_points(sparse)
+    assert {p["pattern"] for p in points} == {"1:4", "2:4"}
+    for p in points + plots.roofline_points(dense):
+        own_roof = min(p["peak"] * rates.get(p["pattern"], 1.0), p["ai"] * bw)
+        assert p["perf"] <= own_roof, p
+    # patterns sharing a multiplier share a roof, named by both
+    path = tmp_path / "same.yaml"
+    path.write_text("name: same\ndtype: fp16\nlayers:\n"
+                    "  - {name: a, op: gemm, m: 512, n: 512, k: 512, sparsity: '2:4'}\n"
+                    "  - {name: b, op: gemm, m: 512, n: 512, k: 512, sparsity: '4:8'}\n")
+    model = load_workload(path)
+    fig = plots.plot_roofline(run(model, hw, "dense"), run(model, hw, None), hw)
+    labels = [ln.get_label() for ln in fig.axes[0].get_lines() if ln.get_label().startswith("sparse roof")]
+    assert labels == [f"sparse roof 2:4 / 4:8, fp16: 2x compute ({2 * peak:,.0f})"]
+    assert "layer, workload plan run, 2:4 / 4:8 (sparse path)" in _legend(fig.axes[0])

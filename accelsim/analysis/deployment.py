@@ -50,7 +50,6 @@ from accelsim.analysis.deployment_summary import (
     summarise,
     support_matrix,
 )
-from accelsim.analysis.plan import plan_text
 from accelsim.analysis.reality import RealityCheck, reality_check
 from accelsim.analysis.sensitivity import Sensitivity, sensitivity
 from accelsim.errors import AccelsimError
@@ -63,6 +62,7 @@ from accelsim.simulation import Simulator, peak_macs_per_cycle, run
 from accelsim.workloads.model import Workload
 from accelsim.workloads.moe import routing_records
 from accelsim.workloads.names import group_name
+from accelsim.workloads.plan import plan_label
 from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["REPORT_SCHEMA_VERSION", "Contradiction", "DeploymentReport", "InputFile", "ReportHeader",
@@ -397,7 +397,7 @@ def build_report(model: Workload, hw: Hardware, sparsity: str | None, *, policy:
     dense = run(model, hw, "dense", hw_source=source, simulator=sim)
     step()
     dense_cycles = [r.cycles["total"] for r in dense.layers]
-    label = sparsity or f"workload plan ({plan_text(real.layers)})"
+    label = plan_label(sparsity, real.layers)
     if sum(dense_cycles) != real.dense_total_cycles:  # an engine invariant: every speedup below divides by both
         raise AccelsimError(f"internal inconsistency: the dense run takes {sum(dense_cycles):,} cycles but the "
                             f"{label} run's dense baseline takes {real.dense_total_cycles:,}; the report would "

@@ -24,7 +24,7 @@ A run on the workload's own plan (``sparsity`` None) whose layers ask for differ
 figure: its nominal is what the ops that ask for a pattern would gain if each ran at its own M/N, weighted by their
 dense time (their dense cycles over the sum of dense cycles / (M/N)). Every other op is taken at that ratio too (as
 every op is at the one M/N of a uniform run; rung 3 takes it back), so rung 2 moves only where a layer runs another
-pattern than it asked for. ``plan`` names the plan (:func:`accelsim.analysis.plan.plan_text`) and ``plan_executed``
+pattern than it asked for. ``plan`` names the plan (:func:`accelsim.workloads.plan.plan_text`) and ``plan_executed``
 maps each requested pattern to the patterns its sparse layers ran.
 
 On a tensor-parallel system (a system config) the ladder runs on one device's shard and gains a rung after
@@ -48,7 +48,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from accelsim.analysis.plan import plan_patterns, plan_text
 from accelsim.energy import uncapped
 from accelsim.errors import AccelsimError
 from accelsim.formats import parse_format
@@ -59,6 +58,7 @@ from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import RunResult
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload
+from accelsim.workloads.plan import plan_patterns, plan_text
 from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["RUNGS", "Bars", "Loss", "RealityCheck", "RealityEnergy", "RealityFallback", "RealityInputs",

@@ -8,7 +8,6 @@ import io
 from typing import Any
 
 from accelsim.analysis.explain import traffic_notes
-from accelsim.analysis.plan import plan_text
 from accelsim.cli import options
 from accelsim.cli.common import (
     command_line,
@@ -26,6 +25,7 @@ from accelsim.simulation import run
 from accelsim.textsafe import printable
 from accelsim.workloads.model import with_dtype, with_quantization
 from accelsim.workloads.moe import routing_line
+from accelsim.workloads.plan import plan_text
 
 
 def _fmt_int(v: int) -> str:

@@ -11,16 +11,26 @@ trace's (:mod:`accelsim.report.timeline`). Library code: nothing prints, simulat
 from __future__ import annotations
 
 import os
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from accelsim.fileio import figure_files as _figure_files
-from accelsim.formats import parse_format
 from accelsim.hardware.model import Hardware
 from accelsim.report import timeline as tl
+from accelsim.report.plot_common import (
+    DPI,
+    FIGSIZE,
+    GRID,
+    NOTE,
+    TEXT,
+    draw_title,
+    new_figure,
+    per_device_text,
+    run_names,
+)
+from accelsim.report.roofline import OFF_ARRAY, plot_roofline, roofline_left_out, roofline_points, roofline_rates
 from accelsim.results import RunResult
 
 if TYPE_CHECKING:
@@ -29,39 +39,15 @@ if TYPE_CHECKING:
     from accelsim.analysis.power import PowerComparison
 
 __all__ = ["plot_timeline", "plot_occupancy", "plot_roofline", "plot_traffic", "plot_power", "figure_files",
+           "roofline_points", "roofline_left_out", "roofline_rates", "occupancy_series", "OFF_ARRAY",
            "PLOT_KINDS", "FIGSIZE", "DPI"]
 
-DPI = 100
-FIGSIZE = {"timeline": (13.0, 5.0), "occupancy": (13.0, 6.0), "roofline": (9.0, 6.5), "traffic": (9.0, 6.0),
-           "power": (12.0, 5.5)}
 PLOT_KINDS = tuple(FIGSIZE)
 SVG_HASHSALT = "accelsim-plots"
 OCC_WINDOWS = 32  # counter windows per layer in the occupancy plot (as the trace)
 TRAFFIC_COLORS = {"a_values": "#4c72b0", "a_metadata": "#dd8452", "b": "#55a868", "c": "#c44e52"}
 TRAFFIC_LABELS = {"a_values": "A values", "a_metadata": "A metadata", "b": "B", "c": "C"}
-TEXT = "#222222"
-GRID = "#d9d9d9"
 COMM_COLOR = "#b04ac8"  # the collectives of a tensor-parallel system (interconnect row)
-
-
-def _figure(kind: str) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # deferred: the CLI starts without matplotlib
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=FIGSIZE[kind], dpi=DPI)
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _names(result: RunResult) -> tuple[str, str, str]:
-    hw = str(result.hardware.get("name", "hardware"))
-    wl = str(result.workload.get("name", "workload"))
-    if result.sparsity:
-        pat = result.sparsity
-    else:
-        plan = result.workload.get("sparsity")
-        pat = str(plan) if plan else "dense"
-    return hw, wl, pat
 
 
 def _us(cycles: Any, clock: float) -> Any:
@@ -92,8 +78,8 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
         w0, w1 = float(_us(scheds[0].start, clock)), float(_us(scheds[-1].end, clock))
     else:
         w0, w1 = 0.0, 1.0
-    hw_name, wl, pat = _names(result)
-    fig = _figure("timeline")
+    names = run_names(result)
+    fig = new_figure("timeline")
     ax = fig.add_axes((0.17, 0.2, 0.8, 0.64))
     rows = ["layers", "launch", "load", "gather", "decode", "compute", "writeback", "vector"]
     bars: dict[str, list[tuple[float, float]]] = {r: [] for r in rows}
@@ -175,8 +161,8 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
     ax.grid(axis="x", color=GRID, linewidth=0.6)
     ax.set_axisbelow(True)
     what = f"layer {layer}" if layer else (f"{w0:.1f}\u2013{w1:.1f} \u00b5s" if window else "whole run")
-    fig.suptitle(f"Tile timeline \u2014 {hw_name} \u00b7 {wl} \u00b7 {pat} \u2014 {what}", fontsize=12,
-                 color=TEXT, y=0.985)
+    footer = draw_title(fig, names, f"Tile timeline \u2014 {names.hardware} \u00b7 {names.workload} \u00b7 ",
+                        f" \u2014 {what}", y=0.985)
     sub = (f"core 0 of {multi} active (identical cores run the same timeline)" if multi > 1
            else "single core") + f"; clock {clock:g} GHz; idle array time hatched by cause"
     if layer is not None and scheds:
@@ -185,7 +171,7 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
         sub += (f"\n{k.path}" + (f" {k.pattern_executed}" if k.pattern_executed else "")
                 + f", {c['total']:,} cycles: compute {c['compute']:,}, memory stall {c['stall_memory']:,}, "
                 f"decode stall {c['stall_decode']:,}, launch {c['launch']:,}; binding {k.binding}")
-    fig.text(0.5, 0.935, sub, ha="center", va="top", fontsize=9, color="#555555")
+    fig.text(0.5, 0.935, sub, ha="center", va="top", fontsize=9, color=NOTE)
     handles = [Patch(facecolor=tl.STAGE_COLORS.get(r, COMM_COLOR), label=labels[r]) for r in shown[1:]]
     if idle["memory"]:
         handles.append(Patch(facecolor="white", edgecolor=tl.STAGE_COLORS["load"], hatch="////",
@@ -196,7 +182,8 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
     paths = sorted({b[2].result.path for b in layer_boxes})
     handles += [Patch(facecolor=tl.PATH_COLORS.get(p, "#dddddd"), edgecolor="#666666", label=f"{p} layer")
                 for p in paths]
-    fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), fontsize=8, frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 0.03 if footer else 0.0))
     return fig
 
 
@@ -222,8 +209,9 @@ def occupancy_series(result: RunResult, hw: Hardware, windows: int = OCC_WINDOWS
 
 def plot_occupancy(dense_result: RunResult, sparse_result: RunResult, hw: Hardware) -> Figure:
     """Array occupancy and DRAM bandwidth over time, dense and sparse on the same axes."""
-    hw_name, wl, pat = _names(sparse_result)
-    fig = _figure("occupancy")
+    names = run_names(sparse_result)
+    pat = names.label
+    fig = new_figure("occupancy")
     ax1 = fig.add_axes((0.08, 0.54, 0.88, 0.33))
     ax2 = fig.add_axes((0.08, 0.12, 0.88, 0.33), sharex=ax1)
     clock = float(hw.clock_ghz)
@@ -242,7 +230,7 @@ def plot_occupancy(dense_result: RunResult, sparse_result: RunResult, hw: Hardwa
         ax2.axhline(peak, color="#444444", linestyle="--", linewidth=0.9, label=f"DRAM peak {peak:,.0f} GB/s")
     ax1.set_ylim(0, 105)
     ax1.set_ylabel("array occupancy (%)")
-    ax2.set_ylabel("DRAM bandwidth (GB/s)")
+    ax2.set_ylabel(names.axis("DRAM bandwidth", "GB/s"))
     ax2.set_ylim(bottom=0)
     ax2.set_xlabel("time (\u00b5s)")
     ax1.tick_params(labelbottom=False)
@@ -250,194 +238,10 @@ def plot_occupancy(dense_result: RunResult, sparse_result: RunResult, hw: Hardwa
         ax.grid(color=GRID, linewidth=0.6)
         ax.set_axisbelow(True)
         ax.legend(fontsize=8, loc="upper right", frameon=False)
-    fig.suptitle(f"Occupancy over time \u2014 {hw_name} \u00b7 {wl} \u00b7 dense vs {pat}", fontsize=12, color=TEXT,
-                 y=0.965)
+    draw_title(fig, names, f"Occupancy over time \u2014 {names.hardware} \u00b7 {names.workload} \u00b7 dense vs ",
+               y=0.965)
     fig.text(0.5, 0.905, "share of array (all cores) busy and DRAM bytes moved, averaged per window "
-             f"({OCC_WINDOWS} windows per layer)", ha="center", fontsize=9, color="#555555")
-    return fig
-
-
-# -- roofline ----------------------------------------------------------------------------------
-
-def _sparse_rate(result: RunResult, hw: Hardware) -> tuple[float, str | None]:
-    pats = Counter(k.pattern_executed for k in result.layers if k.path == "sparse" and k.pattern_executed)
-    if not pats or hw.core.sparse is None:
-        return 1.0, None
-    text = pats.most_common(1)[0][0]
-    pat = parse_format(text)
-    if pat is None:
-        return 1.0, None
-    try:
-        return float(hw.core.sparse.rate(pat)), text
-    except KeyError:
-        return pat.dense_speedup, text
-
-
-def roofline_points(result: RunResult) -> list[dict[str, Any]]:
-    """Per array layer: arithmetic intensity (dense-equivalent MACs / DRAM bytes), MACs/cycle, and the element
-    type it runs in with the array's peak in it (its roof). :func:`roofline_left_out` says what is not here."""
-    own = str(result.workload.get("dtype", ""))
-    out = []
-    for k in result.layers:
-        dram = sum(k.bytes["dram"].values())
-        if k.path in OFF_ARRAY or k.macs <= 0 or dram <= 0 or k.cycles["total"] <= 0:
-            continue
-        out.append({"name": k.name, "path": k.path, "ai": k.macs / dram, "perf": k.macs / k.cycles["total"],
-                    "dtype": k.dtype or own, "peak": result.layer_peak(k)})
-    return out
-
-
-OFF_ARRAY = ("vector", "communication")  # paths that do not run on the tensor / PE array: no roofline point
-
-
-def roofline_left_out(result: RunResult) -> dict[str, Any]:
-    """The layers :func:`roofline_points` leaves out, by cause, with their dense-equivalent MACs: ``vector`` (on
-    the vector unit: ``layers``, and of them ``with_macs`` -- depthwise convs there -- by ``ops`` and ``macs``),
-    ``communication`` (collectives), ``no_macs`` (array ops without MACs of their own: fused into attention),
-    ``no_dram`` (array ops that move no DRAM bytes or take no cycles: no finite intensity; ``layers``, ``macs``);
-    ``model_macs`` the run's total."""
-    vec, vec_macs, comm, no_macs, no_dram, no_dram_macs = 0, 0, 0, 0, 0, 0
-    ops: Counter[str] = Counter()
-    for k in result.layers:
-        if k.path == "vector":
-            vec += 1
-            if k.macs > 0:
-                ops["depthwise conv2d" if k.op == "conv2d" else k.op] += 1
-                vec_macs += k.macs
-        elif k.path == "communication":
-            comm += 1
-        elif k.macs <= 0:
-            no_macs += 1
-        elif sum(k.bytes["dram"].values()) <= 0 or k.cycles["total"] <= 0:
-            no_dram += 1
-            no_dram_macs += k.macs
-    return {"vector": {"layers": vec, "with_macs": sum(ops.values()), "ops": dict(sorted(ops.items())),
-                       "macs": vec_macs},
-            "communication": comm, "no_macs": no_macs, "no_dram": {"layers": no_dram, "macs": no_dram_macs},
-            "model_macs": sum(k.macs for k in result.layers)}
-
-
-def _left_out_text(left: dict[str, Any]) -> str:
-    """One run's left-out layers in words (:func:`roofline_left_out`)."""
-    parts = []
-    total = left["model_macs"]
-
-    def share(macs: int) -> str:
-        return f"{macs:,} MACs, {macs / total:.1%} of the model's" if total else f"{macs:,} MACs"
-
-    v = left["vector"]
-    if v["layers"]:
-        text = f"{v['layers']:,} vector-unit layer(s)"
-        if v["with_macs"]:
-            what = ", ".join(f"{n:,} {op}" for op, n in v["ops"].items())
-            text += f" ({what} with {share(v['macs'])})"
-        parts.append(text)
-    nd = left["no_dram"]
-    if nd["layers"]:
-        parts.append(f"{nd['layers']:,} array layer(s) with no DRAM bytes or cycles, no finite intensity "
-                     f"({share(nd['macs'])})")
-    if left["no_macs"]:
-        parts.append(f"{left['no_macs']:,} op(s) fused into attention (no MACs of their own)")
-    if left["communication"]:
-        parts.append(f"{left['communication']:,} collective(s)")
-    return "; ".join(parts) if parts else "none"
-
-
-def _left_out_line(dense_result: RunResult, sparse_result: RunResult, pat: str) -> str:
-    """What the roofline leaves out, once where both runs leave out the same, else per run."""
-    d, s = _left_out_text(roofline_left_out(dense_result)), _left_out_text(roofline_left_out(sparse_result))
-    return f"left out: {d}" if d == s else f"left out of the dense run: {d}; of the {pat} run: {s}"
-
-
-ROOF_STYLES = ("-", (0, (1, 1.2)), (0, (6, 1.5, 1, 1.5)))  # a dense roof's line per element type, in turn
-SPARSE_ROOF_STYLES = ("--", (0, (3, 2)), (0, (3, 1.5, 1, 1.5)))
-DENSE_MARKERS, SPARSE_MARKERS, FALLBACK_MARKERS = ("o", "s", "D"), ("^", "v", "<"), ("x", "+", "1")
-
-
-def plot_roofline(dense_result: RunResult, sparse_result: RunResult, hw: Hardware) -> Figure:
-    """Roofline of ``hw``: each array layer a point, dense and sparse, with the dense and sparse roofs.
-
-    x: arithmetic intensity, dense-equivalent MACs per DRAM byte (sparse layers move compressed
-    bytes, so they sit to the right); y: achieved dense-equivalent MACs per cycle. Roofs, one per
-    element type the points run in (an int8 linear of a quantized fp16 model runs against the int8 peak):
-    min(peak, AI x DRAM bytes/cycle) dense, and with the sparse pattern's rate (2x for 2:4). A line
-    under the title says which layers have no point (vector unit, collectives, no DRAM bytes) and their MACs.
-    """
-    hw_name, wl, pat = _names(sparse_result)
-    fig = _figure("roofline")
-    ax = fig.add_axes((0.11, 0.11, 0.85, 0.73))
-    rate, pat_exec = _sparse_rate(sparse_result, hw)
-    bw = hw.dram_bytes_per_cycle()
-    dense_pts = roofline_points(dense_result)
-    sparse_pts = roofline_points(sparse_result)
-    peaks = {p["dtype"]: p["peak"] for p in dense_pts + sparse_pts}
-    if not peaks:  # no array layer at all: the workload dtype's roof
-        peaks = {str(sparse_result.workload.get("dtype", "")): float(sparse_result.peak_macs_per_cycle)}
-    dtypes = sorted(peaks, key=lambda d: (peaks[d], d))
-    sparse_dtypes = [d for d in dtypes if any(p["dtype"] == d and p["path"] == "sparse" for p in sparse_pts)]
-    top, low = max(peaks.values()), min(peaks.values())
-    ais = [p["ai"] for p in dense_pts + sparse_pts]
-    lo = min(ais) / 2 if ais else 0.1
-    hi = max(ais) * 2 if ais else 1e4
-    if np.isfinite(bw):
-        lo, hi = min(lo, low / bw / 8), max(hi, top * rate / bw * 4)
-    x = np.geomspace(lo, hi, 400)
-    several = len(dtypes) > 1
-    plateaus: dict[float, list[str]] = {}  # each roof's flat part, named at the right edge (roofs may coincide)
-    for i, d in enumerate(dtypes):
-        peak = peaks[d]
-        plateaus.setdefault(peak, []).append(f"{d} dense")
-        roof_d = np.minimum(peak, x * bw) if np.isfinite(bw) else np.full_like(x, peak)
-        ax.plot(x, roof_d, color=tl.DENSE_COLOR, linewidth=2.0, linestyle=ROOF_STYLES[i % len(ROOF_STYLES)],
-                label=f"dense roof, {d} ({peak:,.0f} MACs/cycle)")
-    if rate > 1.0:
-        for i, d in enumerate(sparse_dtypes or dtypes[:1]):
-            peak = peaks[d]
-            plateaus.setdefault(peak * rate, []).append(f"{d} {pat_exec}")
-            roof_s = np.minimum(peak * rate, x * bw) if np.isfinite(bw) else np.full_like(x, peak * rate)
-            ax.plot(x, roof_s, color=tl.SPARSE_COLOR, linewidth=2.0,
-                    linestyle=SPARSE_ROOF_STYLES[i % len(SPARSE_ROOF_STYLES)],
-                    label=f"sparse roof {pat_exec}, {d}: {rate:g}x compute ({peak * rate:,.0f})")
-    if several:
-        for y, names in sorted(plateaus.items()):
-            ax.text(hi / 1.05, y * 1.04, " = ".join(names), ha="right", va="bottom", fontsize=7.5, color=TEXT)
-    by_name = {p["name"]: p for p in dense_pts}
-    for p in sparse_pts:
-        d = by_name.get(p["name"])
-        if d is not None:
-            ax.plot([d["ai"], p["ai"]], [d["perf"], p["perf"]], color="#bbbbbb", linewidth=0.6, zorder=1)
-
-    def scatter(pts: list[dict[str, Any]], markers: tuple[str, ...], size: int, color: str, label: str,
-                zorder: int) -> None:
-        for i, d in enumerate(dtypes):
-            mine = [p for p in pts if p["dtype"] == d]
-            if mine:
-                ax.scatter([p["ai"] for p in mine], [p["perf"] for p in mine], s=size,
-                           marker=markers[i % len(markers)], color=color, zorder=zorder,
-                           label=f"{label}, {d}" if several else label)
-
-    scatter(dense_pts, DENSE_MARKERS, 22, tl.DENSE_COLOR, "layer, dense run", 3)
-    scatter([p for p in sparse_pts if p["path"] == "sparse"], SPARSE_MARKERS, 26, tl.SPARSE_COLOR,
-            f"layer, {pat} run (sparse path)", 4)
-    scatter([p for p in sparse_pts if p["path"] != "sparse"], FALLBACK_MARKERS, 26, "#ee8e00",
-            f"layer, {pat} run (fell back to dense)", 4)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ys = [p["perf"] for p in dense_pts + sparse_pts]
-    ax.set_ylim(min(ys + [low]) / 3 if ys else low / 1e3, top * max(rate, 1.0) * 2)
-    ax.set_xlabel("arithmetic intensity (dense-equivalent MACs / DRAM byte)")
-    ax.set_ylabel("achieved MACs / cycle (dense-equivalent)")
-    ax.grid(which="both", color=GRID, linewidth=0.5)
-    ax.set_axisbelow(True)
-    ax.legend(fontsize=8, loc="lower right", frameon=False)
-    fig.suptitle(f"Roofline \u2014 {hw_name} \u00b7 {wl} \u00b7 dense vs {pat}", fontsize=12, color=TEXT, y=0.965)
-    bw_text = "unlimited" if not np.isfinite(bw) else f"{bw:,.1f} B/cycle"
-    fig.text(0.5, 0.905, f"DRAM {bw_text}; sparse layers move compressed A (values + metadata), so they "
-             "shift right; grey lines join a layer's dense and sparse points", ha="center", fontsize=8.5,
-             color="#555555")
-    fig.text(0.5, 0.87, _left_out_line(dense_result, sparse_result, pat), ha="center", fontsize=8,
-             color="#555555", wrap=True)
+             f"({OCC_WINDOWS} windows per layer)", ha="center", fontsize=9, color=NOTE)
     return fig
 
 
@@ -447,8 +251,9 @@ def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
     """Bytes moved per memory level, stacked by tensor (A values, A metadata, B, C), dense vs sparse."""
     from matplotlib.patches import Patch
 
-    hw_name, wl, pat = _names(sparse_result)
-    fig = _figure("traffic")
+    names = run_names(sparse_result)
+    pat = names.label
+    fig = new_figure("traffic")
     ax = fig.add_axes((0.11, 0.1, 0.62, 0.77))
     td, ts = dense_result.totals["bytes"], sparse_result.totals["bytes"]
     levels = [lvl for lvl in ("dram", "l2", "sram") if lvl in td or lvl in ts]
@@ -467,17 +272,17 @@ def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
         d_sum, s_sum = sum(td.get(lvl, {}).values()), sum(ts.get(lvl, {}).values())
         ticks.append(lvl.upper() + (f"\n{pat}: {s_sum / d_sum:.2f}x of dense" if d_sum else ""))
     ax.set_xticks(range(len(levels)), ticks)
-    ax.set_ylabel("bytes moved (MB)")
+    ax.set_ylabel(names.axis("bytes moved", "MB"))
     top = max([sum(t.get(lvl, {}).values()) for t in (td, ts) for lvl in levels] + [1]) / 1e6
     ax.set_ylim(0, top * 1.18)
     ax.grid(axis="y", color=GRID, linewidth=0.6)
     ax.set_axisbelow(True)
     handles = [Patch(facecolor=TRAFFIC_COLORS[k], label=TRAFFIC_LABELS[k]) for k in reversed(TRAFFIC_COLORS)]
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(0.75, 0.5), fontsize=9, frameon=False)
-    fig.suptitle(f"Data movement \u2014 {hw_name} \u00b7 {wl} \u00b7 dense vs {pat}", fontsize=12, color=TEXT,
-                 y=0.965)
-    fig.text(0.42, 0.905, "left bar dense, right bar sparse; SRAM = bytes the array reads from on-chip buffers",
-             ha="center", fontsize=8.5, color="#555555")
+    draw_title(fig, names, f"Data movement \u2014 {names.hardware} \u00b7 {names.workload} \u00b7 dense vs ",
+               y=0.965)
+    fig.text(0.42, 0.905, f"left bar dense, right bar {pat}; SRAM = bytes the array reads from on-chip buffers",
+             ha="center", fontsize=8.5, color=NOTE)
     return fig
 
 
@@ -485,7 +290,7 @@ def plot_traffic(dense_result: RunResult, sparse_result: RunResult) -> Figure:
 
 def plot_power(power: PowerComparison) -> Figure:
     """Power over time, dense vs sparse, with the power cap's clock when the config has one."""
-    fig = _figure("power")
+    fig = new_figure("power")
     ax = fig.add_axes((0.07, 0.36, 0.9, 0.52))
     axc = fig.add_axes((0.07, 0.09, 0.9, 0.17), sharex=ax)
     colours = {"dense": "#6b8cae"}
@@ -512,7 +317,7 @@ def plot_power(power: PowerComparison) -> Figure:
                               f"ms, capped layers: {steady.power_capped_layers}")
     if cap_w is not None:
         ax.axhline(cap_w, color="#d62728", ls="--", lw=1, label=f"cap {cap_w:g} W")
-    per_device = f"per device (1 of {power.devices})" if power.devices > 1 else ""
+    per_device = per_device_text(power.devices)
     ax.set_ylabel(f"power {per_device} (W)" if per_device else "power (W)")
     ax.legend(loc="upper right", fontsize=8, frameon=False)
     ax.grid(True, color="#e0e0e0", lw=0.6)
@@ -523,7 +328,7 @@ def plot_power(power: PowerComparison) -> Figure:
         axc.legend(loc="lower right", fontsize=7, frameon=False)
         fig.text(0.07, 0.005, "transient: the cap's governor from a cold start over this run; steady (dotted): each "
                  "kernel at the clock it settles at under the cap, what run, sweep, serve and report use",
-                 fontsize=7, color="#555555")
+                 fontsize=7, color=NOTE)
     fig.suptitle(f"Power over time: {power.workload} on {power.hardware}, dense vs "
                  f"{power.sparsity or 'plan'}" + (f" (x{power.repeats})" if power.repeats > 1 else "")
                  + (f", {per_device}" if per_device else ""), fontsize=12)

@@ -21,13 +21,13 @@ from accelsim.serving.config import ServingError
 from accelsim.simulation import Simulator, run
 from accelsim.workloads.model import Workload, workload_from_dict
 from accelsim.workloads.moe import routing_records
+from accelsim.workloads.plan import PLAN_LABEL
 from accelsim.workloads.tensor_parallel import split
 
 __all__ = ["ServedWorkload", "SimulatedService", "assign_set_params", "check_served", "canonical_pattern",
            "resolve_hardware", "kv_bytes_per_token", "PLAN_LABEL",
            "WorkloadPlan", "workload_plan", "group_note"]
 
-PLAN_LABEL = "workload plan"  # a deployment run on the workload's own per-layer sparsity plan (no one pattern)
 
 
 class ServedWorkload:
