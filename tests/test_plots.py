@@ -326,3 +326,12 @@ def test_roofline_draws_a_roof_per_compute_multiplier(tmp_path, mixed_plan_runs)
     labels = [ln.get_label() for ln in fig.axes[0].get_lines() if ln.get_label().startswith("sparse roof")]
     assert labels == [f"sparse roof 2:4 / 4:8, fp16: 2x compute ({2 * peak:,.0f})"]
     assert "layer, workload plan run, 2:4 / 4:8 (sparse path)" in _legend(fig.axes[0])
+
+
+def test_power_plot_names_a_workload_plan_run(mixed_plan_runs) -> None:
+    """The power comparison of a plan run called it 'sparse' in its profile and 'plan' in the title; both now say
+    'workload plan', as the other plots and run do."""
+    _, hw, dense, sparse = mixed_plan_runs
+    power = compare_power(dense, sparse, hw)
+    assert [p.label for p in power.profiles] == ["dense", "workload plan"]
+    assert plots.plot_power(power)._suptitle.get_text() == "Power over time: mixed on flex-nm, dense vs workload plan"

@@ -27,6 +27,7 @@ from accelsim.records import OMIT_IF_NONE, Record
 from accelsim.results import RunResult
 from accelsim.simulation import run
 from accelsim.workloads.model import Workload
+from accelsim.workloads.plan import PLAN_LABEL
 
 __all__ = ["GovernedRun", "PowerComparison", "PowerProfile", "PowerTrace", "SteadyRun", "UncappedRun",
            "compare_power", "power_limited", "profile_power"]
@@ -157,7 +158,7 @@ def compare_power(dense: RunResult, sparse: RunResult, hw: Hardware, repeats: in
         tdp_w=cap.tdp_w if cap is not None else None, repeats=repeats, clock_ghz=float(hw.clock_ghz),
         devices=hw.devices,
         profiles=(profile_power(dense, hw, label="dense", repeats=repeats, steady=steady[0] if steady else None),
-                  profile_power(sparse, hw, label=sparse.sparsity or "sparse", repeats=repeats,
+                  profile_power(sparse, hw, label=sparse.sparsity or PLAN_LABEL, repeats=repeats,
                                 steady=steady[1] if steady else None)))
 
 

@@ -32,6 +32,7 @@ from accelsim.report.plot_common import (
 )
 from accelsim.report.roofline import OFF_ARRAY, plot_roofline, roofline_left_out, roofline_points, roofline_rates
 from accelsim.results import RunResult
+from accelsim.workloads.plan import PLAN_LABEL
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -330,7 +331,7 @@ def plot_power(power: PowerComparison) -> Figure:
                  "kernel at the clock it settles at under the cap, what run, sweep, serve and report use",
                  fontsize=7, color=NOTE)
     fig.suptitle(f"Power over time: {power.workload} on {power.hardware}, dense vs "
-                 f"{power.sparsity or 'plan'}" + (f" (x{power.repeats})" if power.repeats > 1 else "")
+                 f"{power.sparsity or PLAN_LABEL}" + (f" (x{power.repeats})" if power.repeats > 1 else "")
                  + (f", {per_device}" if per_device else ""), fontsize=12)
     return fig
 
