@@ -423,8 +423,10 @@ def text_bars(data: RealityCheck, width: int = 40) -> str:
 def _ladder_header(data: RealityCheck) -> str:
     if data.clock is None:
         return "ladder (one real effect added per rung; speedup over the real dense run):"
-    return ("ladder (one real effect added per rung; speedup over the dense run at the nominal clock, "
-            "the last rung over the real dense run):")
+    nominal_dense = data.rungs[0].dense_cycles if data.rungs else None  # None: a file written before it was stored
+    cycles = f" ({int(nominal_dense):,} cycles)" if nominal_dense is not None else ""
+    return (f"ladder (one real effect added per rung; speedup over the dense run at the nominal clock{cycles}, "
+            f"the last rung over the real dense run ({int(data.dense_total_cycles):,} cycles)):")
 
 
 def clock_note(data: RealityCheck) -> str:
