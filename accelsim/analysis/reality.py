@@ -60,6 +60,7 @@ from accelsim.lowering import FALLBACK_REASONS, Kernel, lower
 from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import RunResult
 from accelsim.simulation import Simulator, run
+from accelsim.textsafe import speedup_text
 from accelsim.workloads.model import Workload
 from accelsim.workloads.tensor_parallel import split
 
@@ -428,7 +429,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
                            f"to dense ({codes}); see the warnings")
     if real_speedup < 1.0:
         worst = max(losses, key=lambda x: x.loss)
-        explanation.append(f"sparse is slower than dense ({real_speedup:.3f}x); the largest loss is "
+        explanation.append(f"sparse is slower than dense ({speedup_text(real_speedup, 3)}); the largest loss is "
                            f"'{worst.label}' ({worst.loss:.3f}x)")
         if slower:
             explanation.append(f"{len(slower)} sparse layer(s) run slower than their dense kernel: "
