@@ -66,3 +66,17 @@ def _summary(value: object, limit: int, depth: int) -> str:
     if type(value).__module__ == "datetime":
         return repr(value)
     return f"<{type(value).__name__}>"
+
+
+def speedup_text(value: float, digits: int = 2) -> str:
+    """A speedup as ``1.47x`` (``digits`` decimals), never reading as 1 when it is not: a ratio that rounds to 1 but is
+    slower or faster gets at least three decimals (``0.998x``, ``1.004x``), up to six; past that it says on which
+    side of 1 it lies (``<1.000000x``), so the text never contradicts a slower / faster classification."""
+    text = f"{value:.{digits}f}"
+    places = max(digits, 3)
+    while float(text) == 1.0 and value != 1.0 and places <= 6:
+        text = f"{value:.{places}f}"
+        places += 1
+    if float(text) == 1.0 and value != 1.0:
+        text = ("<" if value < 1.0 else ">") + text
+    return text + "x"

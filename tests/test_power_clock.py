@@ -372,6 +372,27 @@ def test_the_reality_ladder_runs_at_the_nominal_clock_and_ends_in_a_power_rung()
     assert RealityCheck.from_dict(json.loads(json.dumps(capped.to_dict()))) == capped
 
 
+def test_every_capped_rung_stores_the_dense_cycles_it_divides_by(tmp_path: Path, capsys) -> None:
+    """An audit could not recompute a capped ladder from its JSON: rung 1 said 2.0x of 15,979,639 cycles while
+    dense_total_cycles (the capped dense run) gave 3.09x. Each rung now names its baseline: the dense run at the
+    nominal clock, the real (capped) dense run for the power rung."""
+    argv = ["reality-check", "--hw", str(HW / "a100-like.yaml"), "--workload", str(WL / "llama2-7b-prefill.yaml"),
+            "--set", "seq=256", "--sparsity", "2:4", "--hw-set", "energy.power_cap.tdp_w=150", "-o", str(tmp_path)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    data = json.loads((tmp_path / "reality_check.json").read_text())
+    rungs = data["rungs"]
+    for r in rungs:
+        assert r["speedup"] == r["dense_cycles"] / r["sparse_cycles"], r["rung"]  # exactly
+    model = load_workload(WL / "llama2-7b-prefill.yaml", {"seq": 256})
+    nominal_dense = run(model, A100, "dense").total_cycles  # the uncapped A100: every kernel at the nominal clock
+    assert [r["dense_cycles"] for r in rungs[:-1]] == [nominal_dense] * (len(rungs) - 1)
+    assert rungs[-1]["rung"] == "power_clock" and rungs[-1]["dense_cycles"] == data["dense_total_cycles"]
+    assert rungs[-1]["sparse_cycles"] == data["sparse_total_cycles"]
+    assert data["dense_total_cycles"] > nominal_dense  # the cap slows the dense run: the two baselines differ
+    assert rungs[0]["speedup"] == 2.0 and rungs[0]["sparse_cycles"] == nominal_dense / 2
+
+
 def test_reality_check_cli_notes_the_cap(capsys) -> None:
     argv = ["reality-check", "--hw", str(HW / "a100-like.yaml"), "--workload", str(WL / "gemm-microbench.yaml"),
             "--sparsity", "2:4", "--hw-set", "energy.power_cap.tdp_w=120"]

@@ -437,3 +437,43 @@ def test_the_shipped_example_reality_checks_are_what_the_model_says_today(folder
     fresh = reality_check(model, A100, "2:4", hw_source=str(HW / "a100-like.yaml")).to_dict()
     shipped = json.loads((EXAMPLES / folder / "reality_check.json").read_text())
     assert shipped == json.loads(json.dumps(fresh)), f"{folder} is stale: regenerate it"
+
+
+def test_a_speedup_near_1_never_reads_as_1() -> None:
+    """A ratio that rounds to 1.00 but is slower or faster shows the decimals that say which; exactly 1 stays 1.00x."""
+    from accelsim.textsafe import speedup_text
+
+    assert [speedup_text(x) for x in (2.0, 1.47, 1.0, 0.998, 1.004, 0.9951, 0.994)] == [
+        "2.00x", "1.47x", "1.00x", "0.998x", "1.004x", "0.995x", "0.99x"]
+    assert speedup_text(0.9996) == "0.9996x" and speedup_text(1 + 3e-6) == "1.000003x"
+    assert speedup_text(1 - 1e-9) == "<1.000000x" and speedup_text(1 + 1e-9) == ">1.000000x"
+    assert speedup_text(0.9996, 3) == "0.9996x" and speedup_text(1.23456, 3) == "1.235x"
+
+
+def _shown_speedups(data: RealityCheck) -> list[str]:
+    fig, artists = render_reality_check(data)
+    axes = artists["axes"]
+    return [t.get_text() for t in [*fig.texts, *axes["speedup"].texts, *axes["ladder"].texts]]
+
+
+def test_a_slower_run_near_1_is_not_headlined_as_1x(tmp_path) -> None:
+    """Audit: mobilenetv2 2:4 on edge-npu is 0.998x, slower, but the bar, the final rungs and the chart read 1.00x
+    while the why line said slower. Text, ladder and chart now all show 0.998x."""
+    data = reality_check(load_workload(WL / "mobilenetv2.yaml"), load_hardware(HW / "edge-npu.yaml"), "2:4")
+    real = data.bars.real_speedup
+    assert real < 1.0 and f"{real:.2f}" == "1.00" and f"{real:.3f}" == "0.998"
+    lines = text_bars(data).splitlines()
+    assert lines[2].endswith("  0.998x") and lines[2].startswith("real speedup")
+    ladder = lines[lines.index(next(x for x in lines if x.startswith("ladder"))) + 1:][:len(data.rungs)]
+    assert ladder[-1].split()[-7:] == ["real", "0.998x", "(±0.00x,", "0%", "of", "the", "gap)"]
+    assert len({line.rindex(" (") for line in ladder[1:]}) == 1  # the change column stays aligned
+    assert "why: sparse is slower than dense (0.998x)" in lines[-2]
+    assert not any("1.00x" in line for line in [*lines[:4], *ladder])  # no rung or bar here is exactly 1
+    shown = _shown_speedups(data)
+    assert shown.count("0.998x") == 2 and "1.00x" not in shown  # the real bar and the waterfall's real bar
+    svg = chart_files(render_reality_check(data)[0], tmp_path)[tmp_path / "reality_check.svg"].decode()
+    assert "0.998x" in svg
+    faster = _synthetic(real=1.004)
+    assert text_bars(faster).splitlines()[2].endswith("  1.004x") and "1.004x" in _shown_speedups(faster)
+    exactly = _synthetic(real=1.0)
+    assert text_bars(exactly).splitlines()[2].endswith("  1.00x") and "1.00x" in _shown_speedups(exactly)

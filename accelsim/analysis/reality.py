@@ -38,6 +38,8 @@ op again, and the simulated rungs run with the floor, as the real run does.
 Where a power cap (``energy.power_cap.tdp_w``) slows a kernel of either real run, every rung up to 9 runs without
 the cap (each kernel at the nominal clock) and a last rung, ``power_clock``, is the real run: dense and sparse
 kernels each at the clock the cap lets them sustain (the dense baseline changes with it; ``clock`` echoes both).
+Each rung stores the dense cycles it divides by (``dense_cycles``: the dense run at the nominal clock, then the real
+dense run ``dense_total_cycles`` for ``power_clock``), so ``speedup = dense_cycles / sparse_cycles`` on every rung.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from accelsim.lowering import FALLBACK_REASONS, Kernel, lower
 from accelsim.records import OMIT_IF_NONE, Record, freeze
 from accelsim.results import RunResult
 from accelsim.simulation import Simulator, run
+from accelsim.textsafe import speedup_text
 from accelsim.workloads.model import Workload
 from accelsim.workloads.plan import plan_patterns, plan_text
 from accelsim.workloads.tensor_parallel import split
@@ -87,10 +90,14 @@ _HUGE = 1e18
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Rung(Record):
-    """One rung of the ladder: the sparse run's cycles with the effects up to this one, and its speedup."""
+    """One rung of the ladder: the sparse run's cycles with the effects up to this one, and its speedup over
+    ``dense_cycles`` (``speedup = dense_cycles / sparse_cycles``): the real dense run, or under a power cap the dense
+    run at the nominal clock for every rung but ``power_clock`` (None: read from a file written before it was
+    stored)."""
 
     rung: str
     label: str
+    dense_cycles: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     sparse_cycles: float
     speedup: float
     change: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)  # vs the rung before
@@ -383,14 +390,16 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
     floor_binds = bool(floor) and totals["host_floor"] != totals["amdahl"]  # a rung only where an op waits
     ladder = [*RUNGS[:2], *([COMMUNICATION_RUNG] if any(is_comm) else []), RUNGS[2],
               *([HOST_FLOOR_RUNG] if floor_binds else []), *RUNGS[3:], *([POWER_RUNG] if capped else [])]
-    baseline = {"power_clock": float(dense_run.total_cycles)}  # the last rung compares the two real runs
+    baseline = {"power_clock": dense_run.total_cycles}  # the last rung compares the two real runs
     for key, label in ladder:
         if capped and key == "fixed_cost":  # the real run is the power rung's
             label = label.removesuffix(" = real")
         if mixed and key == "nominal":
             label = PLAN_NOMINAL_LABEL
-        speedup = baseline.get(key, dense_total) / totals[key] if totals[key] else 1.0
-        rungs.append(Rung(rung=key, label=label, sparse_cycles=round(totals[key], 3), speedup=speedup,
+        # both stored with the rung, unrounded: its speedup is dense_cycles / sparse_cycles of the JSON, exactly
+        base, cycles = baseline.get(key, dense_total), totals[key]
+        speedup = base / cycles if cycles else 1.0
+        rungs.append(Rung(rung=key, label=label, dense_cycles=base, sparse_cycles=cycles, speedup=speedup,
                           change=None if prev is None else speedup - prev))
         prev = speedup
     gap = nominal - rungs[-1].speedup
@@ -420,7 +429,7 @@ def reality_check(model: Workload, hw: Hardware, sparsity: str | None = "2:4", *
                            f"to dense ({codes}); see the warnings")
     if real_speedup < 1.0:
         worst = max(losses, key=lambda x: x.loss)
-        explanation.append(f"sparse is slower than dense ({real_speedup:.3f}x); the largest loss is "
+        explanation.append(f"sparse is slower than dense ({speedup_text(real_speedup, 3)}); the largest loss is "
                            f"'{worst.label}' ({worst.loss:.3f}x)")
         if slower:
             explanation.append(f"{len(slower)} sparse layer(s) run slower than their dense kernel: "

@@ -67,13 +67,28 @@ def format_by_op_type(result: RunResult) -> str:
     return "\n".join(["by op type", line(head), "  ".join("-" * w for w in widths), *map(line, rows)]) + "\n"
 
 
+# the cycle components a table shows, in the order of a result's ``cycles`` dict, and their column heads; a
+# component not named here is shown under its own key (a row's components always sum to its cycles)
+CYCLE_COLUMNS = {"compute": "compute", "stall_memory": "stall mem", "stall_decode": "stall dec", "launch": "launch",
+                 "stall_gather": "stall gat", "communication": "comm"}
+
+
+def cycle_components(body: dict[str, Any]) -> list[str]:
+    """The ``cycles`` keys other than ``total`` that any layer or the totals of a result body carry, in order."""
+    keys: dict[str, None] = {}
+    for c in [body["totals"]["cycles"], *(lay["cycles"] for lay in body["layers"])]:
+        keys.update(dict.fromkeys(k for k in c if k != "total"))
+    return list(keys)
+
+
 def format_table(result: RunResult, hw_set: list[str] | None = None) -> str:
-    """Human-readable per-layer table and totals of a RunResult."""
+    """Human-readable per-layer table and totals of a RunResult; a row's cycles are the sum of its components."""
     body = result.body()
     hw, wl = body["hardware"], body["workload"]
     rows = []
-    head = ["layer", "op", "m x n x k", "path", "pattern", "reason", "cycles", "compute", "stall mem",
-            "stall dec", "util", "binding", "vs dense"]
+    parts = cycle_components(body)
+    head = ["layer", "op", "m x n x k", "path", "pattern", "reason", "cycles",
+            *(CYCLE_COLUMNS.get(k, k) for k in parts), "util", "binding", "vs dense"]
     for lay in body["layers"]:
         c = lay["cycles"]
         absorbed = (lay.get("tiling") or {}).get("absorbed")  # fused into the attention kernel above it
@@ -84,15 +99,14 @@ def format_table(result: RunResult, hw_set: list[str] | None = None) -> str:
         rows.append([printable(lay["name"]), lay["op"], shape,
                      lay["path"],
                      lay["pattern_executed"] or "-", lay["reason"] or "-", _fmt_int(c["total"]),
-                     _fmt_int(c["compute"]), _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]),
+                     *(_fmt_int(c.get(k, 0)) for k in parts),
                      f"{lay['utilization'] * 100:.1f}%", lay["binding"], f"{lay['speedup_vs_dense']:.3f}x"])
     t = body["totals"]
     c = t["cycles"]
-    rows.append(["TOTAL", "", "", "", "", "", _fmt_int(c["total"]), _fmt_int(c["compute"]),
-                 _fmt_int(c["stall_memory"]), _fmt_int(c["stall_decode"]), f"{t['utilization'] * 100:.1f}%",
-                 "", f"{t['speedup_vs_dense']:.3f}x"])
+    rows.append(["TOTAL", "", "", "", "", "", _fmt_int(c["total"]), *(_fmt_int(c.get(k, 0)) for k in parts),
+                 f"{t['utilization'] * 100:.1f}%", "", f"{t['speedup_vs_dense']:.3f}x"])
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    right = {6, 7, 8, 9, 10, 12}
+    right = {*range(6, 8 + len(parts)), 9 + len(parts)}  # the cycles, their components, util and vs dense
 
     def line(r: list[str]) -> str:
         cells = zip(r, widths, strict=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelsim.fileio import figure_files
 from accelsim.formats import parse_format
-from accelsim.textsafe import printable
+from accelsim.textsafe import printable, speedup_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -124,8 +124,9 @@ def nominal_note(data: RealityCheck) -> str:
     if data.sparsity is not None or data.plan_executed is None or len(data.plan_executed) < 2:
         return ""
     ratios = ", ".join(f"{p} {_mn(p)}" for p in data.plan_executed)
-    return printable(f"nominal {float(data.bars.nominal_speedup):.2f}x = the ops that ask for a pattern, each at its "
-                     f"M/N ({ratios}), by their dense time")
+    nominal = speedup_text(float(data.bars.nominal_speedup))
+    return printable(f"nominal {nominal} = the ops that ask for a pattern, each at its M/N ({ratios}), by their dense "
+                     "time")
 
 
 def _mn(pattern: str) -> str:
@@ -230,9 +231,9 @@ def render_reality_check(data: RealityCheck) -> tuple[Figure, dict[str, Any]]:
     for spine in ("top",):
         ax.spines[spine].set_visible(False)
     off = ymax * 0.015
-    ax.text(0, nominal + off, f"{nominal:.2f}x", ha="center", va="bottom", fontsize=12, fontweight="bold",
+    ax.text(0, nominal + off, speedup_text(nominal), ha="center", va="bottom", fontsize=12, fontweight="bold",
             color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
-    ax.text(1, real + off, f"{real:.2f}x", ha="center", va="bottom", fontsize=12, fontweight="bold",
+    ax.text(1, real + off, speedup_text(real), ha="center", va="bottom", fontsize=12, fontweight="bold",
             color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
     ax.set_title("nominal vs real", fontsize=11, color=COLOR_TEXT)
 
@@ -315,7 +316,7 @@ def _waterfall(ax3: Any, rungs: list[Rung], nominal: float, real: float) -> list
                   color=COLOR_TEXT)
 
     out = [ax3.bar(0, nominal, width=0.6, color=COLOR_NOMINAL, zorder=3)[0]]
-    ax3.text(0, nominal + off, f"{nominal:.2f}x", ha="center", va="bottom", fontsize=10, fontweight="bold",
+    ax3.text(0, nominal + off, speedup_text(nominal), ha="center", va="bottom", fontsize=10, fontweight="bold",
              color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
     prev = nominal
     for i, rung in enumerate(steps, start=1):
@@ -338,7 +339,7 @@ def _waterfall(ax3: Any, rungs: list[Rung], nominal: float, real: float) -> list
     last = len(names) - 1
     ax3.plot([last - 1 + 0.3, last - 0.3], [prev, prev], color="#888888", linewidth=0.8, linestyle=":", zorder=2)
     out.append(ax3.bar(last, real, width=0.6, color=_real_color(real), zorder=3)[0])
-    ax3.text(last, real + off, f"{real:.2f}x", ha="center", va="bottom", fontsize=10, fontweight="bold",
+    ax3.text(last, real + off, speedup_text(real), ha="center", va="bottom", fontsize=10, fontweight="bold",
              color=COLOR_TEXT, zorder=5, bbox=_LABEL_BOX)
     ax3.set_xticks(range(len(names)), [_wrap(n) for n in names], fontsize=8.5 if len(names) > 8 else 9.5)
     ax3.legend(handles=[Patch(color=COLOR_LOSS, label="loss"), Patch(color=COLOR_GAIN, label="gain"),
@@ -390,22 +391,24 @@ def text_bars(data: RealityCheck, width: int = 40) -> str:
     lab = max(len(t) for t in TEXT_LABELS) + 2
     lines = [
         f"SPARSE REALITY CHECK  {_subject(data)}" + (f", {quantized_note(data)}" if data.quantization else ""),
-        f"{TEXT_LABELS[0]:<{lab}}{_bar(n_nom, width)}  {nominal:.2f}x",
-        f"{TEXT_LABELS[1]:<{lab}}{_bar(n_real, width)}  {real:.2f}x",
+        f"{TEXT_LABELS[0]:<{lab}}{_bar(n_nom, width)}  {speedup_text(nominal)}",
+        f"{TEXT_LABELS[1]:<{lab}}{_bar(n_real, width)}  {speedup_text(real)}",
         f"{TEXT_LABELS[2]:<{lab}}{_bar(n_fb, width)}  {100.0 * fallback:.0f}% of sparse-run time",
     ]
     rungs = data.rungs
     if rungs:
         shares = {loss.rung: loss.share_of_gap for loss in data.losses}
         rw = max(len(r.label) for r in rungs)
+        texts = [speedup_text(float(r.speedup)) for r in rungs]
+        sw = max(len(t) for t in texts)  # a rung near 1 has a third decimal: the columns after it stay aligned
         lines.append("")
         lines.append(_ladder_header(data))
-        for rung in rungs:
-            line = f"  {rung.label:<{rw}}  {float(rung.speedup):.2f}x"
+        for rung, text in zip(rungs, texts, strict=True):
+            line = f"  {rung.label:<{rw}}  {text:<{sw}}"
             if rung.change is not None:
                 share = shares.get(rung.rung, 0.0)
                 line += f"  ({_signed(float(rung.change))}, {_percent(share)} of the gap)"
-            lines.append(line)
+            lines.append(line.rstrip())
     explanation = data.explanation
     if nominal_note(data) or _executed_note(data) or explanation or data.clock is not None:
         lines.append("")
@@ -423,8 +426,10 @@ def text_bars(data: RealityCheck, width: int = 40) -> str:
 def _ladder_header(data: RealityCheck) -> str:
     if data.clock is None:
         return "ladder (one real effect added per rung; speedup over the real dense run):"
-    return ("ladder (one real effect added per rung; speedup over the dense run at the nominal clock, "
-            "the last rung over the real dense run):")
+    nominal_dense = data.rungs[0].dense_cycles if data.rungs else None  # None: a file written before it was stored
+    cycles = f" ({int(nominal_dense):,} cycles)" if nominal_dense is not None else ""
+    return (f"ladder (one real effect added per rung; speedup over the dense run at the nominal clock{cycles}, "
+            f"the last rung over the real dense run ({int(data.dense_total_cycles):,} cycles)):")
 
 
 def clock_note(data: RealityCheck) -> str:
