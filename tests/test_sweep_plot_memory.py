@@ -22,6 +22,7 @@ from accelsim.report.sweep_plots import (
     sweep_figures,
 )
 from accelsim.sweep import SweepTable, load_results, run_sweep, spec_from_dict
+from accelsim.textsafe import speedup_text
 
 MIB = 1 << 20
 # gemm-microbench on tpu-like: footprint 109,707,264 bytes dense, 76,849,152 at 2:4. At 64 MiB neither fits; at
@@ -103,6 +104,10 @@ def test_heatmaps_hatch_cells_over_memory_and_say_how_many(mem_sweep: Path) -> N
     title = " ".join(pays._suptitle.get_text().split())
     assert "2 of 6 rows over memory" in title
     assert "2 rows fit but their dense baseline does not (speedup vs a run over dram.capacity_bytes)" in title
+    # each cell reads its row's speedup as the text renderers do: one a hair under 1 never reads "1.00x"
+    shown = {t.get_text().split("\n")[0] for ax in pays.axes for t in ax.texts}
+    speedups = {speedup_text(v) for v in table.column("speedup_vs_dense") if isinstance(v, float)}
+    assert len(shown) > 1 and shown <= speedups
     hatched = {p.get_gid(): p.get_hatch() for ax in pays.axes for p in ax.patches}
     two_four_over = fit.over & _rows(table, sparsity="2:4")
     assert hatched == {**{f"row{n}": HATCH_OVER for n in two_four_over},

@@ -42,6 +42,7 @@ from matplotlib.patches import Rectangle
 from accelsim.errors import AccelsimError
 from accelsim.fileio import figure_bytes, write_atomic
 from accelsim.report.sweep_marks import DENSE_OVER, OVER, MemoryFit, memory_fit, pareto_data, pareto_front
+from accelsim.textsafe import speedup_text
 
 __all__ = ["MemoryFit", "SweepRows", "choose_slice", "heatmap_figure", "memory_fit", "pareto_figure", "pareto_front",
            "sparsity_pays_figure", "sweep_figures", "sweep_plot"]
@@ -434,7 +435,7 @@ def sparsity_pays_figure(table: SweepRows, setting: tuple[Any, ...], ykey: str |
     marks = _marks(fit, speedup=True)
     for i, (ax, (sp, ys, xs, cells)) in enumerate(zip(axes, panels, strict=True)):
         im = _heat_panel(ax, table, ys, xs, cells, "speedup_vs_dense", norm, "RdYlGn",
-                         lambda r: f"{table.get(r, 'speedup_vs_dense'):.2f}x", ykey, xkey, marks, i % cols == 0)
+                         lambda r: speedup_text(table.get(r, 'speedup_vs_dense')), ykey, xkey, marks, i % cols == 0)
         ax.set_title(f"{sp} vs dense", fontsize=9)
     assert im is not None  # at least one panel: it has values
     fig.colorbar(im, ax=axes, label="speedup vs dense (same hardware)", shrink=0.85)
