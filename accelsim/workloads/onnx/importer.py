@@ -14,6 +14,7 @@ import numpy as np
 
 from accelsim.errors import ConfigError
 from accelsim.workloads.model import DTYPE_BYTES, workload_from_dict
+from accelsim.workloads.onnx.checks import check_node, graph_order
 from accelsim.workloads.onnx.graph import GraphState
 from accelsim.workloads.onnx.ops import handler_for, unsupported
 from accelsim.workloads.onnx.optypes import CONTROL_FLOW, LAYOUT_OPS, MS_OPS
@@ -41,47 +42,65 @@ class OnnxImport(NamedTuple):
     notes: tuple[str, ...]
 
 
+# unexpected errors inside one node's code: said as one line naming the node (a last resort behind the checks)
+_NODE_ERRORS = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError, StopIteration)
+
+
 def walk(g: GraphState) -> None:
     """Map every node, in graph order, to a layer of ``g`` (or drop it at no cost)."""
+    nodes = g.graph.node
+    for idx in graph_order(g.src, nodes):
+        node = nodes[idx]
+        try:
+            _walk_node(g, node, idx)
+        except _NODE_ERRORS as exc:
+            raise g.fail(node, idx, f"cannot be imported ({type(exc).__name__}: {one_line(exc)})") from None
+
+
+def _walk_node(g: GraphState, node: Any, idx: int) -> None:
+    """Map one node to a layer of ``g`` (or drop it at no cost)."""
     from onnx import helper
 
-    for idx, node in enumerate(g.graph.node):
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
-        op = node.op_type
-        # the op as the importer knows it; None = not a standard op (custom domain): unsupported
-        domain_op = op if node.domain in ("", "ai.onnx") or (node.domain == "com.microsoft" and op in MS_OPS) \
-            else None
-        out0 = node.output[0] if node.output else ""
-        if out0 and g.shape(out0) is None and domain_op is not None:
-            g.shapes[out0] = g.own_shape(node, attrs)
-        if op == "Constant" and domain_op:
-            g.const_nodes[out0] = node
-            g.consts.add(out0)
-            g.dropped_layout[op] += 1
-            continue
-        if op in ("Shape", "Size") and domain_op:
-            g.consts.update(o for o in node.output if o)
-            first = g.shape(node.input[0])
-            if first is not None and op == "Shape":
-                rank = len(first)
-                s = slice(attrs.get("start", 0), attrs.get("end", rank))
-                g.values[out0] = np.array(first[s], dtype=np.int64)
-            g.dropped_layout[op] += 1
-            continue
-        real_inputs = [i for i in node.input if i]
-        if real_inputs and all(i in g.consts for i in real_inputs) and op not in CONTROL_FLOW:
-            g.consts.update(o for o in node.output if o)
-            g.folded[op] += 1
-            continue
-        if domain_op in LAYOUT_OPS:
-            g.dropped_layout[op] += 1
-            continue
-        handler = handler_for(domain_op) if domain_op else None
-        if handler is None:
-            unsupported(g, node, idx)
-        else:
-            handler(g, node, idx, attrs)
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+    op = node.op_type
+    # the op as the importer knows it; None = not a standard op (custom domain): unsupported
+    domain_op = op if node.domain in ("", "ai.onnx") or (node.domain == "com.microsoft" and op in MS_OPS) \
+        else None
+    if domain_op is not None:
+        check_node(g.src, node, idx, g.shape)
+    out0 = node.output[0] if node.output else ""
+    if out0 and g.shape(out0) is None and domain_op is not None:
+        g.shapes[out0] = g.own_shape(node, idx, attrs)
+    if op == "Constant" and domain_op:
+        g.const_nodes[out0] = node
+        g.consts.add(out0)
+        g.dropped_layout[op] += 1
+        return
+    if op in ("Shape", "Size") and domain_op:
+        g.consts.update(o for o in node.output if o)
+        first = g.shape(node.input[0])
+        if first is not None and op == "Shape":
+            rank = len(first)
+            s = slice(attrs.get("start", 0), attrs.get("end", rank))
+            g.values[out0] = np.array(first[s], dtype=np.int64)
+        g.dropped_layout[op] += 1
+        return
+    if domain_op in LAYOUT_OPS:
+        g.check_layout(node, idx)
+    real_inputs = [i for i in node.input if i]
+    if real_inputs and all(i in g.consts for i in real_inputs) and op not in CONTROL_FLOW:
+        g.consts.update(o for o in node.output if o)
+        g.folded[op] += 1
+        return
+    if domain_op in LAYOUT_OPS:
+        g.dropped_layout[op] += 1
+        return
+    handler = handler_for(domain_op) if domain_op else None
+    if handler is None:
+        unsupported(g, node, idx)
+    else:
+        handler(g, node, idx, attrs)
 
 
 def summary_notes(g: GraphState, total_nodes: int) -> list[str]:
