@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from accelsim.errors import ConfigError
+from accelsim.textsafe import printable
 from accelsim.workloads.model import DTYPE_BYTES, workload_from_dict
 from accelsim.workloads.onnx.checks import check_node, graph_order
 from accelsim.workloads.onnx.graph import GraphState
@@ -20,6 +21,7 @@ from accelsim.workloads.onnx.ops import handler_for, unsupported
 from accelsim.workloads.onnx.optypes import CONTROL_FLOW, LAYOUT_OPS, MS_OPS
 from accelsim.workloads.onnx.reading import (
     OnnxImportError,
+    check_name,
     check_params,
     load_model,
     one_line,
@@ -136,6 +138,8 @@ def import_onnx(path: str | Path, params: dict[str, Any] | None = None, dtype: s
     src = str(path)
     if dtype is not None and dtype not in DTYPE_BYTES:
         raise ConfigError(src, "--dtype", f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPE_BYTES)}")
+    if name is not None:
+        check_name(name, src)
     clean = check_params(params, src)
     model = load_model(onnx, path, src)
     notes: list[str] = []
@@ -168,13 +172,11 @@ def import_onnx(path: str | Path, params: dict[str, Any] | None = None, dtype: s
     notes[:0] = summary_notes(g, len(inferred.graph.node))
     opset = next((o.version for o in inferred.opset_import if o.domain in ("", "ai.onnx")), None)
     producer = " ".join(p for p in (inferred.producer_name, inferred.producer_version) if p)
-    desc = f"Imported from {Path(src).name} (ONNX opset {opset}{', ' + producer if producer else ''}) by " \
-           "accelsim import-onnx"
+    producer = f", {printable(producer, 200)}" if producer else ""
+    desc = f"Imported from {printable(Path(src).name, 200)} (ONNX opset {opset}{producer}) by accelsim import-onnx"
     if used:
         desc += " with " + ", ".join(f"{k}={v}" for k, v in used.items())
-    data = {"name": sanitize(Path(src).stem) or "onnx-model", "description": desc + ".", "dtype": dtype,
+    data = {"name": name or sanitize(Path(src).stem) or "onnx-model", "description": desc + ".", "dtype": dtype,
             "layers": g.layers}
     workload_from_dict(data, src)  # the importer's output must always validate
-    if name:
-        data["name"] = name
     return OnnxImport(data, tuple(notes))

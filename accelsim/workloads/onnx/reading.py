@@ -15,6 +15,7 @@ from typing import Any
 
 from accelsim import limits
 from accelsim.errors import AccelsimError, ConfigError
+from accelsim.textsafe import printable, short_repr
 from accelsim.workloads.onnx.optypes import FLOAT_DTYPES, INT_DTYPES
 
 Shape = tuple[int, ...]
@@ -110,6 +111,16 @@ def read_model_bytes(path: str | Path, src: str) -> bytes:
     if len(raw) > cap:
         raise OnnxImportError(src, f"file is larger than {cap:,} bytes{too_big}")
     return raw
+
+
+def check_name(name: str, src: str) -> str:
+    """A --name for the workload: non-empty printable text (no newline, ESC or other control character)."""
+    if not name.strip():
+        raise ConfigError(src, "--name", "must not be empty (a workload needs a name)")
+    if printable(name) != name:
+        raise ConfigError(src, "--name", f"{short_repr(name)} contains a control character (a newline, ESC or "
+                                         "similar); a workload name is printable text")
+    return name
 
 
 def load_model(onnx: Any, path: str | Path, src: str) -> Any:
