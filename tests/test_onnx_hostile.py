@@ -238,3 +238,13 @@ def test_a_path_with_a_newline_cannot_break_the_yaml(tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err
     assert "\x1b" not in err and all(line.startswith(("wrote ", "note: ")) for line in err.splitlines()), err
     assert yaml.safe_load(out.read_text()) == data
+
+
+def test_reading_stops_past_the_cap_even_when_the_file_grew_after_the_stat() -> None:
+    import io
+
+    from accelsim.workloads.onnx.reading import _read_capped
+
+    assert _read_capped(io.BytesIO(b"x" * 10), 3, 5) == b"x" * 6  # cap + 1: the caller refuses it
+    assert _read_capped(io.BytesIO(b"x" * 10), 10, 100) == b"x" * 10
+    assert _read_capped(io.BytesIO(b""), 0, 100) == b""

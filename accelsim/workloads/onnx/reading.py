@@ -103,7 +103,7 @@ def read_model_bytes(path: str | Path, src: str) -> bytes:
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced since the stat above
                 raise OnnxImportError(src, "is not a regular file; expected an .onnx file")
-            raw = fh.read(cap + 1)
+            raw = _read_capped(fh, st.st_size, cap)
     except OSError as exc:
         raise OnnxImportError(src, f"cannot read: {exc.strerror or one_line(exc)}") from None
     except MemoryError:
@@ -121,6 +121,21 @@ def check_name(name: str, src: str) -> str:
         raise ConfigError(src, "--name", f"{short_repr(name)} contains a control character (a newline, ESC or "
                                          "similar); a workload name is printable text")
     return name
+
+
+def _read_capped(fh: Any, size: int, cap: int) -> bytes:
+    """At most ``cap + 1`` bytes of ``fh``, asking for the stat'ed ``size`` first: ``read(n)`` allocates ``n``
+    bytes up front, so one ``read(cap + 1)`` would reserve 2 GiB for any model (and fail under a memory limit)."""
+    chunks: list[bytes] = []
+    total, want = 0, size + 1
+    while total <= cap:
+        chunk = fh.read(min(max(want, 1 << 16), cap + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 20  # the file grew since the stat: go on in 1 MiB steps
+    return b"".join(chunks)
 
 
 def load_model(onnx: Any, path: str | Path, src: str) -> Any:
