@@ -9,6 +9,9 @@ from accelsim.errors import AccelsimError
 MAC_LIMIT = 1 << 62  # MACs (or vector elements, ops, bytes) of one kernel: leaves room for cycles and bytes
 INT64_MAX = (1 << 63) - 1
 _WHY = "accelsim counts MACs, cycles and bytes in 64-bit integers"
+# Largest ONNX file read by import-onnx: protobuf caps one message at 2 GiB, so a bigger model keeps its
+# weights as external data (never read); the file itself then holds little more than the graph.
+MAX_ONNX_BYTES = 2**31
 
 
 class SizeLimitError(AccelsimError):

@@ -10,6 +10,7 @@ from accelsim.cli import options
 from accelsim.cli.common import refuse_input_as_output
 from accelsim.config.templating import parse_sets
 from accelsim.fileio import write_atomic
+from accelsim.textsafe import printable
 from accelsim.workloads.onnx import import_onnx, workload_yaml
 
 
@@ -25,9 +26,10 @@ def cmd_import_onnx(args: argparse.Namespace) -> int:
     write_atomic(args.out, text)
     ops = Counter(layer["op"] for layer in data["layers"])
     summary = ", ".join(f"{v} {k}" for k, v in sorted(ops.items()))
-    print(f"wrote {args.out}: workload {data['name']!r}, {len(data['layers'])} layers ({summary})", file=sys.stderr)
+    print(f"wrote {printable(args.out)}: workload {data['name']!r}, {len(data['layers'])} layers ({summary})",
+          file=sys.stderr)
     for note in imported.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {printable(note)}", file=sys.stderr)
     return 0
 
 

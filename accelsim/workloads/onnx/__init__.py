@@ -1,9 +1,9 @@
 """Import an ONNX model as an accelsim workload (shapes only: weight data is never loaded).
 
-:func:`import_onnx` reads the graph with ``onnx.load(path, load_external_data=False)``, fixes symbolic
-input dims (the leading one is the batch: ``params["batch"]``, default 1; any other by a parameter of the
-same name), runs ONNX shape inference and maps every node to a workload layer in graph order. It returns
-an :class:`OnnxImport` (the workload dict and its notes); :func:`workload_yaml` writes it as YAML. The
+:func:`import_onnx` reads the graph (a regular file of at most 2 GiB; external weight data is never read),
+fixes symbolic input dims (the leading one is the batch: ``params["batch"]``, default 1; any other by a
+parameter of the same name), runs ONNX shape inference and maps every node to a workload layer in graph
+order. It returns an :class:`OnnxImport` (the workload dict and its notes); :func:`workload_yaml` writes it as YAML. The
 command line (``accelsim import-onnx``) lives in :mod:`accelsim.cli.import_onnx`. ``onnx`` is optional:
 it is imported only when a model is read.
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from accelsim.workloads.onnx.checks import check_axes, check_same_elements, node_label
 from accelsim.workloads.onnx.optypes import ELEMENTWISE, SAME_SHAPE_OPS
 from accelsim.workloads.onnx.reading import MAX_DIM, OnnxImportError, Shape, known_shape, prod, sanitize
 
@@ -49,13 +50,15 @@ class GraphState:
         """Record an approximation note (said once, with the number of nodes it applies to)."""
         self.extra_notes[text] = self.extra_notes.get(text, 0) + 1
 
-    def label(self, node: Any, idx: int) -> str:
-        """How errors name a node: its name, else ``OpType_index``."""
-        return node.name or f"{node.op_type}_{idx}"
-
     def fail(self, node: Any, idx: int, problem: str) -> OnnxImportError:
         """The error to raise for a node that cannot be imported."""
-        return OnnxImportError(self.src, f"node {self.label(node, idx)!r} ({node.op_type}): {problem}")
+        return OnnxImportError(self.src, f"node {node_label(node, idx)!r} ({node.op_type}): {problem}")
+
+    def check_layout(self, node: Any, idx: int) -> None:
+        """A layout op's output keeps its input's element count (when both shapes are known)."""
+        first, out = self.shape(node.input[0]), self.shape(node.output[0])
+        if first is not None and out is not None:
+            check_same_elements(lambda p: self.fail(node, idx, p), first, out, node.output[0])
 
     def shape(self, name: str) -> Shape | None:
         """The known shape of a value, else None."""
@@ -138,11 +141,16 @@ class GraphState:
             raise self.fail(node, idx, f"the shape of output {out!r} is unknown")
         return max(1, prod(shape))
 
-    def own_shape(self, node: Any, attrs: dict[str, Any]) -> Shape | None:
-        """The output shape the importer computes itself when ONNX inference left it unknown (None: cannot)."""
+    def own_shape(self, node: Any, idx: int, attrs: dict[str, Any]) -> Shape | None:
+        """The output shape the importer computes itself when ONNX inference left it unknown (None: cannot);
+        an error naming the node when its attributes do not fit its input (a perm or axis past the rank)."""
         op = node.op_type
         ins = [self.shape(i) for i in node.input]
         first = ins[0] if ins else None
+
+        def fail(problem: str) -> OnnxImportError:
+            return self.fail(node, idx, problem)
+
         if op in SAME_SHAPE_OPS:
             return first
         if op in ELEMENTWISE:
@@ -152,7 +160,7 @@ class GraphState:
             try:
                 return tuple(int(v) for v in np.broadcast_shapes(*given))
             except ValueError:
-                return None
+                raise fail(f"input shapes {', '.join(str(list(s)) for s in given)} do not broadcast") from None
         if op == "Constant":
             v = self.constant_node_value(node)
             if v is not None:
@@ -170,6 +178,9 @@ class GraphState:
             return (prod(first[:axis]), prod(first[axis:]))
         if op == "Transpose":
             perm = attrs.get("perm") or list(range(len(first)))[::-1]
+            if sorted(perm) != list(range(len(first))):
+                raise fail(f"attribute perm {list(perm)} is not a permutation of the {len(first)} axes of input "
+                           f"{node.input[0]!r} (shape {list(first)})")
             return tuple(first[p] for p in perm)
         if op in ("Squeeze", "Unsqueeze"):
             axes = attrs.get("axes")
@@ -179,25 +190,19 @@ class GraphState:
             if op == "Squeeze":
                 if axes is None:
                     return tuple(d for d in first if d != 1)
-                axes = {a + len(first) if a < 0 else a for a in axes}
-                return tuple(d for i, d in enumerate(first) if i not in axes)
+                drop = check_axes(fail, axes, len(first), "axes")
+                if any(first[a] != 1 for a in drop):
+                    raise fail(f"axes {list(axes)} name a dimension of input {node.input[0]!r} (shape "
+                               f"{list(first)}) whose size is not 1")
+                return tuple(d for i, d in enumerate(first) if i not in drop)
             if axes is None:
                 return None
             rank = len(first) + len(axes)
-            axes = {a + rank if a < 0 else a for a in axes}
+            new = set(check_axes(fail, axes, rank, "axes"))
             it = iter(first)
-            return tuple(1 if i in axes else next(it) for i in range(rank))
+            return tuple(1 if i in new else next(it) for i in range(rank))
         if op == "Reshape":
-            v = self.value(node.input[1]) if len(node.input) > 1 else None
-            if v is None:
-                return None
-            target = [int(t) for t in np.ravel(v)]
-            if not attrs.get("allowzero", 0):
-                target = [first[i] if t == 0 and i < len(first) else t for i, t in enumerate(target)]
-            if target.count(-1) == 1:
-                known = prod([t for t in target if t != -1])
-                target[target.index(-1)] = prod(first) // known if known else 0
-            return tuple(target) if all(t >= 0 for t in target) else None
+            return self._reshape(node, first, attrs, fail)
         if op == "Shape":
             rank = len(first)
             start, end = attrs.get("start", 0), attrs.get("end", rank)
@@ -205,3 +210,27 @@ class GraphState:
         if op == "Size":
             return ()
         return None
+
+    def _reshape(self, node: Any, first: Shape, attrs: dict[str, Any], fail: Any) -> Shape | None:
+        """A Reshape's output shape from its constant target (None when the target is not known)."""
+        v = self.value(node.input[1]) if len(node.input) > 1 else None
+        if v is None:
+            return None
+        target = [int(t) for t in np.ravel(v)]
+        shown = f"target {target} of input {node.input[1]!r}"
+        if target.count(-1) > 1 or any(t < -1 for t in target):
+            raise fail(f"{shown}: at most one -1 and no other negative size")
+        if not attrs.get("allowzero", 0):
+            if any(t == 0 and i >= len(first) for i, t in enumerate(target)):
+                raise fail(f"{shown}: a 0 (copy the input's size) past the input's rank {len(first)}")
+            target = [first[i] if t == 0 else t for i, t in enumerate(target)]
+        elif 0 in target and -1 in target:
+            raise fail(f"{shown}: with allowzero=1, a 0 and a -1 cannot be used together")
+        if -1 in target:
+            known = prod([t for t in target if t != -1])
+            if not known or prod(first) % known:
+                raise fail(f"{shown}: no size for -1 makes {prod(first):,} elements (input shape {list(first)})")
+            target[target.index(-1)] = prod(first) // known
+        out = tuple(target)
+        check_same_elements(fail, first, out, node.output[0])
+        return out

@@ -13,12 +13,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from accelsim.errors import ConfigError
+from accelsim.textsafe import printable
 from accelsim.workloads.model import DTYPE_BYTES, workload_from_dict
+from accelsim.workloads.onnx.checks import check_node, graph_order
 from accelsim.workloads.onnx.graph import GraphState
 from accelsim.workloads.onnx.ops import handler_for, unsupported
 from accelsim.workloads.onnx.optypes import CONTROL_FLOW, LAYOUT_OPS, MS_OPS
 from accelsim.workloads.onnx.reading import (
     OnnxImportError,
+    check_name,
     check_params,
     load_model,
     one_line,
@@ -41,47 +44,65 @@ class OnnxImport(NamedTuple):
     notes: tuple[str, ...]
 
 
+# unexpected errors inside one node's code: said as one line naming the node (a last resort behind the checks)
+_NODE_ERRORS = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError, StopIteration)
+
+
 def walk(g: GraphState) -> None:
     """Map every node, in graph order, to a layer of ``g`` (or drop it at no cost)."""
+    nodes = g.graph.node
+    for idx in graph_order(g.src, nodes):
+        node = nodes[idx]
+        try:
+            _walk_node(g, node, idx)
+        except _NODE_ERRORS as exc:
+            raise g.fail(node, idx, f"cannot be imported ({type(exc).__name__}: {one_line(exc)})") from None
+
+
+def _walk_node(g: GraphState, node: Any, idx: int) -> None:
+    """Map one node to a layer of ``g`` (or drop it at no cost)."""
     from onnx import helper
 
-    for idx, node in enumerate(g.graph.node):
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
-        op = node.op_type
-        # the op as the importer knows it; None = not a standard op (custom domain): unsupported
-        domain_op = op if node.domain in ("", "ai.onnx") or (node.domain == "com.microsoft" and op in MS_OPS) \
-            else None
-        out0 = node.output[0] if node.output else ""
-        if out0 and g.shape(out0) is None and domain_op is not None:
-            g.shapes[out0] = g.own_shape(node, attrs)
-        if op == "Constant" and domain_op:
-            g.const_nodes[out0] = node
-            g.consts.add(out0)
-            g.dropped_layout[op] += 1
-            continue
-        if op in ("Shape", "Size") and domain_op:
-            g.consts.update(o for o in node.output if o)
-            first = g.shape(node.input[0])
-            if first is not None and op == "Shape":
-                rank = len(first)
-                s = slice(attrs.get("start", 0), attrs.get("end", rank))
-                g.values[out0] = np.array(first[s], dtype=np.int64)
-            g.dropped_layout[op] += 1
-            continue
-        real_inputs = [i for i in node.input if i]
-        if real_inputs and all(i in g.consts for i in real_inputs) and op not in CONTROL_FLOW:
-            g.consts.update(o for o in node.output if o)
-            g.folded[op] += 1
-            continue
-        if domain_op in LAYOUT_OPS:
-            g.dropped_layout[op] += 1
-            continue
-        handler = handler_for(domain_op) if domain_op else None
-        if handler is None:
-            unsupported(g, node, idx)
-        else:
-            handler(g, node, idx, attrs)
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+    op = node.op_type
+    # the op as the importer knows it; None = not a standard op (custom domain): unsupported
+    domain_op = op if node.domain in ("", "ai.onnx") or (node.domain == "com.microsoft" and op in MS_OPS) \
+        else None
+    if domain_op is not None:
+        check_node(g.src, node, idx, g.shape)
+    out0 = node.output[0] if node.output else ""
+    if out0 and g.shape(out0) is None and domain_op is not None:
+        g.shapes[out0] = g.own_shape(node, idx, attrs)
+    if op == "Constant" and domain_op:
+        g.const_nodes[out0] = node
+        g.consts.add(out0)
+        g.dropped_layout[op] += 1
+        return
+    if op in ("Shape", "Size") and domain_op:
+        g.consts.update(o for o in node.output if o)
+        first = g.shape(node.input[0])
+        if first is not None and op == "Shape":
+            rank = len(first)
+            s = slice(attrs.get("start", 0), attrs.get("end", rank))
+            g.values[out0] = np.array(first[s], dtype=np.int64)
+        g.dropped_layout[op] += 1
+        return
+    if domain_op in LAYOUT_OPS:
+        g.check_layout(node, idx)
+    real_inputs = [i for i in node.input if i]
+    if real_inputs and all(i in g.consts for i in real_inputs) and op not in CONTROL_FLOW:
+        g.consts.update(o for o in node.output if o)
+        g.folded[op] += 1
+        return
+    if domain_op in LAYOUT_OPS:
+        g.dropped_layout[op] += 1
+        return
+    handler = handler_for(domain_op) if domain_op else None
+    if handler is None:
+        unsupported(g, node, idx)
+    else:
+        handler(g, node, idx, attrs)
 
 
 def summary_notes(g: GraphState, total_nodes: int) -> list[str]:
@@ -117,6 +138,8 @@ def import_onnx(path: str | Path, params: dict[str, Any] | None = None, dtype: s
     src = str(path)
     if dtype is not None and dtype not in DTYPE_BYTES:
         raise ConfigError(src, "--dtype", f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPE_BYTES)}")
+    if name is not None:
+        check_name(name, src)
     clean = check_params(params, src)
     model = load_model(onnx, path, src)
     notes: list[str] = []
@@ -149,13 +172,11 @@ def import_onnx(path: str | Path, params: dict[str, Any] | None = None, dtype: s
     notes[:0] = summary_notes(g, len(inferred.graph.node))
     opset = next((o.version for o in inferred.opset_import if o.domain in ("", "ai.onnx")), None)
     producer = " ".join(p for p in (inferred.producer_name, inferred.producer_version) if p)
-    desc = f"Imported from {Path(src).name} (ONNX opset {opset}{', ' + producer if producer else ''}) by " \
-           "accelsim import-onnx"
+    producer = f", {printable(producer, 200)}" if producer else ""
+    desc = f"Imported from {printable(Path(src).name, 200)} (ONNX opset {opset}{producer}) by accelsim import-onnx"
     if used:
         desc += " with " + ", ".join(f"{k}={v}" for k, v in used.items())
-    data = {"name": sanitize(Path(src).stem) or "onnx-model", "description": desc + ".", "dtype": dtype,
+    data = {"name": name or sanitize(Path(src).stem) or "onnx-model", "description": desc + ".", "dtype": dtype,
             "layers": g.layers}
     workload_from_dict(data, src)  # the importer's output must always validate
-    if name:
-        data["name"] = name
     return OnnxImport(data, tuple(notes))

@@ -67,6 +67,9 @@ def _clip(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
     for pos, label in ((1, "lo"), (2, "hi")):
         if len(node.input) > pos and node.input[pos]:
             v = g.value(node.input[pos])
+            if v is not None and (np.size(v) != 1 or not np.issubdtype(np.asarray(v).dtype, np.number)):
+                raise g.fail(node, idx, f"input {pos} {node.input[pos]!r} ({'min' if pos == 1 else 'max'}) must be "
+                                        f"a single number, got {np.size(v)} {np.asarray(v).dtype} values")
             if v is None:
                 known = False
             elif label == "lo":
@@ -90,8 +93,13 @@ def _concat(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
         shapes = [g.shape(i) for i in node.input if i]
         ins = [s for s in shapes if s is not None]
         if ins and len(ins) == len(shapes):
+            if len({len(s) for s in ins}) > 1:
+                raise g.fail(node, idx, f"inputs differ in rank: {', '.join(str(list(s)) for s in ins)}")
             axis = attrs.get("axis", 0)
             axis = axis + len(ins[0]) if axis < 0 else axis
+            if not 0 <= axis < len(ins[0]):
+                raise g.fail(node, idx, f"attribute axis {attrs.get('axis', 0)} is out of range for inputs of "
+                                        f"rank {len(ins[0])}")
             first = list(ins[0])
             first[axis] = sum(s[axis] for s in ins)
             g.shapes[out0] = tuple(first)
@@ -166,6 +174,10 @@ def _matmul(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
     ia, ib = MATMUL_OPS[node.op_type]
     a, b = node.input[ia], node.input[ib]
     sa, sb = list(g.need(node, idx, a)), list(g.need(node, idx, b))
+    for name, shape in ((a, sa), (b, sb)):
+        if not shape:
+            raise g.fail(node, idx, f"input {name!r} is a scalar (shape []); {node.op_type} needs operands of "
+                                    "rank 1 or more")
     a_vec, b_vec = len(sa) == 1, len(sb) == 1
     if a_vec:
         sa = [1, *sa]
@@ -279,7 +291,13 @@ def _conv(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
     ws = g.need(node, idx, w, "weight")
     xs = g.need(node, idx, x)
     rank = len(ws) - 2
-    if rank not in (1, 2) or len(xs) != rank + 2:
+    if rank < 1:
+        raise g.fail(node, idx, f"weight {w!r} has shape {list(ws)}; expected filters x channels x kernel dims "
+                                "(rank 3 or more)")
+    if len(xs) != rank + 2:
+        raise g.fail(node, idx, f"input {x!r} has shape {list(xs)} (rank {len(xs)}) but the weight {w!r} "
+                                f"{list(ws)} needs rank {rank + 2}")
+    if rank not in (1, 2):
         g.note_once(f"{node.op_type} with {rank} spatial dims: only 1-D and 2-D convolutions are modelled")
         unsupported(g, node, idx)
         return
@@ -314,6 +332,9 @@ def _pool(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
     op = node.op_type
     xs = g.need(node, idx, node.input[0])
     rank = len(xs) - 2
+    if rank < 1:
+        raise g.fail(node, idx, f"input {node.input[0]!r} has shape {list(xs)}; expected batch x channels x "
+                                "spatial dims (rank 3 or more)")
     if rank not in (1, 2):
         g.note_once(f"{op} with {rank} spatial dims: only 1-D and 2-D pooling is modelled")
         unsupported(g, node, idx)

@@ -6,12 +6,16 @@
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from accelsim import limits
 from accelsim.errors import AccelsimError, ConfigError
+from accelsim.textsafe import printable, short_repr
 from accelsim.workloads.onnx.optypes import FLOAT_DTYPES, INT_DTYPES
 
 Shape = tuple[int, ...]
@@ -77,17 +81,70 @@ def check_params(params: dict[str, Any] | None, src: str) -> dict[str, int]:
     return out
 
 
-def load_model(onnx: Any, path: str | Path, src: str) -> Any:
-    """The ONNX model at ``path`` without its external weight data; one-line errors naming ``src``."""
-    p = Path(path)
-    if not p.exists():
-        raise OnnxImportError(src, "file not found")
-    if p.is_dir():
-        raise OnnxImportError(src, "is a directory, expected an .onnx file")
+def read_model_bytes(path: str | Path, src: str) -> bytes:
+    """The bytes of a regular file of at most MAX_ONNX_BYTES (never blocks on a FIFO or reads a device)."""
+    cap = limits.MAX_ONNX_BYTES
+    too_big = f"; ONNX files are limited to {cap:,} bytes ({cap // 2**30} GiB, protobuf's limit: larger " \
+              "models keep their weights as external data)"
     try:
-        model = onnx.load(str(p), load_external_data=False)
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise OnnxImportError(src, "file not found") from None
     except OSError as exc:
         raise OnnxImportError(src, f"cannot read: {exc.strerror or one_line(exc)}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise OnnxImportError(src, "is a directory, expected an .onnx file")
+    if not stat.S_ISREG(st.st_mode):
+        raise OnnxImportError(src, "is not a regular file (a device, pipe or socket); expected an .onnx file")
+    if st.st_size > cap:
+        raise OnnxImportError(src, f"file is {st.st_size:,} bytes{too_big}")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced since the stat above
+                raise OnnxImportError(src, "is not a regular file; expected an .onnx file")
+            raw = _read_capped(fh, st.st_size, cap)
+    except OSError as exc:
+        raise OnnxImportError(src, f"cannot read: {exc.strerror or one_line(exc)}") from None
+    except MemoryError:
+        raise OnnxImportError(src, f"not enough memory to read its {st.st_size:,} bytes") from None
+    if len(raw) > cap:
+        raise OnnxImportError(src, f"file is larger than {cap:,} bytes{too_big}")
+    return raw
+
+
+def check_name(name: str, src: str) -> str:
+    """A --name for the workload: non-empty printable text (no newline, ESC or other control character)."""
+    if not name.strip():
+        raise ConfigError(src, "--name", "must not be empty (a workload needs a name)")
+    if printable(name) != name:
+        raise ConfigError(src, "--name", f"{short_repr(name)} contains a control character (a newline, ESC or "
+                                         "similar); a workload name is printable text")
+    return name
+
+
+def _read_capped(fh: Any, size: int, cap: int) -> bytes:
+    """At most ``cap + 1`` bytes of ``fh``, asking for the stat'ed ``size`` first: ``read(n)`` allocates ``n``
+    bytes up front, so one ``read(cap + 1)`` would reserve 2 GiB for any model (and fail under a memory limit)."""
+    chunks: list[bytes] = []
+    total, want = 0, size + 1
+    while total <= cap:
+        chunk = fh.read(min(max(want, 1 << 16), cap + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 20  # the file grew since the stat: go on in 1 MiB steps
+    return b"".join(chunks)
+
+
+def load_model(onnx: Any, path: str | Path, src: str) -> Any:
+    """The ONNX model at ``path`` without its external weight data; one-line errors naming ``src``."""
+    raw = read_model_bytes(path, src)
+    try:
+        model = onnx.load_model_from_string(raw)
+    except MemoryError:
+        raise OnnxImportError(src, f"not enough memory to parse its {len(raw):,} bytes") from None
     except Exception as exc:  # protobuf DecodeError and friends
         raise OnnxImportError(src, f"not an ONNX model (cannot parse it as an ONNX protobuf: {one_line(exc)})") \
             from None
