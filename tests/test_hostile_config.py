@@ -221,6 +221,31 @@ def test_deep_expression_gives_a_value_or_a_clean_error():
             assert "nested too deeply" in str(exc)
 
 
+def _long_sum_workload(first: str, repeat: int) -> dict:
+    m = "+".join([first] + ["1"] * 498)  # 499 terms, under MAX_EXPR_CHARS
+    return {"name": "w", "layers": [{"repeat": repeat, "name": "r",
+                                    "layers": [{"name": "a", "op": "gemm", "m": m, "n": 64, "k": 64}]}]}
+
+
+def test_repeated_expression_is_evaluated_once():
+    """A 499-term expression in a 100,000-times repeat block took 250 s to validate: it was parsed and walked
+    again for every copy. Now one text is parsed once and its value reused while its names hold the same values."""
+    out = templating.expand(_long_sum_workload("1", 100_000), None, "w.yaml")
+    assert len(out["layers"]) == 100_000 and {lay["m"] for lay in out["layers"]} == {499}
+    budget = templating.Budget(steps=2_000)  # one evaluation (about a thousand steps) fits; a second would not
+    for _ in range(3):
+        assert templating.evaluate("+".join(["1"] * 499), {"i": 1}, budget) == 499
+
+
+def test_expression_work_is_bounded():
+    """The same expression reading the block index ``i`` differs in every copy: its total work is capped."""
+    with pytest.raises(ConfigError) as info:
+        templating.expand(_long_sum_workload("i", 100_000), None, "w.yaml")
+    has(str(info.value), "w.yaml: layers[0](r).layers[0](a).m: expressions take more than 5,000,000 steps",
+        "use shorter expressions or fewer repeats")
+    assert templating.expand(_long_sum_workload("i", 100), None, "w.yaml")["layers"][99]["m"] == 99 + 498
+
+
 @pytest.mark.parametrize("name", ["deep-nesting.yaml", "deep-block-nesting.yaml"])
 def test_deep_nesting_refused(capsys, name):
     path = CORPUS / name
