@@ -370,3 +370,23 @@ def test_exponent_without_dot_or_sign_says_how_to_write_it(capsys, tmp_path, tex
     fixed = hint.split(" or ")[1]
     path.write_text(yaml.safe_dump(data).replace("bandwidth_gb_s: 600", f"bandwidth_gb_s: {fixed}"))
     assert main(["validate", str(path)]) == 0
+
+
+@pytest.mark.parametrize("kind", ["workload", "hardware", "sweep"])
+def test_validate_escapes_names_in_its_ok_line(capsys, tmp_path, kind):
+    """validate's ok line quoted the file's name raw: a name with ESC[31m recoloured the terminal."""
+    root = Path(__file__).resolve().parents[1]
+    source = {"workload": root / "workloads" / "gemm-microbench.yaml", "hardware": root / "hwconfigs" / "tpu-like.yaml",
+              "sweep": root / "sweeps" / "sram-vs-bandwidth.yaml"}[kind]
+    data = yaml.safe_load(source.read_text())
+    data["name"] = "\x1b[31mred\x07"
+    for key in ("hardware", "workloads"):  # a sweep's paths are relative to the repository
+        if key in data:
+            data[key] = str(root / data[key]) if isinstance(data[key], str) else [str(root / w) for w in data[key]]
+    data.pop("random", None)
+    path = tmp_path / "f.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    has(out, "'\\x1b[31mred\\x07'")
