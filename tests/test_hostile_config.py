@@ -390,3 +390,26 @@ def test_validate_escapes_names_in_its_ok_line(capsys, tmp_path, kind):
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     has(out, "'\\x1b[31mred\\x07'")
+
+
+def test_runtime_config_with_a_typo_names_the_key(capsys, tmp_path):
+    """{max_batch, unknown_key} was 'not a file accelsim knows': now a runtime config with an unknown key."""
+    path = tmp_path / "rt.yaml"
+    path.write_text("max_batch: 8\nunknown_key: 1\n")
+    assert main(["validate", str(path)]) == 2
+    has(capsys.readouterr().err, f"{path}: unknown_key: unknown key; allowed: ", "max_batch")
+
+
+@pytest.mark.parametrize("cost, ok", [("pes / 0", False), ("pes / (sram_bytes - sram_bytes)", False),
+                                      ("pes / (pes - 3)", True)])
+def test_sweep_cost_always_dividing_by_zero_is_refused(capsys, tmp_path, cost, ok):
+    """'pes / 0' passed validate and the sweep ran without a cost column and without a word."""
+    root = Path(__file__).resolve().parents[1]
+    data = yaml.safe_load((root / "sweeps" / "sram-vs-bandwidth.yaml").read_text())
+    data.update(hardware=str(root / data["hardware"]), workloads=[str(root / w) for w in data["workloads"]],
+                cost=cost)
+    path = tmp_path / "sw.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == (0 if ok else 2)
+    if not ok:
+        has(capsys.readouterr().err, f"{path}: cost: {short_repr(cost)} divides by zero whatever the columns hold")

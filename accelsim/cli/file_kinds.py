@@ -105,7 +105,7 @@ def detect_kind(data: Any, source: str) -> str:
         return "variants"
     if keys & ((set(Hardware.model_fields) - {"name"}) | {EXTENDS_KEY, FAMILY_KEY, PROVENANCE_KEY}):
         return "hardware"
-    if keys and keys <= set(RuntimeConfig.model_fields):
+    if keys & set(RuntimeConfig.model_fields):  # validation then names any other key (a typo) as unknown
         return "runtime"
     raise ConfigError(source, None, "not a file accelsim knows: expected a hardware config (core, dram, ...), a "
                       "workload (layers), a sweep spec (workloads), a runtime config (max_batch, variability, "
