@@ -115,14 +115,30 @@ Files = Mapping[str, bytes | str] | Mapping[Path, bytes | str] | Mapping[str | o
 _INPUTS: ContextVar[tuple[Path, ...]] = ContextVar("accelsim_command_inputs", default=())
 
 
+# The files the command has read since (configs pulled in through ``extends``, a variants file's workloads, a
+# sweep's hardware ...): protected like _INPUTS; None outside :func:`inputs_protected`
+_READ: ContextVar[list[Path] | None] = ContextVar("accelsim_files_read", default=None)
+
+
 @contextlib.contextmanager
 def inputs_protected(paths: Iterable[str | os.PathLike[str]]) -> Iterator[None]:
-    """Within the block, :func:`write_all` refuses a target that is one of ``paths`` (the command's inputs)."""
+    """Within the block, :func:`write_all` refuses a target that is one of ``paths`` (the command's inputs) or a
+    file read in the block (:func:`note_read`: every config file, the ones an input pulls in included)."""
     token = _INPUTS.set(tuple(Path(p) for p in paths))
+    read_token = _READ.set([])
     try:
         yield
     finally:
+        _READ.reset(read_token)
         _INPUTS.reset(token)
+
+
+def note_read(path: str | os.PathLike[str]) -> None:
+    """Record that the command read ``path`` (inside :func:`inputs_protected`; else nothing): no output of the
+    command may replace it."""
+    read = _READ.get()
+    if read is not None and Path(path) not in read:
+        read.append(Path(path))
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
@@ -145,6 +161,10 @@ def _refuse_an_input(given: Path, target: Path) -> None:
         if same_file(target, path):
             raise OutputError(str(given), f"it is this command's input {path} (the result would replace it); "
                                           "write elsewhere")
+    for path in _READ.get() or ():
+        if same_file(target, path):
+            raise OutputError(str(given), f"it is a file this command reads ({path}, pulled in by one of its "
+                                          "inputs; the result would replace it); write elsewhere")
 
 
 def write_all(files: Files, *, fsync: bool = False) -> list[Path]:
@@ -207,6 +227,7 @@ def atomic_open(path: str | os.PathLike[str], *, encoding: str = "utf-8",
     """
     given = Path(path)
     target = resolve_target(given)
+    _refuse_an_input(given, target)
     _make_parent(given, target)
     tmp = _tmp_path(target)
     with _temporaries_removed_on_failure([tmp], lambda: given):

@@ -49,4 +49,6 @@ def check_kernel(kernel: Any, workload: str | None = None, index: int = 0) -> No
 def check_total(where: str, what: str, value: int) -> None:
     """Refuse a cycle or byte count past 2^63 - 1."""
     if value > INT64_MAX:
-        raise SizeLimitError(f"{where}: {what} = {value:,} exceeds 2^63-1 ({_WHY}); use a smaller shape")
+        fix = "a smaller shape or faster hardware (clock, per-cycle rates, bandwidths)" if "cycles" in what \
+            else "a smaller shape"
+        raise SizeLimitError(f"{where}: {what} = {value:,} exceeds 2^63-1 ({_WHY}); use {fix}")

@@ -176,7 +176,8 @@ def test_wrong_type_int(capsys, bad_hw):
 def test_wrong_type_number_or_unlimited(capsys, bad_hw):
     path = bad_hw(lambda d: d["dram"].update(bandwidth_gb_s="fast"))
     line = fails(capsys, "validate", path)
-    assert_names(line, str(path), "dram.bandwidth_gb_s: expected a number greater than 0 or 'unlimited', got 'fast'")
+    assert_names(line, str(path), "dram.bandwidth_gb_s: expected a number of at least 0.001 (smaller rates make "
+                                  "cycle counts overflow) or 'unlimited', got 'fast'")
     assert "more problem" not in line
 
 
@@ -209,16 +210,46 @@ def test_missing_discriminator_key(capsys, bad_hw):
 # -- zero / negative sizes ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("mutate, key, value", [
-    (lambda d: d["core"]["compute"].update(rows=0), "core.compute.rows", "0"),
-    (lambda d: d["core"]["compute"].update(cols=-8), "core.compute.cols", "-8"),
-    (lambda d: d["core"]["sram"].update(ifmap_bytes=0), "core.sram.ifmap_bytes", "0"),
-    (lambda d: d.update(clock_ghz=-1.0), "clock_ghz", "-1.0"),
-    (lambda d: d["dram"].update(bandwidth_gb_s=0), "dram.bandwidth_gb_s", "0"),
+@pytest.mark.parametrize("mutate, key, value, expect", [
+    (lambda d: d["core"]["compute"].update(rows=0), "core.compute.rows", "0", "greater than 0"),
+    (lambda d: d["core"]["compute"].update(cols=-8), "core.compute.cols", "-8", "greater than 0"),
+    (lambda d: d["core"]["sram"].update(ifmap_bytes=0), "core.sram.ifmap_bytes", "0", "greater than 0"),
+    (lambda d: d.update(clock_ghz=-1.0), "clock_ghz", "-1.0", "the least accepted is 0.001"),
+    (lambda d: d["dram"].update(bandwidth_gb_s=0), "dram.bandwidth_gb_s", "0", "at least 0.001"),
 ], ids=["rows=0", "cols=-8", "ifmap_bytes=0", "clock=-1", "bandwidth=0"])
-def test_hardware_size_not_positive(capsys, bad_hw, mutate, key, value):
+def test_hardware_size_not_positive(capsys, bad_hw, mutate, key, value, expect):
     path = bad_hw(mutate)
-    assert_names(fails(capsys, "validate", path), str(path), f"{key}: ", "greater than 0", f"got {value}")
+    assert_names(fails(capsys, "validate", path), str(path), f"{key}: ", expect, f"got {value}")
+
+
+@pytest.mark.parametrize("mutate, key, value", [
+    (lambda d: d.update(clock_ghz=5.0e-324), "clock_ghz", "5e-324"),
+    (lambda d: d.update(clock_ghz=1.0e-300), "clock_ghz", "1e-300"),
+    (lambda d: d["dram"].update(bandwidth_gb_s=1.0e-300), "dram.bandwidth_gb_s", "1e-300"),
+    (lambda d: d["core"]["sram"].update(bandwidth_bytes_per_cycle=1.0e-9), "core.sram.bandwidth_bytes_per_cycle",
+     "1e-09"),
+], ids=["clock=denormal", "clock=1e-300", "dram=1e-300", "sram=1e-9"])
+def test_hardware_rate_too_small(capsys, bad_hw, mutate, key, value):
+    """Clocks and rates divide: a tiny one used to run to 'latency inf us' / 'avg power nan W' (rc 0)."""
+    path = bad_hw(mutate)
+    assert_names(fails(capsys, "validate", path), str(path), f"{key}: ", "0.001", f"got {value}", "overflow")
+
+
+@pytest.mark.parametrize("setting, key", [
+    ("clock_ghz=5.0e-324", "clock_ghz"),
+    ("core.compute.macs_per_cycle.fp16=1.0e-300", "core.compute.macs_per_cycle.fp16"),
+])
+def test_hw_set_rate_too_small(capsys, recwarn, setting, key):
+    """Through --hw-set too: refused at load, before the engine (which warned of numpy overflows, then blamed
+    the shape with a 300-digit cycle count)."""
+    line = fails(capsys, "run", "--hw", ROOT / "hwconfigs" / "a100-like.yaml", "--workload", GEMM, "--hw-set", setting)
+    assert_names(line, f"{key}: too small", "the least accepted is 0.001", f"from --hw-set {setting}")
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_hardware_clock_too_large(capsys, bad_hw):
+    path = bad_hw(lambda d: d.update(clock_ghz=1.0e+6))
+    assert_names(fails(capsys, "validate", path), str(path), "clock_ghz: too large", "the limit is 1000 (1 THz")
 
 
 @pytest.mark.parametrize("dim, value", [("m", 0), ("n", -4), ("k", 0)])

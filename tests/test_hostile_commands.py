@@ -221,6 +221,47 @@ def test_run_output_must_not_replace_an_input(capsys: pytest.CaptureFixture[str]
     assert wl.read_text() == before
 
 
+@pytest.mark.parametrize("command", [
+    ["run", "--workload", str(WL / "gemm-microbench.yaml")],
+    ["trace", "--workload", str(WL / "gemm-microbench.yaml")],
+    ["reality-check", "--workload", str(WL / "gemm-microbench.yaml")],
+    ["functional-check", "--m", "16", "--n", "16", "--k", "32", "--pattern", "2:4"],
+])
+def test_output_must_not_replace_a_file_the_hw_extends(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       command: list[str]) -> None:
+    """-o naming the family file a.yaml's ``extends`` reads (not a top-level input) replaced it, rc 0."""
+    (tmp_path / "families").mkdir()
+    family = tmp_path / "families" / "ampere-datacenter.yaml"
+    family.write_bytes((HW / "families" / "ampere-datacenter.yaml").read_bytes())
+    hw = tmp_path / "hw.yaml"
+    hw.write_bytes(A100.read_bytes())
+    before = family.read_bytes()
+    line = one_line(capsys, command[0], "--hw", hw, *command[1:], "-o", family)
+    assert line == (f"{PREFIX}{family}: cannot write: it is a file this command reads ({family}, pulled in by one of "
+                    "its inputs; the result would replace it); write elsewhere")
+    assert family.read_bytes() == before
+
+
+def test_written_files_refuse_what_the_command_read(tmp_path: Path) -> None:
+    """fileio: within inputs_protected, every config read (note_read) is protected from write_all and atomic_open."""
+    from accelsim.errors import OutputError
+    from accelsim.fileio import atomic_open, inputs_protected, write_all
+
+    (tmp_path / "families").mkdir()
+    family = tmp_path / "families" / "ampere-datacenter.yaml"
+    family.write_bytes((HW / "families" / "ampere-datacenter.yaml").read_bytes())
+    hw = tmp_path / "hw.yaml"
+    hw.write_bytes(A100.read_bytes())
+    with inputs_protected([hw]):
+        load_hardware(hw)
+        with pytest.raises(OutputError, match="a file this command reads"):
+            write_all({family: "x"})
+        with pytest.raises(OutputError, match="a file this command reads"), atomic_open(family) as fh:
+            fh.write("x")
+        write_all({tmp_path / "ok.txt": "fine"})
+    assert (tmp_path / "ok.txt").read_text() == "fine"
+
+
 @pytest.mark.parametrize("command", [["decide", "--variants", str(ROOT / "examples" / "variants-bert.yaml")],
                                      ["serve", "--workload", str(WL / "bert-base.yaml"), "--rate", "10"]])
 def test_directory_outputs_refuse_a_file_before_simulating(capsys: pytest.CaptureFixture[str], tmp_path: Path,

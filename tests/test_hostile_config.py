@@ -221,6 +221,31 @@ def test_deep_expression_gives_a_value_or_a_clean_error():
             assert "nested too deeply" in str(exc)
 
 
+def _long_sum_workload(first: str, repeat: int) -> dict:
+    m = "+".join([first] + ["1"] * 498)  # 499 terms, under MAX_EXPR_CHARS
+    return {"name": "w", "layers": [{"repeat": repeat, "name": "r",
+                                    "layers": [{"name": "a", "op": "gemm", "m": m, "n": 64, "k": 64}]}]}
+
+
+def test_repeated_expression_is_evaluated_once():
+    """A 499-term expression in a 100,000-times repeat block took 250 s to validate: it was parsed and walked
+    again for every copy. Now one text is parsed once and its value reused while its names hold the same values."""
+    out = templating.expand(_long_sum_workload("1", 100_000), None, "w.yaml")
+    assert len(out["layers"]) == 100_000 and {lay["m"] for lay in out["layers"]} == {499}
+    budget = templating.Budget(steps=2_000)  # one evaluation (about a thousand steps) fits; a second would not
+    for _ in range(3):
+        assert templating.evaluate("+".join(["1"] * 499), {"i": 1}, budget) == 499
+
+
+def test_expression_work_is_bounded():
+    """The same expression reading the block index ``i`` differs in every copy: its total work is capped."""
+    with pytest.raises(ConfigError) as info:
+        templating.expand(_long_sum_workload("i", 100_000), None, "w.yaml")
+    has(str(info.value), "w.yaml: layers[0](r).layers[0](a).m: expressions take more than 5,000,000 steps",
+        "use shorter expressions or fewer repeats")
+    assert templating.expand(_long_sum_workload("i", 100), None, "w.yaml")["layers"][99]["m"] == 99 + 498
+
+
 @pytest.mark.parametrize("name", ["deep-nesting.yaml", "deep-block-nesting.yaml"])
 def test_deep_nesting_refused(capsys, name):
     path = CORPUS / name
@@ -345,3 +370,46 @@ def test_exponent_without_dot_or_sign_says_how_to_write_it(capsys, tmp_path, tex
     fixed = hint.split(" or ")[1]
     path.write_text(yaml.safe_dump(data).replace("bandwidth_gb_s: 600", f"bandwidth_gb_s: {fixed}"))
     assert main(["validate", str(path)]) == 0
+
+
+@pytest.mark.parametrize("kind", ["workload", "hardware", "sweep"])
+def test_validate_escapes_names_in_its_ok_line(capsys, tmp_path, kind):
+    """validate's ok line quoted the file's name raw: a name with ESC[31m recoloured the terminal."""
+    root = Path(__file__).resolve().parents[1]
+    source = {"workload": root / "workloads" / "gemm-microbench.yaml", "hardware": root / "hwconfigs" / "tpu-like.yaml",
+              "sweep": root / "sweeps" / "sram-vs-bandwidth.yaml"}[kind]
+    data = yaml.safe_load(source.read_text())
+    data["name"] = "\x1b[31mred\x07"
+    for key in ("hardware", "workloads"):  # a sweep's paths are relative to the repository
+        if key in data:
+            data[key] = str(root / data[key]) if isinstance(data[key], str) else [str(root / w) for w in data[key]]
+    data.pop("random", None)
+    path = tmp_path / "f.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    has(out, "'\\x1b[31mred\\x07'")
+
+
+def test_runtime_config_with_a_typo_names_the_key(capsys, tmp_path):
+    """{max_batch, unknown_key} was 'not a file accelsim knows': now a runtime config with an unknown key."""
+    path = tmp_path / "rt.yaml"
+    path.write_text("max_batch: 8\nunknown_key: 1\n")
+    assert main(["validate", str(path)]) == 2
+    has(capsys.readouterr().err, f"{path}: unknown_key: unknown key; allowed: ", "max_batch")
+
+
+@pytest.mark.parametrize("cost, ok", [("pes / 0", False), ("pes / (sram_bytes - sram_bytes)", False),
+                                      ("pes / (pes - 3)", True)])
+def test_sweep_cost_always_dividing_by_zero_is_refused(capsys, tmp_path, cost, ok):
+    """'pes / 0' passed validate and the sweep ran without a cost column and without a word."""
+    root = Path(__file__).resolve().parents[1]
+    data = yaml.safe_load((root / "sweeps" / "sram-vs-bandwidth.yaml").read_text())
+    data.update(hardware=str(root / data["hardware"]), workloads=[str(root / w) for w in data["workloads"]],
+                cost=cost)
+    path = tmp_path / "sw.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == (0 if ok else 2)
+    if not ok:
+        has(capsys.readouterr().err, f"{path}: cost: {short_repr(cost)} divides by zero whatever the columns hold")

@@ -429,6 +429,6 @@ def test_validate_checks_every_file_and_fails_if_any_is_bad(tmp_path: Path,
     assert out.splitlines() == ["hwconfigs/tpu-like.yaml: ok (hardware 'tpu-like')".replace(
         "hwconfigs/", f"{ROOT}/hwconfigs/"), f"{ROOT}/workloads/resnet18.yaml: ok (workload 'resnet18', 21 layers)"]
     lines = err.strip().splitlines()
-    assert f"{bad}: clock_ghz: should be greater than 0, got -1" in lines[0]
+    assert f"{bad}: clock_ghz: too small, got -1; the least accepted is 0.001" in lines[0]
     assert any("no.yaml: file not found" in line for line in lines)
     assert lines[-1] == "accelsim: error: 2 of 4 files have problems" and len(lines) <= 11

@@ -29,7 +29,7 @@ from accelsim.cli.common import (
 from accelsim.cli.validate_hw import validate_hw_command
 from accelsim.config.templating import parse_sets
 from accelsim.errors import AccelsimError
-from accelsim.fileio import atomic_open, resolve_target, write_all
+from accelsim.fileio import atomic_open, refuse_input_targets, resolve_target, write_all
 from accelsim.formats import normalize_format
 from accelsim.hardware.model import Hardware, load_hardware
 from accelsim.report import plots
@@ -182,6 +182,7 @@ def trace_command(hw_path: str | Path, workload_path: str | Path,
     resolve_target(out)  # a folder or device as the output fails before the run, not after it
     hw = load_hardware(hw_path, list(hw_set or []))
     model = load_workload(workload_path, _params(set_params))
+    refuse_input_targets([out])  # a file the configs pulled in (extends): refused before the run
     pattern = normalize_format(sparsity) if sparsity is not None else None
     result = run(model, hw, pattern, hw_source=str(hw_path), keep_tiles=True)
     bound = DEFAULT_MAX_EVENTS if max_events is None else (None if max_events == 0 else int(max_events))

@@ -118,4 +118,6 @@ def load_pair(args: argparse.Namespace) -> tuple[Hardware, Workload, str | None]
             sparsity = normalize_format(args.sparsity)
         except ValueError as exc:
             raise AccelsimError(f"--sparsity: {exc}") from None
+    if getattr(args, "out", None):  # a file the inputs pulled in (extends): refused before the work
+        refuse_input_targets([args.out])
     return hw, model, sparsity

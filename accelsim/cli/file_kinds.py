@@ -24,6 +24,7 @@ from accelsim.serving.config import RuntimeConfig
 from accelsim.serving.variants import VariantsFile, check_variants
 from accelsim.sweep import load_spec
 from accelsim.sweep.schema import SweepSpecModel
+from accelsim.textsafe import printable
 from accelsim.workloads.file_schema import workload_schema
 from accelsim.workloads.model import workload_from_dict
 
@@ -104,7 +105,7 @@ def detect_kind(data: Any, source: str) -> str:
         return "variants"
     if keys & ((set(Hardware.model_fields) - {"name"}) | {EXTENDS_KEY, FAMILY_KEY, PROVENANCE_KEY}):
         return "hardware"
-    if keys and keys <= set(RuntimeConfig.model_fields):
+    if keys & set(RuntimeConfig.model_fields):  # validation then names any other key (a typo) as unknown
         return "runtime"
     raise ConfigError(source, None, "not a file accelsim knows: expected a hardware config (core, dram, ...), a "
                       "workload (layers), a sweep spec (workloads), a runtime config (max_batch, variability, "
@@ -112,10 +113,12 @@ def detect_kind(data: Any, source: str) -> str:
 
 
 def validate_file(path: str | Path) -> str:
-    """Validate one file with the loader of its kind; return the one-line verdict (ConfigError if invalid)."""
+    """Validate one file with the loader of its kind; return the one-line verdict (ConfigError if invalid).
+
+    The verdict quotes names from the file (and the path): control characters are escaped, as run does."""
     src = str(path)
     data, _ = read_yaml(path)
-    return FILE_KINDS[detect_kind(data, src)].verdict(Path(path), data, src)
+    return printable(FILE_KINDS[detect_kind(data, src)].verdict(Path(path), data, src))
 
 
 def provenance_text(path: str | Path) -> str | None:

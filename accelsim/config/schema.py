@@ -24,7 +24,12 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 MAX_DIM = 2**31 - 1  # largest size per dimension (m, n, k, batch, channels, rows, SRAM bytes, ...)
 MAX_BIG = 2**62  # largest capacity-like count (DRAM bytes, KV-cache elements)
 MAX_FLOAT = 1e18  # largest rate, energy or time in a hardware config (keeps products of sizes finite)
-LIMIT_NAMES = {MAX_DIM: "2^31-1 per dimension", MAX_BIG: "2^62", MAX_FLOAT: "10^18 for hardware figures"}
+MIN_RATE = 1e-3  # least clock (GHz), per-cycle rate or bandwidth (GB/s) a hardware config may give: they divide
+MAX_CLOCK_GHZ = 1e3  # most clock: 1 THz (cycles to seconds, and GB/s to bytes per cycle, divide by it)
+LIMIT_NAMES = {MAX_DIM: "2^31-1 per dimension", MAX_BIG: "2^62", MAX_FLOAT: "10^18 for hardware figures",
+               MAX_CLOCK_GHZ: "1 THz; no real clock comes near"}
+FLOOR_NAMES = {MIN_RATE: "the floor for clocks in GHz, per-cycle rates and bandwidths in GB/s, far below any real "
+                         "design: smaller ones make cycle counts and times overflow"}
 
 # Labels pydantic inserts into error locations for the members of a plain (undiscriminated) union, e.g.
 # 'constrained-float', 'int'; with a model's discriminator tags (``union_tags``) they are not user keys.
@@ -253,6 +258,8 @@ def _describe(err: Any, model: type[BaseModel]) -> tuple[tuple[Any, ...], str]:
         limit = ctx["le"]
         msg = f"too large{got}; the limit is {f'{limit:,}' if isinstance(limit, int) else f'{limit:g}'} "
         msg += f"({LIMIT_NAMES[limit]})"
+    elif kind == "greater_than_equal" and ctx.get("ge") in FLOOR_NAMES:
+        msg = f"too small{got}; the least accepted is {ctx['ge']:g} ({FLOOR_NAMES[ctx['ge']]})"
     elif kind == "finite_number":
         msg = f"must be a finite number{got}"
     else:

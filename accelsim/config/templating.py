@@ -11,6 +11,7 @@ replaces the top-level text fields in ``SETTABLE_FIELDS`` that the file declares
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -38,12 +39,56 @@ MAX_MAGNITUDE = 2**63  # largest integer an expression may produce, at any step
 MAX_LAYERS = 100_000  # layers a workload may expand to through repeat blocks
 
 
-def evaluate(expr: str, names: dict[str, int | float]) -> int | float:
+MAX_EXPR_WORK = 5_000_000  # expression steps (numbers, names, operations) one workload's expansion may evaluate
+
+Names = dict[str, int | float]
+_Compiled = Callable[[Names], "int | float"]
+
+
+def evaluate(expr: str, names: Names, budget: Budget | None = None) -> int | float:
     """Evaluate an arithmetic expression over ``names``; raises ValueError with a readable reason.
 
     Work is bounded: integers beyond ``MAX_MAGNITUDE`` (checked before a power is computed) and
-    non-finite floats are refused at the step that would make them.
+    non-finite floats are refused at the step that would make them. Each text is parsed once (cached);
+    with a ``budget`` a value already computed for the same names is reused and the steps evaluated
+    are counted against it.
     """
+    run, used, steps = _compile(expr)
+    key: tuple[Any, ...] = ()
+    if budget is not None:
+        key = (expr, *((n, type(names[n]), names[n]) for n in used if n in names))
+        if key in budget.memo:
+            return budget.memo[key]
+        budget.spend(steps, expr)
+    try:
+        value = run(names)
+    except RecursionError:
+        raise ValueError(f"expression {short_repr(expr)} is nested too deeply") from None
+    if budget is not None and len(budget.memo) < _MEMO_SIZE:
+        budget.memo[key] = value
+    return value
+
+
+_MEMO_SIZE = 100_000  # values one expansion remembers
+
+
+class Budget:
+    """The expression work left to one workload's expansion, and the values it computed (by text and names)."""
+
+    def __init__(self, steps: int = MAX_EXPR_WORK) -> None:
+        self.left = steps
+        self.memo: dict[tuple[Any, ...], int | float] = {}
+
+    def spend(self, steps: int, expr: str) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise ValueError(f"expressions take more than {MAX_EXPR_WORK:,} steps to evaluate over this workload's "
+                             f"layers (at {short_repr(expr)}); use shorter expressions or fewer repeats")
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(expr: str) -> tuple[_Compiled, tuple[str, ...], int]:
+    """``expr`` parsed once: (evaluator over names, the names it reads, its step count)."""
     shown = short_repr(expr)
     if len(expr) > MAX_EXPR_CHARS:
         raise ValueError(f"expression {shown} is {len(expr):,} characters long (at most {MAX_EXPR_CHARS:,})")
@@ -52,6 +97,8 @@ def evaluate(expr: str, names: dict[str, int | float]) -> int | float:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ValueError(f"expected an integer or an expression of parameters (e.g. \"batch * seq\"), "
                          f"cannot parse {shown}") from None
+    used: set[str] = set()
+    steps = [0]
 
     def checked(value: Any) -> int | float:
         if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
@@ -78,56 +125,73 @@ def evaluate(expr: str, names: dict[str, int | float]) -> int | float:
             raise ValueError(f"{name}() needs at least one argument in {shown}")
         return _FUNCS[name](*args) if len(args) > 1 or name in ("ceil", "floor") else args[0]
 
-    def ev(node: ast.AST) -> int | float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value,
-                                                                                                      bool):
-            return checked(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                known = ", ".join(sorted(names)) or "none"
-                raise ValueError(f"unknown parameter {short_repr(node.id)} in {shown} (parameters: {known})")
-            return names[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            left, right = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and right == 0:
-                raise ValueError(f"division by zero in {shown}")
-            if isinstance(node.op, ast.Pow):
-                return checked(power(left, right))
-            return checked(_BINOPS[type(node.op)](left, right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            v = ev(node.operand)
-            return -v if isinstance(node.op, ast.USub) else v
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS
-                and not node.keywords):
-            return checked(call(node.func.id, [ev(a) for a in node.args]))
+    def unsupported(_: Names) -> int | float:
         raise ValueError(f"unsupported syntax in {shown}: only numbers, parameters, + - * / // % ** and "
                          "min/max/ceil/floor are allowed")
 
+    def build(node: ast.AST) -> _Compiled:  # noqa: C901 (one branch per syntax form)
+        steps[0] += 1
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value,
+                                                                                                      bool):
+            value = node.value
+            return lambda names: checked(value)
+        if isinstance(node, ast.Name):
+            ident = node.id
+            used.add(ident)
+
+            def name(names: Names) -> int | float:
+                if ident not in names:
+                    known = ", ".join(sorted(names)) or "none"
+                    raise ValueError(f"unknown parameter {short_repr(ident)} in {shown} (parameters: {known})")
+                return names[ident]
+            return name
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            left, right, op = build(node.left), build(node.right), _BINOPS[type(node.op)]
+            divides, is_pow = isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod), isinstance(node.op, ast.Pow)
+
+            def binop(names: Names) -> int | float:
+                a, b = left(names), right(names)
+                if divides and b == 0:
+                    raise ValueError(f"division by zero in {shown}")
+                return checked(power(a, b) if is_pow else op(a, b))
+            return binop
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            operand, negate = build(node.operand), isinstance(node.op, ast.USub)
+            return lambda names: -operand(names) if negate else operand(names)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS
+                and not node.keywords):
+            fname, args = node.func.id, [build(a) for a in node.args]
+            return lambda names: checked(call(fname, [a(names) for a in args]))
+        return unsupported
+
+    def whole(names: Names) -> int | float:
+        value = body(names)
+        if isinstance(value, float) and value.is_integer():
+            return checked(int(value))
+        return value
+
     try:
-        value = ev(tree)
+        body = build(tree.body)
     except RecursionError:
         raise ValueError(f"expression {shown} is nested too deeply") from None
-    if isinstance(value, float) and value.is_integer():
-        return checked(int(value))
-    return value
+    return whole, tuple(sorted(used)), steps[0]
 
 
-def _resolve_value(value: Any, names: dict[str, int | float], src: str, path: str) -> Any:
+def _resolve_value(value: Any, names: Names, src: str, path: str, budget: Budget | None = None) -> Any:
     if isinstance(value, str):
         try:
-            return evaluate(value, names)
+            return evaluate(value, names, budget)
         except ValueError as exc:
             raise ConfigError(src, path, str(exc)) from None
     if isinstance(value, list):
-        return [_resolve_value(v, names, src, f"{path}[{j}]") for j, v in enumerate(value)]
+        return [_resolve_value(v, names, src, f"{path}[{j}]", budget) for j, v in enumerate(value)]
     return value
 
 
 def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: str, path: str,
-                   total: list[int]) -> list[Any]:
-    """Layers of ``items`` with repeat blocks unrolled; ``total`` counts layers made so far (all blocks)."""
+                   total: list[int], budget: Budget | None = None) -> list[Any]:
+    """Layers of ``items`` with repeat blocks unrolled; ``total`` counts layers made so far (all blocks), ``budget``
+    the expression work left (all blocks)."""
     if not isinstance(items, list):
         raise ConfigError(src, path, f"expected a list of layers, got {type(items).__name__}")
     out: list[Any] = []
@@ -140,7 +204,7 @@ def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: 
             if extra:
                 raise ConfigError(src, f"{here}.{sorted(map(str, extra))[0]}", "unknown key in a repeat block "
                                   "(allowed: repeat, name, layers)")
-            count = _resolve_value(item["repeat"], names, src, f"{here}.repeat")
+            count = _resolve_value(item["repeat"], names, src, f"{here}.repeat", budget)
             if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                 raise ConfigError(src, f"{here}.repeat", f"expected a positive integer, got {short_repr(count)}")
             if total[0] + count > MAX_LAYERS:
@@ -153,7 +217,7 @@ def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: 
                 raise ConfigError(src, f"{here}.layers", "a repeat block needs a non-empty list of layers")
             for i in range(count):
                 out.extend(_expand_layers(item.get("layers"), {**names, "i": i}, f"{prefix}{block}.{i}.", src,
-                                          f"{here}.layers", total))
+                                          f"{here}.layers", total, budget))
             continue
         total[0] += 1
         if total[0] > MAX_LAYERS:
@@ -166,7 +230,7 @@ def _expand_layers(items: Any, names: dict[str, int | float], prefix: str, src: 
             if key in TEXT_KEYS:
                 layer[key] = value
             else:
-                layer[key] = _resolve_value(value, names, src, f"{here}.{key}")
+                layer[key] = _resolve_value(value, names, src, f"{here}.{key}", budget)
         if isinstance(layer.get("name"), str):
             layer["name"] = prefix + layer["name"]
         out.append(layer)
@@ -212,7 +276,7 @@ def expand(data: dict[str, Any], overrides: dict[str, Any] | None, src: str) -> 
     out["params"] = resolved
     if "kv_cache_elements" in out:
         out["kv_cache_elements"] = _resolve_value(out["kv_cache_elements"], resolved, src, "kv_cache_elements")
-    out["layers"] = _expand_layers(data.get("layers"), resolved, "", src, "layers", [0])
+    out["layers"] = _expand_layers(data.get("layers"), resolved, "", src, "layers", [0], Budget())
     return out
 
 

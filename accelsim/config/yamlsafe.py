@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from accelsim.errors import ConfigError
+from accelsim.fileio import note_read
 
 MAX_BYTES = 16 * 1024 * 1024  # largest config file read
 MAX_VALUES = 1_000_000  # values (counting repeats through aliases) a loaded file may hold
@@ -137,6 +138,7 @@ def read_bytes(path: str | Path, src: str) -> bytes:
     if len(raw) > MAX_BYTES:
         raise ConfigError(src, None, f"file is larger than {MAX_BYTES:,} bytes ({MAX_BYTES // 2**20} MiB), "
                                      "the limit for config files")
+    note_read(path)  # an output of this command may not replace it (an extends parent, a variant's workload)
     return raw
 
 

@@ -19,7 +19,7 @@ from accelsim.errors import InfeasibleError
 from accelsim.hardware.kinds import ComputeKind, UnknownKindError, kind_of
 from accelsim.hardware.model import Hardware
 from accelsim.hardware.systolic import SystolicCompute
-from accelsim.limits import check_kernel
+from accelsim.limits import SizeLimitError, check_kernel
 from accelsim.lowering import Kernel
 from accelsim.results import BINDING_NAMES, TILE_DTYPE, KernelResult, KernelTotals
 
@@ -301,21 +301,26 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[Segment], launch:
     g_rate = st.gather_rate(kernel, eh.hw)
     end = cycles = stall = memory_busy = decode_busy = stall_gather = gather_busy = 0.0
     col = None
-    for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
-        t = s.summed if s.summed is not None else s.totals(eh.latency)
-        n = s.count
-        end += n * t.end
-        cycles += n * t.cycles
-        stall += n * t.stall_decode
-        stall_gather += n * t.stall_gather
-        gather_busy += n * float(t.col[tl.T_GATHER]) / g_rate  # one core's, like decode
-        memory_busy += n * t.busy
-        if decodes:
-            decode_busy += n * t.groups / rate
-        w = n * s.active
-        add = t.col if w == 1 else w * t.col
-        col = add if col is None else col + add
+    # a count past float range is refused below (check_totals) in words: no numpy warning on the way there
+    with np.errstate(over="ignore", invalid="ignore"):
+        for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
+            t = s.summed if s.summed is not None else s.totals(eh.latency)
+            n = s.count
+            end += n * t.end
+            cycles += n * t.cycles
+            stall += n * t.stall_decode
+            stall_gather += n * t.stall_gather
+            gather_busy += n * float(t.col[tl.T_GATHER]) / g_rate  # one core's, like decode
+            memory_busy += n * t.busy
+            if decodes:
+                decode_busy += n * t.groups / rate
+            w = n * s.active
+            add = t.col if w == 1 else w * t.col
+            col = add if col is None else col + add
     c: list[float] = [0.0] * tl.N_TILE_COLS if col is None else col.tolist()  # None: an absorbed op
+    if not all(map(math.isfinite, (end, cycles, stall, stall_gather, gather_busy, memory_busy, decode_busy, *c))):
+        raise SizeLimitError(f"layer '{kernel.name}': its cycle or byte counts overflow a float (accelsim counts "
+                             f"them in 64-bit integers); use a smaller shape or faster hardware")
     ceil = math.ceil  # counts round up, forgiving float noise of 1e-6
     total = ceil(launch + end - 1e-6)
     if eh.host_floor > total and not kernel.absorbed:  # the host issues the next call no sooner than its floor

@@ -18,6 +18,11 @@ PosFloat = Annotated[float, Field(gt=0, le=configio.MAX_FLOAT)]
 NonNegFloat = Annotated[float, Field(ge=0, le=configio.MAX_FLOAT)]
 Unlimited = Literal["unlimited"]
 PosFloatOrUnlimited = Annotated[PosFloat | Unlimited, configio.one_message("a number greater than 0 or 'unlimited'")]
+# A clock, per-cycle rate or bandwidth: a divisor, so bounded below (configio.MIN_RATE) as well as above.
+Rate = Annotated[float, Field(ge=configio.MIN_RATE, le=configio.MAX_FLOAT)]
+RateOrUnlimited = Annotated[Rate | Unlimited, configio.one_message(
+    f"a number of at least {configio.MIN_RATE:g} (smaller rates make cycle counts overflow) or 'unlimited'")]
+ClockGHz = Annotated[float, Field(ge=configio.MIN_RATE, le=configio.MAX_CLOCK_GHZ)]
 Triple = Annotated[list[PosInt], Field(min_length=3, max_length=3)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from accelsim.config import schema as configio
-from accelsim.hardware.base import NonNegInt, PosFloat, PosFloatOrUnlimited, PosInt, Strict
+from accelsim.hardware.base import NonNegInt, PosInt, Rate, RateOrUnlimited, Strict
 
 __all__ = ["FormatsSpec", "UnstructuredSupport"]
 
@@ -27,11 +27,11 @@ class UnstructuredSupport(Strict):
                                                   "stores a 16-bit location per value); 0 only as a counterfactual "
                                                   "(no index bytes: the reality ladder's metadata-free rungs).")
     pointer_bits: NonNegInt = Field(32, description="csr: bits of each row pointer (m + 1 of them); 0: none.")
-    decompress_values_per_cycle: PosFloatOrUnlimited = Field(
+    decompress_values_per_cycle: RateOrUnlimited = Field(
         "unlimited", description="load_sparse_compute_dense: nonzeros the decompress stage places into the dense "
                                  "tile per cycle per core (shared by the core's CTAs, as the metadata decoder); "
                                  "'unlimited': never binds.")
-    spmm_macs_per_cycle: PosFloat | None = Field(
+    spmm_macs_per_cycle: Rate | None = Field(
         None, description="vector_spmm (required there): sustained MACs per cycle per core of the SpMM on the "
                           "vector unit, nonzeros only.")
     b_access: Literal["dense_tile", "row_gather"] = Field(
@@ -41,7 +41,7 @@ class UnstructuredSupport(Strict):
         "the segments its rows of one n-tile need (accelsim/engine/rowgather.py).")
     cta_rows: PosInt = Field(4, description="row_gather: rows of A per CTA (one subwarp each).")
     cta_n: PosInt = Field(64, description="row_gather: columns of B and C per CTA (a gathered segment's width).")
-    gather_rows_per_cycle: PosFloatOrUnlimited = Field(
+    gather_rows_per_cycle: RateOrUnlimited = Field(
         "unlimited", description="row_gather: B row segments (cta_n wide) the core's L1 serves per cycle.")
 
     @model_validator(mode="after")

@@ -19,6 +19,7 @@ from accelsim.hardware.attention import AttentionSpec, default_form
 from accelsim.hardware.base import (  # noqa: F401 (re-exported: config sections elsewhere use them)
     BigNonNegInt,
     BigPosInt,
+    ClockGHz,
     DtypeName,
     Fraction,
     NonNegFloat,
@@ -27,6 +28,8 @@ from accelsim.hardware.base import (  # noqa: F401 (re-exported: config sections
     PosFloat,
     PosFloatOrUnlimited,
     PosInt,
+    Rate,
+    RateOrUnlimited,
     Strict,
     Triple,
     Unlimited,
@@ -59,7 +62,7 @@ class SramSpec(Strict):
     ifmap_bytes: PosInt | None = Field(None, description="Buffer for operand B (activations).")
     filter_bytes: PosInt | None = Field(None, description="Buffer for operand A (weights: values + metadata).")
     ofmap_bytes: PosInt | None = Field(None, description="Buffer for C (outputs and partial sums).")
-    bandwidth_bytes_per_cycle: PosFloatOrUnlimited = Field(
+    bandwidth_bytes_per_cycle: RateOrUnlimited = Field(
         "unlimited", description="SRAM fill/drain port: DRAM<->SRAM transfers run at min(DRAM, this). "
                                  "The array-side read ports are assumed to feed the array edge every cycle.")
     double_buffered: bool = Field(
@@ -104,7 +107,7 @@ class PatternSupport(Strict):
 
     metadata_bits_per_value: NonNegInt | None = Field(
         None, description="Metadata bits stored per kept value; default ceil(log2(M)) (2 for 2:4, 3 for 4:8).")
-    speedup: PosFloat | None = Field(
+    speedup: Rate | None = Field(
         None, description="tensor_core only: sparse MAC rate (logical MACs) relative to dense; default M/N.")
     dtypes: list[DtypeName] | None = Field(
         None, description="Element types this pattern runs (e.g. 4:8-paired only for int4 / fp4); absent = every "
@@ -129,7 +132,7 @@ class SparseSpec(OmitsDefaults):
     formats: FormatsSpec | None = Field(
         None, description="Formats that are not native patterns (unstructured), by family: how this part runs each "
                           "(accelsim/formats/<family>.py). Absent: they fall back dense (format_unsupported).")
-    decode_groups_per_cycle: PosFloatOrUnlimited = Field(
+    decode_groups_per_cycle: RateOrUnlimited = Field(
         description="Metadata-decode throughput: N:M groups decoded per cycle per core.")
     decode_latency_cycles: NonNegInt = Field(0, description="Cycles from a tile's decode end to its data being usable.")
     dtypes: list[DtypeName] | None = Field(
@@ -232,7 +235,7 @@ class CoreSpec(Strict):
 class DramSpec(Strict):
     """Off-chip memory."""
 
-    bandwidth_gb_s: PosFloatOrUnlimited = Field(
+    bandwidth_gb_s: RateOrUnlimited = Field(
         description="GB/s (1e9 bytes/s) shared by all cores; 'unlimited' never stalls.")
     latency_ns: NonNegFloat = Field(0.0, description="Time from a transfer's issue to its last byte being usable; "
                                                      "transfers are pipelined, latency does not occupy bandwidth.")
@@ -252,7 +255,7 @@ VECTOR_OPS_PER_ELEMENT: dict[str, float] = {
 class VectorSpec(Strict):
     """The vector unit (SIMD lanes / CUDA cores) that runs ops sparsity does not touch."""
 
-    ops_per_cycle: PosFloat = Field(256.0, description="Element operations per cycle, whole part (all cores).")
+    ops_per_cycle: Rate = Field(256.0, description="Element operations per cycle, whole part (all cores).")
     ops_per_element: dict[str, NonNegFloat] = Field(
         default_factory=lambda: dict(VECTOR_OPS_PER_ELEMENT),
         description="Operations per output element by op (activations by function; pool and depthwise per "
@@ -277,7 +280,7 @@ class L2Spec(Strict):
     """Cache shared by all cores, between their SRAM and DRAM."""
 
     bytes: PosInt = Field(description="Capacity.")
-    bandwidth_bytes_per_cycle: PosFloat = Field(description="Total L2 -> core bandwidth, shared by active cores.")
+    bandwidth_bytes_per_cycle: Rate = Field(description="Total L2 -> core bandwidth, shared by active cores.")
     write_policy: Literal["write_back", "write_through"] = Field(
         "write_back", description="'write_back': a GEMM wave's output stores land in L2 at its port rate and are "
         "written to DRAM while they are stored and while the next wave loads (what the stores' time leaves undrained "
@@ -348,7 +351,7 @@ class Hardware(OmitsDefaults):
     """A complete accelerator description."""
 
     name: str = Field(min_length=1, description="Short name shown in results and charts.")
-    clock_ghz: PosFloat = Field(description="Core clock in GHz: converts cycles to seconds.")
+    clock_ghz: ClockGHz = Field(description="Core clock in GHz: converts cycles to seconds.")
     cores: PosInt = Field(1, description="Identical cores sharing DRAM.")
     core: CoreSpec
     dram: DramSpec

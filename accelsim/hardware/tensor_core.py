@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from accelsim.config import schema as configio
-from accelsim.hardware.base import DtypeName, Fraction, OmitsDefaults, PosFloat, PosInt, Strict, Triple
+from accelsim.hardware.base import DtypeName, Fraction, OmitsDefaults, PosInt, Rate, Strict, Triple
 from accelsim.hardware.kinds import ComputeKind, TraceLabels
 
 
@@ -181,7 +181,7 @@ class OperandFeed(Strict):
     """Shared memory feeding the tensor cores: the main loop's operand reads (each warp loads its A and B
     fragments) and the tile fills (cp.async writes of the next k-step) share the banks of one SM."""
 
-    smem_bytes_per_cycle: PosFloat | None = Field(
+    smem_bytes_per_cycle: Rate | None = Field(
         None, description="Bytes the shared-memory banks of one SM serve per cycle, reads and fill writes "
         "together (32 banks x 4 B = 128 on sm50 and later). While a main loop's operand demand at the full "
         "tensor rate exceeds it, the tensor cores wait: the kernel's rate is scaled by the share the banks "
@@ -232,7 +232,7 @@ class TensorCoreCompute(OmitsDefaults):
     """GPU-like streaming multiprocessor: tensor cores fed from shared memory, one CTA tile at a time."""
 
     kind: Literal["tensor_core"] = Field(description="Compute model: tensor cores (GPU-like SM).")
-    macs_per_cycle: dict[DtypeName, PosFloat] = Field(
+    macs_per_cycle: dict[DtypeName, Rate] = Field(
         description="Dense MACs per cycle per core (SM) for each supported dtype.")
     mma: InstructionTiles = Field(description="MMA instruction tiles [m, n, k], dense and sparse.")
     cta_tiles: CtaTiles = Field(

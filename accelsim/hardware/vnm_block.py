@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from accelsim.hardware.base import DtypeName, OmitsDefaults, PosFloat, PosFloatOrUnlimited, PosInt, Strict, Triple
+from accelsim.hardware.base import DtypeName, OmitsDefaults, PosFloat, PosInt, RateOrUnlimited, Strict, Triple
 
 
 class VnmSupport(OmitsDefaults):
@@ -30,7 +30,7 @@ class VnmSupport(OmitsDefaults):
                           "V; no such tile: the layer runs dense (block_shape_misaligned). Absent: "
                           "core.compute.cta_tiles.sparse. Systolic parts: V must be a multiple of the array's "
                           "columns (a fold of A shares one selection).")
-    gather_rows_per_cycle: PosFloatOrUnlimited = Field(
+    gather_rows_per_cycle: RateOrUnlimited = Field(
         description="Column-gather stage throughput: rows of B (each one tile wide) a core gathers by index per "
                     "cycle; the stage runs after a tile's load and before its metadata decode.")
     resident_ctas: PosInt | None = Field(
@@ -57,7 +57,7 @@ class BlockSupport(OmitsDefaults):
     block_multiple: BlockMultiple = Field(
         default_factory=lambda: BlockMultiple(), description="A block shape whose sides are not multiples of these "
         "does not run (block_shape_misaligned, the layer runs dense): no padding of blocks.")
-    gather_rows_per_cycle: PosFloatOrUnlimited = Field(
+    gather_rows_per_cycle: RateOrUnlimited = Field(
         description="Gather stage throughput: rows of B a core fetches by block index per cycle (one block column "
                     "selects BK rows of B per k-step).")
     cta_m: Literal["block", "library"] = Field(

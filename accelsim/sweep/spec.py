@@ -283,12 +283,18 @@ def _check_size(source: str, data: dict[str, Any], max_points: int) -> int:
 
 
 def _check_cost(expr: str, columns: list[str], source: str) -> None:
-    """The cost expression names only result columns (evaluated once with every column at 3)."""
-    try:
-        evaluate(expr, {n: 3.0 for n in cost_names(columns)})
-    except ValueError as exc:
-        if "division by zero" not in str(exc):
-            raise ConfigError(source, "cost", str(exc).replace("parameter", "column")) from None
+    """The cost expression names only result columns (evaluated with every column at 3) and does not divide by
+    zero whatever the columns hold (a zero at 3 is tried again at 7 and 0.37: a column may be 0 at some points)."""
+    names = cost_names(columns)
+    for trial in (3.0, 7.0, 0.37):
+        try:
+            evaluate(expr, {n: trial for n in names})
+            return
+        except ValueError as exc:
+            if "division by zero" not in str(exc):
+                raise ConfigError(source, "cost", str(exc).replace("parameter", "column")) from None
+    raise ConfigError(source, "cost", f"{short_repr(expr)} divides by zero whatever the columns hold: no row would "
+                                      "have a cost")
 
 
 def _dump_yaml(data: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from accelsim.config import schema as configio
 from accelsim.system.collectives import ALGORITHMS
 
-_PosFloat = Annotated[float, Field(gt=0, le=configio.MAX_FLOAT)]
+_Rate = Annotated[float, Field(ge=configio.MIN_RATE, le=configio.MAX_FLOAT)]  # a divisor: bounded below
 _NonNegFloat = Annotated[float, Field(ge=0, le=configio.MAX_FLOAT)]
 MAX_DEVICES = 4096
 
@@ -34,7 +34,7 @@ class Interconnect(_Strict):
     topology: Literal["switch", "ring"] = Field(
         description="switch: every device reaches every other through a switch at its full port rate "
                     "(NVLink + NVSwitch); ring: each device sends to one neighbour (a ring of links).")
-    link_bandwidth_gbs: _PosFloat = Field(description="One link's bandwidth per direction, GB/s (10^9 B/s).")
+    link_bandwidth_gbs: _Rate = Field(description="One link's bandwidth per direction, GB/s (10^9 B/s).")
     links_per_device: Annotated[int, Field(gt=0, le=1024)] = Field(
         1, description="Links per device; a device's port rate per direction is links x link_bandwidth_gbs.")
     latency_us: _NonNegFloat = Field(description="Latency of one communication step (one hop and its "
