@@ -41,6 +41,14 @@ BAD = {
                                      {}, "kv_len: --set gives 64, but each decode step's kv_len is its request's"),
     "missing decode workload": ({"decode_workload": "nowhere.yaml"}, {},
                                 "variants.0(a).decode_workload: nowhere.yaml: file not found"),
+    # audit: a folder was "file not found"; a workload's own error named neither the variants file nor the key
+    "workload is a folder": ({"workload": "."}, {}, "variants.yaml: variants.0(a).workload: .: a folder, not a "
+                             "workload file"),
+    "workload is not a workload": ({"workload": "variants.yaml"}, {},
+                                   "variants.yaml: variants.0(a).workload: workload variants.yaml: "),
+    "set parameter the workload cannot take": (
+        {"set": {"seq": 10**11}}, {},
+        "variants.yaml: variants.0(a).set: workload tiny.yaml with set {'seq': 100000000000}: "),
     # audit: the file's metric was silently replaced by the first registry figure's, and a Llama entry accepted
     # for a BERT workload
     "registry figure in another metric than the file's": (

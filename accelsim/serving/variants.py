@@ -155,11 +155,11 @@ def load_variants(path: str | Path) -> tuple[VariantsFile, list[Path]]:
                                            for key, problem in exc.problems]) from None
     workloads = [_rel(v.workload, path) for v in vf.variants]
     for i, (v, wl) in enumerate(zip(vf.variants, workloads, strict=True)):
-        if not wl.is_file():
-            raise ConfigError(str(path), f"variants.{i}({v.name}).workload", f"{v.workload}: file not found")
-        if v.decode_workload is not None and not _rel(v.decode_workload, path).is_file():
-            raise ConfigError(str(path), f"variants.{i}({v.name}).decode_workload",
-                              f"{v.decode_workload}: file not found")
+        for key, given in (("workload", v.workload), ("decode_workload", v.decode_workload)):
+            target = wl if key == "workload" else None if given is None else _rel(given, path)
+            if target is not None and not target.is_file():
+                what = "a folder, not a workload file" if target.is_dir() else "file not found"
+                raise ConfigError(str(path), f"variants.{i}({v.name}).{key}", f"{given}: {what}")
     return vf, workloads
 
 
@@ -190,7 +190,12 @@ def check_variants(path: str | Path) -> CheckedVariants:
         if vf.latency != "latency" and dec is None:
             raise ConfigError(src, f"variants.{i}.decode_workload",
                               f"latency: {vf.latency} needs an LLM variant (a decode workload)")
-        check_served(wl, v.set, dec)
+        try:
+            check_served(wl, v.set, dec)
+        except ConfigError as exc:  # the workload's own file and key, under the variant that names it
+            key = f"variants.{i}({v.name}).{'set' if v.set else 'workload'}"
+            given = f"workload {v.workload}" + (f" with set {dict(v.set)}" if v.set else "")
+            raise ConfigError(src, key, f"{given}: {exc.lines()[0]}") from None
     found = variant_qualities(vf, paths, src)
     figures = tuple(f for f, _ in found)
     metric, hib = study_metric(vf, figures, src)
