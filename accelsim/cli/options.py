@@ -27,26 +27,25 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: a whole number >= 0 (a usage error otherwise)."""
+def _whole_at_least(text: str, least: int) -> int:
+    """``text`` as a whole number >= ``least`` (an argparse usage error otherwise)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number >= 0 (a usage error otherwise)."""
+    return _whole_at_least(text, 0)
 
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1 (a usage error otherwise)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
+    return _whole_at_least(text, 1)
 
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"  # what add_subparsers(parser_class=Parser) returns
