@@ -98,6 +98,51 @@ def test_a_row_gemms_all_reduce_comes_before_the_first_op_that_reads_its_partial
         ("layers.0.block_sparse_moe.combine.all_reduce", "layers.0.block_sparse_moe.combine")]
 
 
+def test_a_column_gemm_straight_after_a_row_gemm_reads_its_all_reduced_output() -> None:
+    # a dense stream with no residual add or norm between the blocks: each next column GEMM reads the row GEMM's
+    # output, so every row GEMM's all-reduce runs right after it (before, two of the three were lost)
+    from accelsim.workloads.model import workload_from_dict
+
+    gemm = {"op": "gemm", "n": 64}
+    model = workload_from_dict({"name": "dense", "dtype": "bf16", "layers": [
+        {**gemm, "name": "l0.q_proj", "m": 256, "k": 256}, {**gemm, "name": "l0.o_proj", "m": 256, "k": 256},
+        {**gemm, "name": "l0.gate_proj", "m": 1024, "k": 256}, {**gemm, "name": "l0.down_proj", "m": 256, "k": 1024},
+        {**gemm, "name": "l1.q_proj", "m": 256, "k": 256}, {**gemm, "name": "l1.o_proj", "m": 256, "k": 256}]})
+    plan = split(model, 4)
+    names = [lay.name for lay in plan.workload.layers]
+    assert [(c.name, c.kind, names[c.after], names[c.producer], c.message_bytes) for c in plan.collectives] == [
+        ("l0.o_proj.all_reduce", "all_reduce", "l0.o_proj", "l0.o_proj", 256 * 64 * 2),
+        ("l0.down_proj.all_reduce", "all_reduce", "l0.down_proj", "l0.down_proj", 256 * 64 * 2),
+        ("l1.o_proj.all_reduce", "all_reduce", "l1.o_proj", "l1.o_proj", 256 * 64 * 2)]
+    hw = load_hardware(HW / "8xh100-like.yaml", ["system.devices=2"])
+    assert [r.name for r in run(model, hw).layers] == [
+        "l0.q_proj", "l0.o_proj", "l0.o_proj.all_reduce", "l0.gate_proj", "l0.down_proj", "l0.down_proj.all_reduce",
+        "l1.q_proj", "l1.o_proj", "l1.o_proj.all_reduce"]
+
+
+def test_moe_experts_defer_the_all_reduce_to_the_combine_only_inside_their_block() -> None:
+    # the shipped Mixtral: one all-reduce per attention block (after o_proj) and per MoE block (after its
+    # combine), none between experts, as before the dense fix; an expert-named stream with no combine closes
+    for params in ({"batch": 1}, {"batch": 8}):
+        plan = split(load_workload(WL / "mixtral-8x7b-decode.yaml", params), 8)
+        names = [lay.name for lay in plan.workload.layers]
+        expected = [("embed_tokens.all_reduce", "embed_tokens")]
+        for i in range(32):
+            expected += [(f"layers.{i}.o_proj.all_reduce", f"layers.{i}.o_proj"),
+                         (f"layers.{i}.block_sparse_moe.combine.all_reduce", f"layers.{i}.block_sparse_moe.combine")]
+        expected.append(("lm_head.all_gather", "lm_head"))
+        assert [(c.name, names[c.after]) for c in plan.collectives] == expected
+        assert all(c.after == c.producer for c in plan.collectives)
+    from accelsim.workloads.model import workload_from_dict
+
+    up, down = {"op": "gemm", "n": 8, "m": 512, "k": 128}, {"op": "gemm", "n": 8, "m": 128, "k": 512}
+    loose = workload_from_dict({"name": "loose", "dtype": "bf16", "layers": [
+        {**up, "name": "moe.experts.0.w1"}, {**down, "name": "moe.experts.0.w2"},
+        {**up, "name": "moe.experts.1.w1"}, {**down, "name": "moe.experts.1.w2"}]})
+    assert [c.name for c in split(loose, 4).collectives] == [
+        "moe.experts.0.w2.all_reduce", "moe.experts.1.w2.all_reduce"]
+
+
 def test_vector_ops_of_a_rounded_up_shard_match_its_gemm() -> None:
     # Qwen2.5-7B's MLP (18944) over 28 devices: gate_proj rounds up to 677 rows; SiLU and the gate multiply
     # run on those 677 x tokens outputs, not on 18944 x tokens / 28 rounded

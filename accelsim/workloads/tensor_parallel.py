@@ -17,10 +17,11 @@ Here, on the layers of a loaded workload, by each GEMM's *role* (:data:`ROLES`, 
   N / kv_heads devices (its K/V projection, cache writes and cache reads included).
 - row-parallel (``k / N``), then an all-reduce: ``o_proj``, ``down_proj``, ``fc2`` and the experts' ``w2``
   (``attn_out``, ``ffn2``). The
-  all-reduce comes before the next op that reads the partial sums: any op but a column-parallel GEMM (the
-  residual add, a replicated GEMM such as a pooler, another row-parallel GEMM); a MoE block's ``combine``
-  sums its experts' partial outputs first (the next expert's column GEMMs read the block's input), so its
-  all-reduce follows the combine.
+  all-reduce comes before the next op that reads the partial sums: any op (the residual add, a replicated
+  GEMM such as a pooler, another row-parallel GEMM, the next block's column-parallel GEMM where a workload
+  has no add or norm between) except, inside one MoE block (``<block>.experts.<e>.*`` followed by a
+  ``<block>.combine``), the next expert's column GEMMs, which read the block's input: the ``combine`` sums
+  the experts' partial outputs first, so the block's all-reduce follows the combine.
 - vocab-parallel: ``embed_tokens`` (``vocab / N`` rows per device, then an all-reduce of tokens x dim) and
   ``lm_head`` (``m = vocab / N``, then an all-gather of the logits).
 - replicated: the MoE router (``gate``), and any GEMM, conv or matmul with no role (said in ``notes``).
@@ -180,6 +181,13 @@ def _blocks(layers: list[Any]) -> tuple[dict[int, _Block], dict[int, int]]:
     return of, scores_of
 
 
+def _moe_block(name: str) -> str | None:
+    """The MoE block of an expert's layer (``<block>.experts.<e>.<op>``, :mod:`accelsim.workloads.moe`), else None."""
+    block, sep, rest = str(name).rpartition(".experts.")
+    expert = rest.split(".", 1)
+    return block if sep and block and len(expert) == 2 and expert[0].isdigit() else None
+
+
 def _kv_dev(kv: int, n: int) -> int:
     """K/V heads one device holds: kv / n, or one (replicated) when there are fewer K/V heads than devices."""
     return kv // n if kv % n == 0 else 1
@@ -329,6 +337,7 @@ class _Splitter:
     def run(self) -> TensorParallelPlan:
         layers = list(self.model.layers)
         blocks, scores_of = _blocks(layers)
+        combined = {str(lay.name)[:-len(".combine")] for lay in layers if str(lay.name).endswith(".combine")}
         layer: Any
         for i, layer in enumerate(layers):
             role = ROLES.get(_short(layer))
@@ -336,9 +345,10 @@ class _Splitter:
             block = blocks.get(i)
             if block is not None:
                 self.enter(block)
-            # the partial sums are all-reduced before the first op that reads them: any but a column GEMM (the
-            # next MoE expert's, which reads the block's input) and the combine (which sums the experts first)
-            if self.state == "partial" and not (role == COLUMN and layer.op == "gemm") and not combine:
+            # the partial sums are all-reduced before the first op that reads them: any but the combine (which
+            # sums the experts first) and, inside one MoE block with a combine, the next expert's column GEMM
+            # (which reads the block's input); a dense block's column GEMM after a row GEMM reads its output
+            if self.state == "partial" and not combine and not self.next_expert(layer, role, combined):
                 self.close(layer)
             if layer.op in ("gemm", "conv2d"):
                 new = self.gemm(layer, role if layer.op == "gemm" else None, block)
@@ -363,6 +373,14 @@ class _Splitter:
         if self.state == "partial":
             self.close(None)
         return self.plan()
+
+    def next_expert(self, layer: Any, role: str | None, combined: set[str]) -> bool:
+        """Whether ``layer`` is a column GEMM of the next expert of the MoE block whose expert left the open
+        partial sums: it reads the block's input, and the block's combine sums the experts before the all-reduce."""
+        if role != COLUMN or layer.op != "gemm":
+            return False
+        moe = _moe_block(layer.name)
+        return moe is not None and moe in combined and moe == _moe_block(self.out[self.pending[1]].name)
 
     def plan(self) -> TensorParallelPlan:
         kv_elems = self.model.kv_cache_elements
