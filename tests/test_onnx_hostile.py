@@ -117,6 +117,10 @@ MALFORMED = {
                      X, [_const("s", [2**40, 2**40], np.int64)], "node 'rs' (Reshape): output 'r' of shape "
                      "[1099511627776, 1099511627776] has 1,208,925,819,614,629,174,706,176 elements but the input "
                      "has 512"),
+    "slice-empty": ([node("Slice", ["x", "st", "en", "ax"], ["s"], name="sl"), node("Relu", ["s"], ["y"], name="r")],
+                    X, [_const("st", [5], np.int64), _const("en", [5], np.int64), _const("ax", [0], np.int64)],
+                    "node 'sl' (Slice): unsupported elements = 0: 's' has shape [0, 64]; a zero-size tensor does no "
+                    "work and accelsim's layers need at least one element"),
     "cycle": ([node("Add", ["x", "b"], ["a"], name="n1"), node("Relu", ["a"], ["b"], name="n2"),
                node("Relu", ["b"], ["y"], name="n3")], X, [],
               "node 'n1' (Add): is in a cycle ('n1' -> 'n2' -> 'n1'); an ONNX graph must be acyclic"),
@@ -132,7 +136,7 @@ MALFORMED = {
 def test_malformed_nodes_are_one_line_naming_the_node(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       case: str) -> None:
     """Audit: each of these crashed with an IndexError / StopIteration traceback (rc 1), or was accepted
-    (a cycle; a Reshape to zero elements became a 1-element layer)."""
+    (a cycle; a Reshape to zero elements, or an empty Slice and its consumers, became 1-element layers)."""
     nodes, inputs, inits, message = MALFORMED[case]
     path = _save(tmp_path / f"{case}.onnx", nodes, inputs, inits)
     line = _cli_fails(capsys, "import-onnx", str(path))

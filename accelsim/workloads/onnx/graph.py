@@ -129,17 +129,29 @@ class GraphState:
         for key, value in sizes:
             if key.startswith("padding") and value == 0:
                 continue
+            if value == 0:
+                raise self.fail(node, idx, f"{layer['op']} {key} = 0: {self._empty(node)}a zero-size tensor does no "
+                                           "work and accelsim's layers need at least one element; export the model "
+                                           "with the shapes it runs at")
             if not 1 <= value <= MAX_DIM:
                 raise self.fail(node, idx, f"{layer['op']} {key} = {value:,}: every size must be between 1 and "
                                            "2^31-1 (accelsim's limit per dimension)")
 
+    def _empty(self, node: Any) -> str:
+        """'value X has shape [...]; ' for the first zero-size input or output of ``node`` (empty if none)."""
+        for name in [*node.output, *node.input]:
+            shape = self.shape(name) if name else None
+            if shape is not None and prod(shape) == 0:
+                return f"{name!r} has shape {list(shape)}; "
+        return ""
+
     def elements(self, node: Any, idx: int) -> int:
-        """Elements of the node's first output (at least 1); an error when its shape is unknown."""
+        """Elements of the node's first output; an error when its shape is unknown (0 is refused when emitted)."""
         out = node.output[0] if node.output else ""
         shape = self.shape(out)
         if shape is None:
             raise self.fail(node, idx, f"the shape of output {out!r} is unknown")
-        return max(1, prod(shape))
+        return prod(shape)
 
     def own_shape(self, node: Any, idx: int, attrs: dict[str, Any]) -> Shape | None:
         """The output shape the importer computes itself when ONNX inference left it unknown (None: cannot);

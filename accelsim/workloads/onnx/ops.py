@@ -119,7 +119,7 @@ def _gather(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
         if g.shape(node.output[0]) is None:
             g.shapes[node.output[0]] = (*ishape, table[1])
         g.add(node, idx, {"op": "embedding", "vocab": table[0], "dim": table[1],
-                          "tokens": max(1, prod(ishape))})
+                          "tokens": prod(ishape)})
         return
     unsupported(g, node, idx)
 
@@ -144,7 +144,7 @@ def unsupported(g: GraphState, node: Any, idx: int) -> None:
     if node.op_type in CONTROL_FLOW:
         g.note_once(f"{node.op_type}: its sub-graph body is not simulated")
     g.unsupported[label] += 1
-    g.add(node, idx, {"op": "unsupported", "source_op": node.op_type, "elements": max(1, elements)})
+    g.add(node, idx, {"op": "unsupported", "source_op": node.op_type, "elements": elements})
 
 def _is_weight(g: GraphState, name: str) -> bool:
     return bool(name) and name in g.consts
@@ -205,7 +205,7 @@ def _matmul(g: GraphState, node: Any, idx: int, attrs: dict[str, Any]) -> None:
         if node.op_type in INTEGER_OPS:
             g.note_once(f"{node.op_type} between activations costed as a matmul in the workload dtype (a matmul "
                         "layer has no element type of its own)")
-        g.add(node, idx, {"op": "matmul", "m": m_, "n": n_, "k": k_, "batch": max(1, prod(lead))})
+        g.add(node, idx, {"op": "matmul", "m": m_, "n": n_, "k": k_, "batch": prod(lead)})
 
 
 INTEGER_OPS = {"MatMulInteger", "QLinearMatMul"}
