@@ -16,7 +16,7 @@ from accelsim.fileio import write_all
 from accelsim.hardware.model import load_hardware
 from accelsim.report import plots
 from accelsim.simulation import run
-from accelsim.workloads.model import load_workload
+from accelsim.workloads.model import load_workload, workload_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 HW = ROOT / "hwconfigs"
@@ -335,3 +335,26 @@ def test_power_plot_names_a_workload_plan_run(mixed_plan_runs) -> None:
     power = compare_power(dense, sparse, hw)
     assert [p.label for p in power.profiles] == ["dense", "workload plan"]
     assert plots.plot_power(power)._suptitle.get_text() == "Power over time: mixed on flex-nm, dense vs workload plan"
+
+
+def _stage_labels(fig: Figure) -> tuple[set[str], set[str]]:
+    """The timeline's track names (y ticks) and legend entries."""
+    ticks = {t.get_text() for t in fig.axes[0].get_yticklabels()}
+    legend = {t.get_text() for leg in fig.legends for t in leg.get_texts()}
+    return ticks, legend
+
+
+def test_timeline_names_the_stage_between_load_and_compute_that_ran(tpu_runs) -> None:
+    """An N:M layer decodes metadata and a load-sparse layer decompresses; the track and the idle hatch say
+    which one the drawn layers ran, not both ('metadata decode / decompress' on a plain 2:4 layer)."""
+    hw, _, sparse = tpu_runs
+    ticks, legend = _stage_labels(plots.plot_timeline(sparse, hw, layer="layer1.0.conv1"))
+    assert "metadata decode" in ticks and not any("decompress" in t for t in ticks | legend)
+    assert "array idle: waiting on metadata decode" in legend
+    a100 = load_hardware(HW / "a100-like.yaml")
+    gemm = workload_from_dict({"name": "g", "dtype": "fp16",
+                               "layers": [{"name": "g0", "op": "gemm", "m": 4096, "n": 256, "k": 4096}]})
+    res = run(gemm, a100, "unstructured:90%", keep_tiles=True)
+    assert res.layers[0].busy.get("decompress")  # the load-sparse path: a decompress stage, no metadata decode
+    ticks, legend = _stage_labels(plots.plot_timeline(res, a100))
+    assert any(t.startswith("decompress") for t in ticks) and not any("metadata" in t for t in ticks | legend)

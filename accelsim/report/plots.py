@@ -87,6 +87,7 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
     idle: dict[str, list[tuple[float, float]]] = {"memory": [], "decode": []}
     tags: dict[str, list[tuple[float, float, int]]] = {r: [] for r in rows}
     layer_boxes = []
+    a_stages: set[str] = set()  # what the decode track ran: "decode" (N:M metadata) and / or "decompress"
     multi = 1
     for ls in scheds:
         layer_boxes.append((float(_us(ls.start, clock)), float(_us(ls.end - ls.start, clock)), ls))
@@ -107,6 +108,8 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
                 continue
             s, e = _us(iv.start, clock), _us(iv.end, clock)
             bars[stage].extend(zip(s.tolist(), (e - s).tolist(), strict=True))
+            if stage == "decode":
+                a_stages.add(tl.a_stage(ls.result))
             tags[stage].extend(zip(s.tolist(), (e - s).tolist(), ls.tiles["tile"][iv.row].tolist(), strict=True))
             if stage in ("compute", "vector"):
                 t = ls.tiles[iv.row]
@@ -154,6 +157,10 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
               "communication": "interconnect (collectives)"}
     if multi > 1:
         labels["compute"] = "tensor cores"
+    labels["decode"] = {"decode": "metadata decode", "decompress": "decompress (nonzeros into dense tiles)"}.get(
+        "".join(sorted(a_stages)), labels["decode"])  # both kinds drawn: the combined name
+    front = [word for word, ran in (("gather", bool(bars["gather"])), ("metadata decode", "decode" in a_stages),
+                                    ("decompress", "decompress" in a_stages)) if ran]  # what a decode stall waited on
     ax.set_yticks([ypos[r] for r in shown], [labels[r] for r in shown], fontsize=9)
     ax.set_ylim(-0.6, len(shown) - 0.4)
     pad = 0.01 * span
@@ -179,7 +186,7 @@ def plot_timeline(result: RunResult, hw: Hardware, layer: str | None = None,
                              label="array idle: waiting on memory"))
     if idle["decode"]:
         handles.append(Patch(facecolor="white", edgecolor=tl.STAGE_COLORS["decode"], hatch="\\\\\\\\",
-                             label="array idle: waiting on decode"))
+                             label="array idle: waiting on " + (" / ".join(front) or "decode")))
     paths = sorted({b[2].result.path for b in layer_boxes})
     handles += [Patch(facecolor=tl.PATH_COLORS.get(p, "#dddddd"), edgecolor="#666666", label=f"{p} layer")
                 for p in paths]
