@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from accelsim.dtypes import stored_bytes
@@ -153,9 +154,19 @@ class Kernel:
         return round(macs * self.a_density) if self.sparse and self.compute_on == "vector" else macs
 
     def as_dense(self, reason: str | None = None) -> Kernel:
-        """The same op run dense: the baseline for speedup_vs_dense."""
+        """The same op run dense: the baseline for speedup_vs_dense (without ``reason``, one Kernel per kernel:
+        a run asks for it once per layer and again for the footprint, and its cache key is built once)."""
+        if reason is None:
+            return self._dense
         if self.vector or self.path == "dense":
-            return self if reason is None else Kernel(**{**asdict(self), "reason": reason})
+            return Kernel(**{**asdict(self), "reason": reason})
+        return self._dense_twin(reason)
+
+    @cached_property
+    def _dense(self) -> Kernel:
+        return self if self.vector or self.path == "dense" else self._dense_twin(None)
+
+    def _dense_twin(self, reason: str | None) -> Kernel:
         return Kernel(self.name, self.op, self.m, self.n, self.k, self.dtype, self.dtype_bytes, "dense",
                       self.pattern_requested if reason else None, None, reason, b_unique=self.b_unique,
                       batch=self.batch, weight=self.weight, causal_q=self.causal_q, c_bytes=self.c_bytes)
@@ -169,7 +180,13 @@ class Kernel:
 
     @cached_property
     def _key(self) -> tuple[Any, ...]:
-        return tuple(_hashable(getattr(self, name)) for name in _KEY_FIELDS)
+        values = _KEY_VALUES(self)  # one C call for every key field; then only the containers made hashable
+        if not _CONTAINER_AT:
+            return values  # type: ignore[no-any-return]
+        out = list(values)
+        for i in _CONTAINER_AT:
+            out[i] = _hashable(out[i])
+        return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,6 +196,11 @@ class Kernel:
 # cached result with the layer's own).
 LABELS = frozenset({"name", "reason", "pattern_requested"})
 _KEY_FIELDS = tuple(f.name for f in fields(Kernel) if f.name not in LABELS)
+_KEY_VALUES = attrgetter(*_KEY_FIELDS)  # the key fields' values, as a tuple
+# key fields that hold a dict or list (by their annotation), made hashable by _hashable; any other field's value
+# goes into the key as it is (a container there would fail loudly: unhashable)
+_CONTAINER_AT = tuple(i for i, f in enumerate(f for f in fields(Kernel) if f.name not in LABELS)
+                      if str(f.type).split("[")[0].strip() in ("dict", "list"))
 
 
 def _hashable(value: Any) -> Any:
