@@ -16,7 +16,7 @@ import numpy as np
 
 from accelsim.dtypes import stored_bytes
 from accelsim.energy import at_clock, layer_energy, settle_clock
-from accelsim.engine import simulate, simulate_totals
+from accelsim.engine import EngineHardware, simulate, simulate_totals
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.formats import normalize_format
@@ -24,6 +24,7 @@ from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware, TensorCoreCompute
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, dtype_unsupported_note, lower
+from accelsim.records import frozen_tree
 from accelsim.results import TILE_DTYPE, KernelResult, KernelTotals, RunResult, build_meta, rounded
 from accelsim.system import collective_seconds
 from accelsim.workloads.model import Conv2d, Gemm, Workload
@@ -44,6 +45,7 @@ class Simulator:
         self._cache: dict[tuple, KernelResult] = {}
         self._settled: dict[tuple, KernelResult] = {}
         self._at: dict[tuple[float, tuple], KernelTotals] = {}
+        self._prepared: EngineHardware | None = None  # what every kernel's simulation reads of hw, built once
 
     def settled(self, kernel: Kernel) -> KernelResult:
         """``kernel`` at the clock the power cap lets it sustain (cycles counted at the nominal clock)."""
@@ -71,7 +73,9 @@ class Simulator:
         key = kernel.cache_key()
         hit = self._cache.get(key)
         if hit is None:
-            hit = simulate(kernel, self.hw, self.source, keep_tiles=self.keep_tiles)
+            if self._prepared is None:  # on the first simulation, as simulate would (its errors, at that point)
+                self._prepared = EngineHardware(self.hw)
+            hit = simulate(kernel, self.hw, self.source, keep_tiles=self.keep_tiles, prepared=self._prepared)
             if self.keep_tiles and hit.tiles is None:
                 raise SizeLimitError(f"layer '{kernel.name}': {hit.tiling['tiles']:,} tiles are too many for "
                                      f"per-tile records (traces and timelines hold up to {TILE_CAP:,} tiles, "
@@ -198,12 +202,27 @@ def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtypes: 
     if missing is not None:
         return (f"no energy figures: the hardware's energy.mac_pj / sparse_mac_pj have no {missing} entry "
                 "(add one to report energy)")
+    # Layers of one kernel (and a dense layer and its baseline) share the read-only parts of their result that
+    # the energy reads: each such set is worked out once. The ids are of objects the lists hold for the loop.
+    energies: dict[tuple[Any, ...], dict[str, Any]] = {}
+    finished: dict[tuple[int, float], dict[str, Any]] = {}
+
+    def energy_of(r: KernelResult, dtype: str) -> dict[str, Any]:
+        key = (id(r.cycles), id(r.bytes), id(r.busy), id(r.counts), id(r.tiling), r.path, r.macs_executed, dtype)
+        e = energies.get(key)
+        if e is None:
+            e = energies[key] = layer_energy(r, hw, dtype)
+        return e
+
     for i, (res, base, dtype) in enumerate(zip(results, bases, dtypes, strict=True)):
-        e = layer_energy(res, hw, dtype)
-        dense_j = layer_energy(base, hw, dtype)["total_j"] if base is not res else e["total_j"]
-        e["dense_total_j"] = dense_j
-        e["energy_ratio_vs_dense"] = dense_j / e["total_j"] if e["total_j"] else 1.0
-        results[i] = dataclasses.replace(res, energy=rounded(e))
+        e = energy_of(res, dtype)
+        dense_j = energy_of(base, dtype)["total_j"] if base is not res else e["total_j"]
+        done = finished.get((id(e), dense_j))
+        if done is None:
+            done = finished[(id(e), dense_j)] = frozen_tree(rounded(
+                {**e, "dense_total_j": dense_j,
+                 "energy_ratio_vs_dense": dense_j / e["total_j"] if e["total_j"] else 1.0}))
+        results[i] = res.replace(energy=done)
     return None
 
 

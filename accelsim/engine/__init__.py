@@ -65,14 +65,16 @@ class EngineHardware:
         self.host_floor = hw.host.call_floor_us * 1e3 * hw.clock_ghz  # cycles of this clock (a wall time)
 
 
-def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True) -> KernelResult:
+def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True,
+             prepared: EngineHardware | None = None) -> KernelResult:
     """Simulate one kernel on ``hw``, tile by tile; raises InfeasibleError if no tile fits.
 
     Kernels with more tiles than ``classes.TILE_CAP`` are simulated by classes of identical tiles
     and have no per-tile records (``tiles`` stays None, ``tiling['extrapolated']`` is True); more
     than 2^62 MACs raise SizeLimitError. The numbers are :func:`simulate_totals`' (the same code).
+    ``prepared``: ``EngineHardware(hw)``, when the caller keeps one for many kernels.
     """
-    eh = EngineHardware(hw)
+    eh = prepared if prepared is not None else EngineHardware(hw)
     segments, tiling, peak, launch = _segments(kernel, eh, source, detail=True, keep_tiles=keep_tiles)
     totals = _totals(kernel, eh, segments, launch)
     if totals.launch > launch:  # the host's per-call floor bound: the kernel started that much later
