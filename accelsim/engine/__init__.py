@@ -15,6 +15,7 @@ from accelsim.engine import rowgather as rg
 from accelsim.engine import structured as st
 from accelsim.engine import tiling as tl
 from accelsim.engine.segment import Segment, rate_value, stage_params
+from accelsim.engine.tilerecords import fill_records
 from accelsim.errors import InfeasibleError
 from accelsim.hardware.kinds import ComputeKind, UnknownKindError, kind_of
 from accelsim.hardware.model import Hardware
@@ -27,17 +28,6 @@ __all__ = ["ENGINE_IGNORES", "SIMULATIONS", "EngineHardware", "hardware_key", "s
 
 # Top-level sections of a hardware config the engine never reads (a test traces every read to check).
 ENGINE_IGNORES = frozenset({"name", "energy"})
-
-_WORK_COLS = (("compute_cycles", tl.T_CYCLES), ("decode_groups", tl.T_GROUPS),
-              ("dram_a_values", tl.T_DRAM_A_VALUES), ("dram_a_metadata", tl.T_DRAM_A_META),
-              ("dram_b", tl.T_DRAM_B), ("dram_c_read", tl.T_DRAM_C_READ), ("dram_c_write", tl.T_DRAM_C_WRITE),
-              ("sram_a_values", tl.T_SRAM_A_VALUES), ("sram_a_metadata", tl.T_SRAM_A_META),
-              ("sram_b", tl.T_SRAM_B), ("sram_c", tl.T_SRAM_C), ("gather_rows", tl.T_GATHER))
-_TIME_COLS = (("load_start", pl.P_LOAD_START), ("load_end", pl.P_LOAD_END),
-              ("decode_start", pl.P_DECODE_START), ("decode_end", pl.P_DECODE_END),
-              ("compute_start", pl.P_COMPUTE_START), ("compute_end", pl.P_COMPUTE_END),
-              ("wb_start", pl.P_WB_START), ("wb_end", pl.P_WB_END),
-              ("gather_start", pl.P_GATHER_START), ("gather_end", pl.P_GATHER_END))
 
 
 class EngineHardware:
@@ -272,27 +262,12 @@ def _records(segments: list[Segment], launch: int) -> np.ndarray | None:
     tiled = [(s, s.work, s.times) for s in segments if s.work is not None and s.times is not None]  # all of them
     n = sum(len(work) for _, work, _ in tiled)
     rec = np.zeros(n, dtype=TILE_DTYPE)
-    rec["tile"] = np.arange(n)
     i = 0
     offset = float(launch)
-    for s, work, times in tiled:
-        j = i + len(work)
-        rec["fold_r"][i:j] = work[:, tl.T_FOLD_R] if s.active == 1 and s.count == 1 else 0
-        rec["fold_c"][i:j] = work[:, tl.T_FOLD_C] if s.active == 1 and s.count == 1 else 0
-        rec["chunk"][i:j] = work[:, tl.T_CHUNK]
-        rec["wave_class"][i:j] = s.wave_class
-        rec["wave_count"][i:j] = s.count
-        rec["active_cores"][i:j] = s.active
-        for name, col in _TIME_COLS:
-            rec[name][i:j] = times[:, col] + offset
-        rec["stall_memory"][i:j] = times[:, pl.P_STALL_MEMORY]
-        rec["stall_decode"][i:j] = times[:, pl.P_STALL_DECODE]
-        rec["stall_gather"][i:j] = times[:, pl.P_STALL_GATHER]
-        rec["binding"][i:j] = times[:, pl.P_BINDING]
-        for name, col in _WORK_COLS:
-            rec[name][i:j] = work[:, col]
+    for s, work, times in tiled:  # every TILE_DTYPE field (engine.tilerecords): the segment's labels, its arrays
+        fill_records(rec, i, work, times, offset, s.active == 1 and s.count == 1, s.wave_class, s.count, s.active)
         offset += s.end
-        i = j
+        i += len(work)
     return rec
 
 
