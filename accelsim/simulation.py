@@ -8,7 +8,7 @@ and each layer echoes its clock (``KernelResult.clock``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,21 @@ class Simulator:
                                      f"{KSTEP_CAP:,} k-steps per CTA); use a smaller shape")
             self._cache[key] = hit
         return hit
+
+
+_ECHOES: dict[int, tuple[Hardware, Mapping[str, Any], str]] = {}
+_ECHOES_SIZE = 64
+
+
+def _hardware_echo(hw: Hardware) -> tuple[Mapping[str, Any], str]:
+    """``hw.to_dict()`` frozen (a result's ``hardware``) and ``hw.config_hash()``: every run echoes both, and a
+    Hardware is frozen, so each is worked out once per object (the memo holds the object it keys by id)."""
+    hit = _ECHOES.get(id(hw))
+    if hit is None or hit[0] is not hw:
+        if len(_ECHOES) >= _ECHOES_SIZE:
+            _ECHOES.clear()
+        hit = _ECHOES[id(hw)] = (hw, frozen_tree(hw.to_dict()), hw.config_hash())
+    return hit[1], hit[2]
 
 
 def choose_path(kernel: Kernel, cycles: int, dense_cycles: int, policy: str) -> Kernel:
@@ -344,8 +359,10 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
             fp["dense_baseline_over_capacity_bytes"] = dense_fp["over_capacity_bytes"]
             warnings.append(_over_capacity("the dense baseline's memory footprint", "dense weights", dense_fp,
                                            hw.devices) + " (the speedup compares against it)")
-    meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
-    return RunResult(hardware=hw.to_dict(), workload=summary, sparsity=sparsity, layers=results,
+    echo, hw_hash = _hardware_echo(hw)
+    wl_hash = summary["hash"] if plan is None else model.config_hash()  # summary's: the workload as given
+    meta = build_meta(command, {"hardware": hw_hash, "workload": wl_hash})
+    return RunResult(hardware=echo, workload=summary, sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,
                      dtype_peaks={d: peak_macs_per_cycle(hw, d) for d in sorted({r.dtype for r in results if r.dtype})},
                      dense_total_cycles=dense_total, policy=policy, footprint=fp, warnings=warnings, system=system)
