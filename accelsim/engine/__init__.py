@@ -277,23 +277,28 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[Segment], launch:
     decodes = math.isfinite(rate)
     g_rate = st.gather_rate(kernel, eh.hw)
     end = cycles = stall = memory_busy = decode_busy = stall_gather = gather_busy = 0.0
+    cols: list[tuple[int, np.ndarray]] = []
+    for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
+        t = s.summed if s.summed is not None else s.totals(eh.latency)
+        n = s.count  # the scalar sums are Python floats (Sums.from_vector): numpy's errstate concerns only ``col``
+        end += n * t.end
+        cycles += n * t.cycles
+        stall += n * t.stall_decode
+        stall_gather += n * t.stall_gather
+        gather_busy += n * float(t.col[tl.T_GATHER]) / g_rate  # one core's, like decode
+        memory_busy += n * t.busy
+        if decodes:
+            decode_busy += n * t.groups / rate
+        cols.append((n * s.active, t.col))
     col = None
-    # a count past float range is refused below (check_totals) in words: no numpy warning on the way there
-    with np.errstate(over="ignore", invalid="ignore"):
-        for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
-            t = s.summed if s.summed is not None else s.totals(eh.latency)
-            n = s.count
-            end += n * t.end
-            cycles += n * t.cycles
-            stall += n * t.stall_decode
-            stall_gather += n * t.stall_gather
-            gather_busy += n * float(t.col[tl.T_GATHER]) / g_rate  # one core's, like decode
-            memory_busy += n * t.busy
-            if decodes:
-                decode_busy += n * t.groups / rate
-            w = n * s.active
-            add = t.col if w == 1 else w * t.col
-            col = add if col is None else col + add
+    if len(cols) == 1 and cols[0][0] == 1:  # one segment run once (most kernels): its sums as they are
+        col = cols[0][1]
+    elif cols:
+        # a count past float range is refused below (check_totals) in words: no numpy warning on the way there
+        with np.errstate(over="ignore", invalid="ignore"):
+            for w, tc in cols:
+                add = tc if w == 1 else w * tc
+                col = add if col is None else col + add
     c: list[float] = [0.0] * tl.N_TILE_COLS if col is None else col.tolist()  # None: an absorbed op
     if not all(map(math.isfinite, (end, cycles, stall, stall_gather, gather_busy, memory_busy, decode_busy, *c))):
         raise SizeLimitError(f"layer '{kernel.name}': its cycle or byte counts overflow a float (accelsim counts "
