@@ -156,7 +156,9 @@ def _pair_share(hw: Hardware) -> int:
     """How many SMs' shares of a B tile one SM's tensor cores read: the cluster's m with 2-SM MMA pairs (each SM
     holds 1/m of B: ``bytes.sram.b`` counts those fills), else 1. A grid of one CTA-row runs unpaired: its reads
     are counted m times too (a tile of at most BM rows, where the count is small)."""
-    cluster = getattr(hw.core.compute, "cluster", None)
+    comp = hw.core.compute
+    # only tensor-core parts have the field: asked of the class (a getattr miss goes through pydantic's __getattr__)
+    cluster = comp.cluster if "cluster" in type(comp).model_fields else None  # type: ignore[union-attr]
     return int(cluster.m) if cluster is not None and cluster.pair_mma else 1
 
 

@@ -471,7 +471,7 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str 
     if layer.op in VECTOR_OPS:
         return _vector_kernel(layer, dtype, e, target, None, None, cache_bytes)
     m, n, k = layer.gemm_shape()
-    batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
+    batch = layer.batch if layer.op == "matmul" else layer.groups if layer.op == "conv2d" else 1
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
     requested = parse_format(requested_text) if requested_text else None
     req_str = str(requested) if requested else None
@@ -542,7 +542,7 @@ def sparse_view(layer: Any, dtype: str, dtype_bytes: float, requested_text: str,
     if executed is None or layer.op in VECTOR_OPS:
         return None
     m, n, k = layer.gemm_shape()
-    batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
+    batch = layer.batch if layer.op == "matmul" else layer.groups if layer.op == "conv2d" else 1
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
     if not executed.native:
         return _non_native_kernel(layer, m, n, k, dtype, dtype_bytes, requested_text, executed, target, b_unique,

@@ -27,7 +27,7 @@ from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, dtype_unsup
 from accelsim.records import frozen_tree
 from accelsim.results import TILE_DTYPE, KernelResult, KernelTotals, RunResult, build_meta, rounded
 from accelsim.system import collective_seconds
-from accelsim.workloads.model import Conv2d, Gemm, Workload
+from accelsim.workloads.model import Conv2d, Gemm, Matmul, Workload
 from accelsim.workloads.tensor_parallel import TensorParallelPlan, split
 
 
@@ -139,7 +139,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
         if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
             m, _, k = layer.gemm_shape()  # a grouped conv: one group's weight, stored ``groups`` times
             we = kern.dtype_bytes  # a quantized Linear's weights in its own type (workloads.quantize)
-            copies = getattr(layer, "groups", 1)
+            copies = layer.groups if isinstance(layer, Conv2d) else 1  # (a getattr miss costs pydantic's __getattr__)
             w = stored_bytes(m * k * copies, we)  # whole bytes per stored tensor
             fmt = kern.executed_format
             if fmt is not None:  # each group compressed on its own, as the engine reads it (structured.stored_a)
@@ -155,7 +155,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
         elif layer.op == "embedding":
             dense_w += stored_bytes(layer.vocab * layer.dim, e)
             deployed += stored_bytes(layer.vocab * layer.dim, e)
-        cached = bool(getattr(layer, "kv_cache", None))  # K / V read from the KV cache: counted in kv_cache_bytes
+        cached = isinstance(layer, Matmul) and bool(layer.kv_cache)  # K / V read from the KV cache: in kv_cache_bytes
         if kern.vector:
             act = kern.read_bytes + kern.write_bytes
         elif kern.op == "attention":  # fused: Q, K, V and O (the scores stay on chip); Q and O only from a cache
