@@ -218,7 +218,7 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
     bw = np.full(len(work), eh.fill)
     times = pl.run_pipeline(work, bw, eh.latency, rate, lat, eh.stages, 0.0, g_rate)
     tiling = {"tiles": int(len(work)), "chunk": int(plan["chunk"]),
-              "folds": int(len(np.unique(work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]))) if len(work) else 0,
+              "folds": len(set((work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]).tolist())),  # distinct (r, c)
               "a_resident": bool(plan["a_resident"]), "b_resident": bool(plan["b_resident"]),
               "c_resident": bool(plan["c_resident"]), **extra}
     return [Segment(work, times, bw)], tiling, float(comp.rows * comp.cols)
