@@ -218,10 +218,17 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
     bw = np.full(len(work), eh.fill)
     times = pl.run_pipeline(work, bw, eh.latency, rate, lat, eh.stages, 0.0, g_rate)
     tiling = {"tiles": int(len(work)), "chunk": int(plan["chunk"]),
-              "folds": len(set((work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]).tolist())),  # distinct (r, c)
+              "folds": _distinct_folds(work),
               "a_resident": bool(plan["a_resident"]), "b_resident": bool(plan["b_resident"]),
               "c_resident": bool(plan["c_resident"]), **extra}
     return [Segment(work, times, bw)], tiling, float(comp.rows * comp.cols)
+
+
+def _distinct_folds(work: np.ndarray) -> int:
+    """Distinct (fold_r, fold_c) among a schedule's tiles, as keys fold_r x 1e6 + fold_c: a set of them for a short
+    schedule (np.unique's sort and wrapper cost more there), np.unique for a long one (the same count)."""
+    keys = work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]
+    return len(set(keys.tolist())) if len(keys) <= 128 else int(len(np.unique(keys)))
 
 
 # -- tensor cores (engine.ctagrid) ----------------------------------------------------------
