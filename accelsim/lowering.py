@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
-from operator import attrgetter
 from typing import Any
 
 from accelsim.dtypes import stored_bytes
@@ -15,6 +14,7 @@ from accelsim.hardware.vnm_block import vnm_tile_rows
 from accelsim.limits import check_kernel
 from accelsim.reasons import FALLBACK_REASONS as FALLBACK_REASONS  # re-exported: lowering.REASON_CODES
 from accelsim.reasons import REASON_CODES as REASON_CODES
+from accelsim.records import key_function
 from accelsim.workloads.attention import attention_groups, causal_roles, visible_pairs
 from accelsim.workloads.model import VECTOR_OPS, Gemm, Workload
 from accelsim.workloads.quantize import OUT_BYTES, quant_kernel_bytes
@@ -154,8 +154,7 @@ class Kernel:
         return round(macs * self.a_density) if self.sparse and self.compute_on == "vector" else macs
 
     def as_dense(self, reason: str | None = None) -> Kernel:
-        """The same op run dense: the baseline for speedup_vs_dense (without ``reason``, one Kernel per kernel:
-        a run asks for it once per layer and again for the footprint, and its cache key is built once)."""
+        """The same op run dense: the baseline for speedup_vs_dense (without ``reason``: one Kernel, built once)."""
         if reason is None:
             return self._dense
         if self.vector or self.path == "dense":
@@ -180,35 +179,15 @@ class Kernel:
 
     @cached_property
     def _key(self) -> tuple[Any, ...]:
-        values = _KEY_VALUES(self)  # one C call for every key field; then only the containers made hashable
-        if not _CONTAINER_AT:
-            return values  # type: ignore[no-any-return]
-        out = list(values)
-        for i in _CONTAINER_AT:
-            out[i] = _hashable(out[i])
-        return tuple(out)
+        return _KEY(self)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-# Fields of a Kernel that only label it: the engine's numbers never depend on them (a run relabels a
-# cached result with the layer's own).
+# Fields of a Kernel that only label it: the engine's numbers never depend on them (a run relabels a cached result).
 LABELS = frozenset({"name", "reason", "pattern_requested"})
-_KEY_FIELDS = tuple(f.name for f in fields(Kernel) if f.name not in LABELS)
-_KEY_VALUES = attrgetter(*_KEY_FIELDS)  # the key fields' values, as a tuple
-# key fields that hold a dict or list (by their annotation), made hashable by _hashable; any other field's value
-# goes into the key as it is (a container there would fail loudly: unhashable)
-_CONTAINER_AT = tuple(i for i, f in enumerate(f for f in fields(Kernel) if f.name not in LABELS)
-                      if str(f.type).split("[")[0].strip() in ("dict", "list"))
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    return value
+_KEY = key_function(Kernel, LABELS)
 
 
 @dataclass(frozen=True)
