@@ -70,6 +70,29 @@ def static_watts(hw: Hardware) -> float:
     return hw.cores * spec.static.core_w + (spec.static.l2_w if hw.l2 is not None else 0.0) + spec.static.dram_w
 
 
+class _PartConstants(NamedTuple):
+    """What the energy formula reads of a part beyond its energy tables, worked out once per Hardware object."""
+
+    hw: Hardware  # held: the memo's id() key cannot be reused while its entry lives
+    b_reads: int  # _pair_share
+    static_w: float  # static_watts
+    clock_hz: float  # clock_ghz x 1e9
+
+
+_PART_MEMO: dict[int, _PartConstants] = {}
+_PART_MEMO_SIZE = 64
+
+
+def _part(hw: Hardware) -> _PartConstants:
+    """:class:`_PartConstants` of ``hw`` (a Hardware is frozen; the memo holds the object it was computed for)."""
+    hit = _PART_MEMO.get(id(hw))
+    if hit is None or hit.hw is not hw:
+        if len(_PART_MEMO) >= _PART_MEMO_SIZE:
+            _PART_MEMO.clear()
+        hit = _PART_MEMO[id(hw)] = _PartConstants(hw, _pair_share(hw), static_watts(hw), hw.clock_ghz * 1e9)
+    return hit
+
+
 def layer_energy(res: KernelResult, hw: Hardware, dtype: str) -> dict[str, Any]:
     """Energy of one simulated op, by component and by tensor, in joules (at the op's own clock)."""
     groups, vector_ops = _stage_work(res.busy.get("decompress") is not None, res.counts.get("decode_groups", 0.0),
@@ -133,7 +156,9 @@ def _pair_share(hw: Hardware) -> int:
     """How many SMs' shares of a B tile one SM's tensor cores read: the cluster's m with 2-SM MMA pairs (each SM
     holds 1/m of B: ``bytes.sram.b`` counts those fills), else 1. A grid of one CTA-row runs unpaired: its reads
     are counted m times too (a tile of at most BM rows, where the count is small)."""
-    cluster = getattr(hw.core.compute, "cluster", None)
+    comp = hw.core.compute
+    # only tensor-core parts have the field: asked of the class (a getattr miss goes through pydantic's __getattr__)
+    cluster = comp.cluster if "cluster" in type(comp).model_fields else None  # type: ignore[union-attr]
     return int(cluster.m) if cluster is not None and cluster.pair_mma else 1
 
 
@@ -152,10 +177,11 @@ def _terms(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, d: tuple,
     rd, wr = spec.sram_read_pj_per_byte, spec.sram_write_pj_per_byte
     has_l2 = hw.l2 is not None
     l2_pj, dram_pj = spec.l2_pj_per_byte, spec.dram_pj_per_byte
+    part = _part(hw)
     # a_values, a_metadata, b: filled into SRAM (from DRAM, or L2), read by the array;
     # c: the array writes C into SRAM, write-back reads it out
     # an MMA pair (core.compute.cluster.pair_mma) fills 1/m of B per SM and reads all of it, its partners' too
-    b_reads = _pair_share(hw)
+    b_reads = part.b_reads
     mem = [((s[0] if has_l2 else d[0]) * wr + s[0] * rd, s[0] * l2_pj if has_l2 else 0.0, d[0] * dram_pj),
            ((s[1] if has_l2 else d[1]) * wr + s[1] * rd, s[1] * l2_pj if has_l2 else 0.0, d[1] * dram_pj),
            ((s[2] if has_l2 else d[2]) * wr + s[2] * b_reads * rd, s[2] * l2_pj if has_l2 else 0.0, d[2] * dram_pj),
@@ -167,7 +193,7 @@ def _terms(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, d: tuple,
         mem = [(sr * scale, l2 * scale, dr) for sr, l2, dr in mem]
         decode_pj, mac_pj, vector_pj = decode_pj * scale, mac_pj * scale, vector_pj * scale
     m0, m1, m2, m3 = mem
-    seconds = cycles / (hw.clock_ghz * 1e9)
+    seconds = cycles / part.clock_hz
     # the sums start at 0 and add the tensors in TENSORS order (as sum() over them did)
     comp = (mac_pj * PJ,
             vector_pj * PJ,
@@ -175,7 +201,7 @@ def _terms(hw: Hardware, dtype: str, sparse: bool, macs_executed: int, d: tuple,
             (0 + m0[0] + m1[0] + m2[0] + m3[0]) * PJ,
             (0 + m0[1] + m1[1] + m2[1] + m3[1]) * PJ,
             (0 + m0[2] + m1[2] + m2[2] + m3[2]) * PJ,
-            static_watts(hw) * seconds)
+            part.static_w * seconds)
     return comp, mem, seconds, decode_pj
 
 
@@ -220,8 +246,9 @@ def kernel_power(hw: Hardware, kernel: Any, totals: KernelTotals, fraction: floa
     """Power (W) of ``kernel`` at ``fraction`` of the nominal clock; ``totals`` are its totals at that clock,
     in nominal-clock cycles (:meth:`KernelTotals.in_nominal_cycles`)."""
     comp = _kernel_terms(hw, kernel.dtype, kernel, totals, 1.0)  # COMPONENTS order: core five, dram, static
-    seconds = totals.total / (hw.clock_ghz * 1e9)
-    return power_at_clock(sum(comp[:5]), comp[5], seconds, static_watts(hw), dynamic_scale(hw, fraction))
+    part = _part(hw)
+    seconds = totals.total / part.clock_hz
+    return power_at_clock(sum(comp[:5]), comp[5], seconds, part.static_w, dynamic_scale(hw, fraction))
 
 
 def highest_clock(cap: PowerCap, power: Callable[[float], float], nominal_w: float) -> tuple[float, float, str]:
@@ -317,8 +344,9 @@ def settle_clock(hw: Hardware, kernel: Any, totals_at: Callable[[float], KernelT
         return kernel_power(hw, kernel, seen[f][0], f)
 
     comp = _kernel_terms(hw, kernel.dtype, kernel, nominal, 1.0)  # at the nominal clock: kernel_power(.., 1.0)
-    seconds = nominal.total / (hw.clock_ghz * 1e9)
-    nominal_w = power_at_clock(sum(comp[:5]), comp[5], seconds, static_watts(hw), dynamic_scale(hw, 1.0))
+    part = _part(hw)
+    seconds = nominal.total / part.clock_hz
+    nominal_w = power_at_clock(sum(comp[:5]), comp[5], seconds, part.static_w, dynamic_scale(hw, 1.0))
     f, p, limit = highest_clock(cap, power, nominal_w)
     scaled, actual = seen[f]
     return SettledClock(f, limit, p, scaled, actual, sum(comp) if f == 1.0 else None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -14,6 +14,7 @@ from accelsim.hardware.vnm_block import vnm_tile_rows
 from accelsim.limits import check_kernel
 from accelsim.reasons import FALLBACK_REASONS as FALLBACK_REASONS  # re-exported: lowering.REASON_CODES
 from accelsim.reasons import REASON_CODES as REASON_CODES
+from accelsim.records import key_function
 from accelsim.workloads.attention import attention_groups, causal_roles, visible_pairs
 from accelsim.workloads.model import VECTOR_OPS, Gemm, Workload
 from accelsim.workloads.quantize import OUT_BYTES, quant_kernel_bytes
@@ -153,9 +154,18 @@ class Kernel:
         return round(macs * self.a_density) if self.sparse and self.compute_on == "vector" else macs
 
     def as_dense(self, reason: str | None = None) -> Kernel:
-        """The same op run dense: the baseline for speedup_vs_dense."""
+        """The same op run dense: the baseline for speedup_vs_dense (without ``reason``: one Kernel, built once)."""
+        if reason is None:
+            return self._dense
         if self.vector or self.path == "dense":
-            return self if reason is None else Kernel(**{**asdict(self), "reason": reason})
+            return Kernel(**{**asdict(self), "reason": reason})
+        return self._dense_twin(reason)
+
+    @cached_property
+    def _dense(self) -> Kernel:
+        return self if self.vector or self.path == "dense" else self._dense_twin(None)
+
+    def _dense_twin(self, reason: str | None) -> Kernel:
         return Kernel(self.name, self.op, self.m, self.n, self.k, self.dtype, self.dtype_bytes, "dense",
                       self.pattern_requested if reason else None, None, reason, b_unique=self.b_unique,
                       batch=self.batch, weight=self.weight, causal_q=self.causal_q, c_bytes=self.c_bytes)
@@ -169,24 +179,15 @@ class Kernel:
 
     @cached_property
     def _key(self) -> tuple[Any, ...]:
-        return tuple(_hashable(getattr(self, name)) for name in _KEY_FIELDS)
+        return _KEY(self)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-# Fields of a Kernel that only label it: the engine's numbers never depend on them (a run relabels a
-# cached result with the layer's own).
+# Fields of a Kernel that only label it: the engine's numbers never depend on them (a run relabels a cached result).
 LABELS = frozenset({"name", "reason", "pattern_requested"})
-_KEY_FIELDS = tuple(f.name for f in fields(Kernel) if f.name not in LABELS)
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    return value
+_KEY = key_function(Kernel, LABELS)
 
 
 @dataclass(frozen=True)
@@ -449,7 +450,7 @@ def lower_layer(layer: Any, dtype: str, dtype_bytes: float, requested_text: str 
     if layer.op in VECTOR_OPS:
         return _vector_kernel(layer, dtype, e, target, None, None, cache_bytes)
     m, n, k = layer.gemm_shape()
-    batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
+    batch = layer.batch if layer.op == "matmul" else layer.groups if layer.op == "conv2d" else 1
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
     requested = parse_format(requested_text) if requested_text else None
     req_str = str(requested) if requested else None
@@ -520,7 +521,7 @@ def sparse_view(layer: Any, dtype: str, dtype_bytes: float, requested_text: str,
     if executed is None or layer.op in VECTOR_OPS:
         return None
     m, n, k = layer.gemm_shape()
-    batch = layer.batch if layer.op == "matmul" else getattr(layer, "groups", 1)
+    batch = layer.batch if layer.op == "matmul" else layer.groups if layer.op == "conv2d" else 1
     b_unique = layer.ifmap_elements() if layer.op == "conv2d" else 0
     if not executed.native:
         return _non_native_kernel(layer, m, n, k, dtype, dtype_bytes, requested_text, executed, target, b_unique,

@@ -315,8 +315,18 @@ class KernelResult:
         return self.cycles["total"] if self.dense_cycles is None else self.dense_cycles
 
     def replace(self, **changes: Any) -> KernelResult:
-        """A copy with ``changes`` (frozen in turn); the parts it leaves alone, all read-only, are shared."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` (frozen in turn); the parts it leaves alone, all read-only, are shared.
+
+        What ``dataclasses.replace`` does, without its per-field ``__init__`` (a run replaces every layer twice)."""
+        if type(self) is not KernelResult or not changes.keys() <= _RESULT_FIELDS:
+            return dataclasses.replace(self, **changes)  # (its TypeError naming an unknown field)
+        out = object.__new__(KernelResult)
+        values = out.__dict__
+        values.update(self.__dict__)
+        for name, value in changes.items():
+            values[name] = frozen_tree(value) if name in _KERNEL_TREE_SET and value is not None and \
+                type(value) is not FrozenDict else value
+        return out
 
     def layer_totals(self, peak: float = 0.0) -> LayerTotals:
         """This layer's share of a model total (``peak``: the array's dense MACs per cycle in the element type it
@@ -391,6 +401,8 @@ class KernelResult:
 
 
 _KERNEL_TREES = ("shape", "padding", "cycles", "bytes", "busy", "tiling", "counts", "energy", "clock")
+_KERNEL_TREE_SET = frozenset(_KERNEL_TREES)
+_RESULT_FIELDS = frozenset(f.name for f in dataclasses.fields(KernelResult))
 _LAYER_KEYS = ("name", "op", "shape", "path", "pattern_requested", "pattern_executed", "reason", "padding", "cycles",
                "macs", "macs_executed", "utilization", "bytes", "binding", "busy", "tiling")
 

@@ -8,7 +8,7 @@ and each layer echoes its clock (``KernelResult.clock``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from accelsim.dtypes import stored_bytes
 from accelsim.energy import at_clock, layer_energy, settle_clock
-from accelsim.engine import simulate, simulate_totals
+from accelsim.engine import EngineHardware, simulate, simulate_totals
 from accelsim.engine.classes import KSTEP_CAP, TILE_CAP
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.formats import normalize_format
@@ -24,9 +24,10 @@ from accelsim.hardware.kinds import peak_macs_per_cycle
 from accelsim.hardware.model import Hardware, TensorCoreCompute
 from accelsim.limits import SizeLimitError, check_total
 from accelsim.lowering import POLICIES, Kernel, dtype_fallback_note, dtype_unsupported_note, lower
+from accelsim.records import frozen_tree
 from accelsim.results import TILE_DTYPE, KernelResult, KernelTotals, RunResult, build_meta, rounded
 from accelsim.system import collective_seconds
-from accelsim.workloads.model import Conv2d, Gemm, Workload
+from accelsim.workloads.model import Conv2d, Gemm, Matmul, Workload
 from accelsim.workloads.tensor_parallel import TensorParallelPlan, split
 
 
@@ -44,6 +45,7 @@ class Simulator:
         self._cache: dict[tuple, KernelResult] = {}
         self._settled: dict[tuple, KernelResult] = {}
         self._at: dict[tuple[float, tuple], KernelTotals] = {}
+        self._prepared: EngineHardware | None = None  # what every kernel's simulation reads of hw, built once
 
     def settled(self, kernel: Kernel) -> KernelResult:
         """``kernel`` at the clock the power cap lets it sustain (cycles counted at the nominal clock)."""
@@ -71,13 +73,30 @@ class Simulator:
         key = kernel.cache_key()
         hit = self._cache.get(key)
         if hit is None:
-            hit = simulate(kernel, self.hw, self.source, keep_tiles=self.keep_tiles)
+            if self._prepared is None:  # on the first simulation, as simulate would (its errors, at that point)
+                self._prepared = EngineHardware(self.hw)
+            hit = simulate(kernel, self.hw, self.source, keep_tiles=self.keep_tiles, prepared=self._prepared)
             if self.keep_tiles and hit.tiles is None:
                 raise SizeLimitError(f"layer '{kernel.name}': {hit.tiling['tiles']:,} tiles are too many for "
                                      f"per-tile records (traces and timelines hold up to {TILE_CAP:,} tiles, "
                                      f"{KSTEP_CAP:,} k-steps per CTA); use a smaller shape")
             self._cache[key] = hit
         return hit
+
+
+_ECHOES: dict[int, tuple[Hardware, Mapping[str, Any], str]] = {}
+_ECHOES_SIZE = 64
+
+
+def _hardware_echo(hw: Hardware) -> tuple[Mapping[str, Any], str]:
+    """``hw.to_dict()`` frozen (a result's ``hardware``) and ``hw.config_hash()``: every run echoes both, and a
+    Hardware is frozen, so each is worked out once per object (the memo holds the object it keys by id)."""
+    hit = _ECHOES.get(id(hw))
+    if hit is None or hit[0] is not hw:
+        if len(_ECHOES) >= _ECHOES_SIZE:
+            _ECHOES.clear()
+        hit = _ECHOES[id(hw)] = (hw, frozen_tree(hw.to_dict()), hw.config_hash())
+    return hit[1], hit[2]
 
 
 def choose_path(kernel: Kernel, cycles: int, dense_cycles: int, policy: str) -> Kernel:
@@ -120,7 +139,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
         if isinstance(layer, Gemm | Conv2d):  # the weight ops (WEIGHT_OPS)
             m, _, k = layer.gemm_shape()  # a grouped conv: one group's weight, stored ``groups`` times
             we = kern.dtype_bytes  # a quantized Linear's weights in its own type (workloads.quantize)
-            copies = getattr(layer, "groups", 1)
+            copies = layer.groups if isinstance(layer, Conv2d) else 1  # (a getattr miss costs pydantic's __getattr__)
             w = stored_bytes(m * k * copies, we)  # whole bytes per stored tensor
             fmt = kern.executed_format
             if fmt is not None:  # each group compressed on its own, as the engine reads it (structured.stored_a)
@@ -136,7 +155,7 @@ def footprint(model: Workload, kernels: list[Kernel], hw: Hardware) -> dict[str,
         elif layer.op == "embedding":
             dense_w += stored_bytes(layer.vocab * layer.dim, e)
             deployed += stored_bytes(layer.vocab * layer.dim, e)
-        cached = bool(getattr(layer, "kv_cache", None))  # K / V read from the KV cache: counted in kv_cache_bytes
+        cached = isinstance(layer, Matmul) and bool(layer.kv_cache)  # K / V read from the KV cache: in kv_cache_bytes
         if kern.vector:
             act = kern.read_bytes + kern.write_bytes
         elif kern.op == "attention":  # fused: Q, K, V and O (the scores stay on chip); Q and O only from a cache
@@ -198,12 +217,27 @@ def _add_energy(results: list[KernelResult], bases: list[KernelResult], dtypes: 
     if missing is not None:
         return (f"no energy figures: the hardware's energy.mac_pj / sparse_mac_pj have no {missing} entry "
                 "(add one to report energy)")
+    # Layers of one kernel (and a dense layer and its baseline) share the read-only parts of their result that
+    # the energy reads: each such set is worked out once. The ids are of objects the lists hold for the loop.
+    energies: dict[tuple[Any, ...], dict[str, Any]] = {}
+    finished: dict[tuple[int, float], dict[str, Any]] = {}
+
+    def energy_of(r: KernelResult, dtype: str) -> dict[str, Any]:
+        key = (id(r.cycles), id(r.bytes), id(r.busy), id(r.counts), id(r.tiling), r.path, r.macs_executed, dtype)
+        e = energies.get(key)
+        if e is None:
+            e = energies[key] = layer_energy(r, hw, dtype)
+        return e
+
     for i, (res, base, dtype) in enumerate(zip(results, bases, dtypes, strict=True)):
-        e = layer_energy(res, hw, dtype)
-        dense_j = layer_energy(base, hw, dtype)["total_j"] if base is not res else e["total_j"]
-        e["dense_total_j"] = dense_j
-        e["energy_ratio_vs_dense"] = dense_j / e["total_j"] if e["total_j"] else 1.0
-        results[i] = dataclasses.replace(res, energy=rounded(e))
+        e = energy_of(res, dtype)
+        dense_j = energy_of(base, dtype)["total_j"] if base is not res else e["total_j"]
+        done = finished.get((id(e), dense_j))
+        if done is None:
+            done = finished[(id(e), dense_j)] = frozen_tree(rounded(
+                {**e, "dense_total_j": dense_j,
+                 "energy_ratio_vs_dense": dense_j / e["total_j"] if e["total_j"] else 1.0}))
+        results[i] = res.replace(energy=done)
     return None
 
 
@@ -325,8 +359,10 @@ def run(model: Workload, hw: Hardware, sparsity: str | None = None, *, policy: s
             fp["dense_baseline_over_capacity_bytes"] = dense_fp["over_capacity_bytes"]
             warnings.append(_over_capacity("the dense baseline's memory footprint", "dense weights", dense_fp,
                                            hw.devices) + " (the speedup compares against it)")
-    meta = build_meta(command, {"hardware": hw.config_hash(), "workload": model.config_hash()})
-    return RunResult(hardware=hw.to_dict(), workload=summary, sparsity=sparsity, layers=results,
+    echo, hw_hash = _hardware_echo(hw)
+    wl_hash = summary["hash"] if plan is None else model.config_hash()  # summary's: the workload as given
+    meta = build_meta(command, {"hardware": hw_hash, "workload": wl_hash})
+    return RunResult(hardware=echo, workload=summary, sparsity=sparsity, layers=results,
                      clock_ghz=hw.clock_ghz, peak_macs_per_cycle=peak_macs_per_cycle(hw, model.dtype), meta=meta,
                      dtype_peaks={d: peak_macs_per_cycle(hw, d) for d in sorted({r.dtype for r in results if r.dtype})},
                      dense_total_cycles=dense_total, policy=policy, footprint=fp, warnings=warnings, system=system)

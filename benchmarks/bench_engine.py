@@ -1,4 +1,4 @@
-"""Engine speed: warm per-layer time for the 1024^3 GEMM and ResNet-18, dense and 2:4.
+"""Engine speed: warm per-layer time for the 1024^3 GEMM and ResNet-18, dense and 2:4 (ResNet-18 also on a GPU config).
 
 Prints figures and the ratio against SCALE-Sim v3 on the same 1024^3 layer (4 min 38 s,
 3.4 GB peak, measured on a 2-core machine; ../shared/reference/scalesim/README.md).
@@ -46,7 +46,7 @@ def main() -> None:
         best, med = best_of(lambda k=kern, h=hw: simulate(k, h, keep_tiles=True))
         print(f"{label:44s} {best * 1e3:9.3f} {med * 1e3:10.3f} {SCALESIM_SECONDS / best:13,.0f}x")
     resnet = load_workload(ROOT / "workloads/resnet18.yaml")
-    for hw_name in ("scalesim-32x32-os", "scalesim-32x32-ws", "tpu-like"):
+    for hw_name in ("scalesim-32x32-os", "scalesim-32x32-ws", "tpu-like", "a100-like"):
         hw = load_hardware(ROOT / f"hwconfigs/{hw_name}.yaml")
         for sp in ("dense", "2:4"):
             best, med = best_of(lambda h=hw, s=sp: run(resnet, h, s, keep_tiles=True), repeat=5)

@@ -316,15 +316,19 @@ def quirks(data: Any, skip: frozenset[str] = frozenset({"sparsity"})) -> list[tu
     """
     found: list[tuple[tuple[Any, ...], str]] = []
     stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
+    plain = _PLAIN_LEAVES  # values of exactly these types hold no quirk: not visited (the order of the rest holds)
     while stack:
         loc, node = stack.pop()
         if isinstance(node, dict):
-            stack.extend(reversed([((*loc, k), v) for k, v in node.items() if k not in skip]))
+            stack.extend(reversed([((*loc, k), v) for k, v in node.items() if k not in skip and type(v) not in plain]))
         elif isinstance(node, list):
-            stack.extend(reversed([((*loc, i), v) for i, v in enumerate(node)]))
+            stack.extend(reversed([((*loc, i), v) for i, v in enumerate(node) if type(v) not in plain]))
         elif (problem := yamlload.quirk(node)) is not None:
             found.append((loc, problem))
     return found
+
+
+_PLAIN_LEAVES = frozenset({str, int, float, bool, type(None)})  # exact types: YAML 1.1's marked numbers subclass them
 
 
 def validate(model: type[ModelT], data: Any, src: str) -> ModelT:

@@ -15,6 +15,7 @@ from accelsim.engine import rowgather as rg
 from accelsim.engine import structured as st
 from accelsim.engine import tiling as tl
 from accelsim.engine.segment import Segment, rate_value, stage_params
+from accelsim.engine.tilerecords import fill_records
 from accelsim.errors import InfeasibleError
 from accelsim.hardware.kinds import ComputeKind, UnknownKindError, kind_of
 from accelsim.hardware.model import Hardware
@@ -27,17 +28,6 @@ __all__ = ["ENGINE_IGNORES", "SIMULATIONS", "EngineHardware", "hardware_key", "s
 
 # Top-level sections of a hardware config the engine never reads (a test traces every read to check).
 ENGINE_IGNORES = frozenset({"name", "energy"})
-
-_WORK_COLS = (("compute_cycles", tl.T_CYCLES), ("decode_groups", tl.T_GROUPS),
-              ("dram_a_values", tl.T_DRAM_A_VALUES), ("dram_a_metadata", tl.T_DRAM_A_META),
-              ("dram_b", tl.T_DRAM_B), ("dram_c_read", tl.T_DRAM_C_READ), ("dram_c_write", tl.T_DRAM_C_WRITE),
-              ("sram_a_values", tl.T_SRAM_A_VALUES), ("sram_a_metadata", tl.T_SRAM_A_META),
-              ("sram_b", tl.T_SRAM_B), ("sram_c", tl.T_SRAM_C), ("gather_rows", tl.T_GATHER))
-_TIME_COLS = (("load_start", pl.P_LOAD_START), ("load_end", pl.P_LOAD_END),
-              ("decode_start", pl.P_DECODE_START), ("decode_end", pl.P_DECODE_END),
-              ("compute_start", pl.P_COMPUTE_START), ("compute_end", pl.P_COMPUTE_END),
-              ("wb_start", pl.P_WB_START), ("wb_end", pl.P_WB_END),
-              ("gather_start", pl.P_GATHER_START), ("gather_end", pl.P_GATHER_END))
 
 
 class EngineHardware:
@@ -65,14 +55,16 @@ class EngineHardware:
         self.host_floor = hw.host.call_floor_us * 1e3 * hw.clock_ghz  # cycles of this clock (a wall time)
 
 
-def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True) -> KernelResult:
+def simulate(kernel: Kernel, hw: Hardware, source: str = "<hardware>", keep_tiles: bool = True,
+             prepared: EngineHardware | None = None) -> KernelResult:
     """Simulate one kernel on ``hw``, tile by tile; raises InfeasibleError if no tile fits.
 
     Kernels with more tiles than ``classes.TILE_CAP`` are simulated by classes of identical tiles
     and have no per-tile records (``tiles`` stays None, ``tiling['extrapolated']`` is True); more
     than 2^62 MACs raise SizeLimitError. The numbers are :func:`simulate_totals`' (the same code).
+    ``prepared``: ``EngineHardware(hw)``, when the caller keeps one for many kernels.
     """
-    eh = EngineHardware(hw)
+    eh = prepared if prepared is not None else EngineHardware(hw)
     segments, tiling, peak, launch = _segments(kernel, eh, source, detail=True, keep_tiles=keep_tiles)
     totals = _totals(kernel, eh, segments, launch)
     if totals.launch > launch:  # the host's per-call floor bound: the kernel started that much later
@@ -226,10 +218,17 @@ def _systolic(kernel: Kernel, eh: EngineHardware, source: str, detail: bool) -> 
     bw = np.full(len(work), eh.fill)
     times = pl.run_pipeline(work, bw, eh.latency, rate, lat, eh.stages, 0.0, g_rate)
     tiling = {"tiles": int(len(work)), "chunk": int(plan["chunk"]),
-              "folds": int(len(np.unique(work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]))) if len(work) else 0,
+              "folds": _distinct_folds(work),
               "a_resident": bool(plan["a_resident"]), "b_resident": bool(plan["b_resident"]),
               "c_resident": bool(plan["c_resident"]), **extra}
     return [Segment(work, times, bw)], tiling, float(comp.rows * comp.cols)
+
+
+def _distinct_folds(work: np.ndarray) -> int:
+    """Distinct (fold_r, fold_c) among a schedule's tiles, as keys fold_r x 1e6 + fold_c: a set of them for a short
+    schedule (np.unique's sort and wrapper cost more there), np.unique for a long one (the same count)."""
+    keys = work[:, tl.T_FOLD_R] * 1e6 + work[:, tl.T_FOLD_C]
+    return len(set(keys.tolist())) if len(keys) <= 128 else int(len(np.unique(keys)))
 
 
 # -- tensor cores (engine.ctagrid) ----------------------------------------------------------
@@ -270,27 +269,12 @@ def _records(segments: list[Segment], launch: int) -> np.ndarray | None:
     tiled = [(s, s.work, s.times) for s in segments if s.work is not None and s.times is not None]  # all of them
     n = sum(len(work) for _, work, _ in tiled)
     rec = np.zeros(n, dtype=TILE_DTYPE)
-    rec["tile"] = np.arange(n)
     i = 0
     offset = float(launch)
-    for s, work, times in tiled:
-        j = i + len(work)
-        rec["fold_r"][i:j] = work[:, tl.T_FOLD_R] if s.active == 1 and s.count == 1 else 0
-        rec["fold_c"][i:j] = work[:, tl.T_FOLD_C] if s.active == 1 and s.count == 1 else 0
-        rec["chunk"][i:j] = work[:, tl.T_CHUNK]
-        rec["wave_class"][i:j] = s.wave_class
-        rec["wave_count"][i:j] = s.count
-        rec["active_cores"][i:j] = s.active
-        for name, col in _TIME_COLS:
-            rec[name][i:j] = times[:, col] + offset
-        rec["stall_memory"][i:j] = times[:, pl.P_STALL_MEMORY]
-        rec["stall_decode"][i:j] = times[:, pl.P_STALL_DECODE]
-        rec["stall_gather"][i:j] = times[:, pl.P_STALL_GATHER]
-        rec["binding"][i:j] = times[:, pl.P_BINDING]
-        for name, col in _WORK_COLS:
-            rec[name][i:j] = work[:, col]
+    for s, work, times in tiled:  # every TILE_DTYPE field (engine.tilerecords): the segment's labels, its arrays
+        fill_records(rec, i, work, times, offset, s.active == 1 and s.count == 1, s.wave_class, s.count, s.active)
         offset += s.end
-        i = j
+        i += len(work)
     return rec
 
 
@@ -300,23 +284,28 @@ def _totals(kernel: Kernel, eh: EngineHardware, segments: list[Segment], launch:
     decodes = math.isfinite(rate)
     g_rate = st.gather_rate(kernel, eh.hw)
     end = cycles = stall = memory_busy = decode_busy = stall_gather = gather_busy = 0.0
+    cols: list[tuple[int, np.ndarray]] = []
+    for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
+        t = s.summed if s.summed is not None else s.totals(eh.latency)
+        n = s.count  # the scalar sums are Python floats (Sums.from_vector): numpy's errstate concerns only ``col``
+        end += n * t.end
+        cycles += n * t.cycles
+        stall += n * t.stall_decode
+        stall_gather += n * t.stall_gather
+        gather_busy += n * float(t.col[tl.T_GATHER]) / g_rate  # one core's, like decode
+        memory_busy += n * t.busy
+        if decodes:
+            decode_busy += n * t.groups / rate
+        cols.append((n * s.active, t.col))
     col = None
-    # a count past float range is refused below (check_totals) in words: no numpy warning on the way there
-    with np.errstate(over="ignore", invalid="ignore"):
-        for s in segments:  # segments run back to back on each core, s.count times each, on s.active cores
-            t = s.summed if s.summed is not None else s.totals(eh.latency)
-            n = s.count
-            end += n * t.end
-            cycles += n * t.cycles
-            stall += n * t.stall_decode
-            stall_gather += n * t.stall_gather
-            gather_busy += n * float(t.col[tl.T_GATHER]) / g_rate  # one core's, like decode
-            memory_busy += n * t.busy
-            if decodes:
-                decode_busy += n * t.groups / rate
-            w = n * s.active
-            add = t.col if w == 1 else w * t.col
-            col = add if col is None else col + add
+    if len(cols) == 1 and cols[0][0] == 1:  # one segment run once (most kernels): its sums as they are
+        col = cols[0][1]
+    elif cols:
+        # a count past float range is refused below (check_totals) in words: no numpy warning on the way there
+        with np.errstate(over="ignore", invalid="ignore"):
+            for w, tc in cols:
+                add = tc if w == 1 else w * tc
+                col = add if col is None else col + add
     c: list[float] = [0.0] * tl.N_TILE_COLS if col is None else col.tolist()  # None: an absorbed op
     if not all(map(math.isfinite, (end, cycles, stall, stall_gather, gather_busy, memory_busy, decode_busy, *c))):
         raise SizeLimitError(f"layer '{kernel.name}': its cycle or byte counts overflow a float (accelsim counts "
