@@ -117,7 +117,7 @@ def _segments(kernel: Kernel, eh: EngineHardware, source: str, detail: bool,
         blocks, tiling, peak = fa.fused_attention(kernel, hw, source)
         segments = [Segment(work, times, bw, count=count, active=active, wave_class=i)
                     for i, (work, times, bw, active, count) in enumerate(blocks)]
-        return segments, tiling, peak, hw.launch_overhead_cycles.dense
+        return segments, tiling, peak, hw.launch_overhead_cycles.fused_attention()
     segments, tiling, peak = eh.simulation(kernel, eh, source, detail, keep_tiles)
     launch = hw.launch_overhead_cycles.sparse if kernel.sparse_datapath else hw.launch_overhead_cycles.dense
     return segments, tiling, peak, launch

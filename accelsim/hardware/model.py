@@ -330,11 +330,20 @@ class EnergySpec(Strict):
     source: str = Field("", description="Where these figures come from (free text, echoed).")
 
 
-class LaunchOverhead(Strict):
+class LaunchOverhead(OmitsDefaults):
     """Fixed cost per kernel (layer), before its first tile."""
 
     dense: NonNegInt = Field(0, description="Cycles per dense kernel.")
     sparse: NonNegInt = Field(0, description="Cycles per sparse kernel.")
+    attention: NonNegInt | None = Field(
+        None, description="Cycles per fused attention kernel; unset (left out of the resolved config): the "
+                          "same as dense.")
+
+    omitted = {"attention": None}
+
+    def fused_attention(self) -> int:
+        """Cycles per fused attention kernel: ``attention``, or ``dense`` when unset."""
+        return self.dense if self.attention is None else self.attention
 
 
 class HostSpec(Strict):
@@ -391,6 +400,9 @@ class Hardware(OmitsDefaults):
             raise configio.FieldError(("attention", "form"), f"a {self.core.compute.kind} part runs attention "
                                       "unfused (QK^T and AV as array passes, scale, mask and softmax on the vector "
                                       "unit, the scores through DRAM); fused attention needs a tensor_core part")
+        if self.attention.form != "fused" and self.launch_overhead_cycles.attention is not None:
+            raise configio.FieldError(("launch_overhead_cycles", "attention"), "applies to fused attention "
+                                      "kernels only; this part runs attention unfused (attention.form)")
         return self
 
     # -- derived, in cycles ------------------------------------------------
