@@ -252,8 +252,14 @@ VECTOR_OPS_PER_ELEMENT: dict[str, float] = {
 }
 
 
-class VectorSpec(Strict):
-    """The vector unit (SIMD lanes / CUDA cores) that runs ops sparsity does not touch."""
+class VectorSpec(OmitsDefaults):
+    """The vector unit (SIMD lanes / CUDA cores) that runs ops sparsity does not touch.
+
+    A vector kernel streams its bytes through the unit in chunks (``chunk_bytes``, at most ``max_chunks`` of
+    them), ``stages`` deep: each chunk pays the DRAM latency, so the depth sets how much of it is hidden."""
+
+    # the streaming fields stay out of the resolved config at their defaults (configs hash as before them)
+    omitted = {"chunk_bytes": 65536, "max_chunks": 64, "stages": 2}
 
     ops_per_cycle: Rate = Field(256.0, description="Element operations per cycle, whole part (all cores).")
     ops_per_element: dict[str, NonNegFloat] = Field(
@@ -264,6 +270,15 @@ class VectorSpec(Strict):
     depthwise: Literal["array", "vector"] = Field(
         "array", description="Where depthwise convs run: on the array as per-group GEMMs, or on the vector unit "
                              "(as GPU libraries do).")
+    chunk_bytes: Annotated[int, Field(gt=0, le=1 << 30)] = Field(
+        65536, description="Bytes (read + written) per streamed chunk of a vector kernel (at most 1 GiB); a kernel "
+                           "runs ceil(bytes / chunk_bytes) chunks, at most max_chunks (then larger ones).")
+    max_chunks: Annotated[int, Field(gt=0, le=1 << 16)] = Field(
+        64, description="Most chunks one vector kernel is cut into (at most 65536).")
+    stages: Annotated[int, Field(gt=0, le=64)] = Field(
+        2, description="Chunks in flight per vector kernel (software pipeline depth, at most 64): 2 loads the next "
+                       "chunk while this one computes, so one chunk's DRAM latency is exposed per chunk; deeper "
+                       "hides more of it (GPU element-wise kernels keep many loads in flight).")
 
     @field_validator("ops_per_element", mode="before")
     @classmethod
