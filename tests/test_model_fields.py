@@ -182,3 +182,30 @@ def test_a_bad_value_is_one_line_naming_the_key(capsys, item: str, message: str)
     assert code == 2
     line = one_line_error(err)
     assert message in line and "a100-like.yaml" in line
+
+
+# -- double buffering vs stages -----------------------------------------------------------------------------
+
+def test_double_buffered_false_contradicting_stages_is_a_one_line_error(capsys) -> None:
+    """Every GPU family sets core.sram.stages, which sets the pipeline depth: double_buffered=false used to move
+    no number and say nothing."""
+    code, _, err = cli(capsys, "run", "--hw", HW / "a100-like.yaml", "--workload", ROOT / "workloads" /
+                       "gemm-microbench.yaml", "--hw-set", "core.sram.double_buffered=false")
+    assert code == 2
+    line = one_line_error(err)
+    assert "a100-like.yaml: core.sram.double_buffered: false contradicts core.sram.stages: 4 (stages sets the " \
+           "pipeline depth; give stages: 1 for no double buffering)" in line
+    assert "--hw-set core.sram.double_buffered=false" in line
+
+
+def test_consistent_buffering_settings_load() -> None:
+    one = load_hardware(HW / "a100-like.yaml", ["core.sram.double_buffered=false", "core.sram.stages=1"])
+    assert one.core.sram.n_stages() == 1
+    assert load_hardware(HW / "tpu-like.yaml", ["core.sram.double_buffered=false"]).core.sram.n_stages() == 1
+    assert load_hardware(HW / "a100-like.yaml", ["core.sram.stages=1"]).core.sram.n_stages() == 1
+
+
+def test_no_shipped_config_contradicts_itself() -> None:
+    for path in sorted(HW.glob("*.yaml")):
+        sram = load_hardware(path).core.sram
+        assert sram.double_buffered or sram.stages in (None, 1), path.name

@@ -76,6 +76,13 @@ class SramSpec(Strict):
                                "'in_dram' streams the expanded im2col matrix (k x n elements).")
 
     @model_validator(mode="after")
+    def _stages_agree(self) -> SramSpec:
+        if not self.double_buffered and self.stages is not None and self.stages > 1:
+            raise configio.FieldError(("double_buffered",), f"false contradicts core.sram.stages: {self.stages} "
+                                      "(stages sets the pipeline depth; give stages: 1 for no double buffering)")
+        return self
+
+    @model_validator(mode="after")
     def _one_layout(self) -> SramSpec:
         split = [self.ifmap_bytes, self.filter_bytes, self.ofmap_bytes]
         if self.bytes is not None and any(v is not None for v in split):
