@@ -209,3 +209,27 @@ def test_no_shipped_config_contradicts_itself() -> None:
     for path in sorted(HW.glob("*.yaml")):
         sram = load_hardware(path).core.sram
         assert sram.double_buffered or sram.stages in (None, 1), path.name
+
+
+# -- im2col on tensor_core parts ---------------------------------------------------------------------------------
+
+CONV = {"name": "c", "op": "conv2d", "ifmap": [56, 56], "kernel": [3, 3], "channels": 64, "filters": 64,
+        "stride": 1, "padding": 1, "batch": 8}
+
+
+@pytest.mark.parametrize("config", ["a100-like.yaml", "h100-like.yaml", "rtx4090-like.yaml"])
+def test_tensor_core_honours_im2col(config: str) -> None:
+    """core.sram.im2col was echoed but ignored on tensor_core parts (B always the k x n im2col matrix in DRAM).
+    on_chip (implicit GEMM, the default): B's DRAM bytes are the ifmap's, once; in_dram: the expanded matrix.
+    The SRAM side is the expanded tiles either way."""
+    on, hw = _run([], CONV, config)
+    off, _ = _run(["core.sram.im2col=in_dram"], CONV, config)
+    kernel = _kernel(hw, CONV)
+    assert kernel.b_unique == 56 * 56 * 64 * 8 < kernel.k * kernel.n
+    assert off.bytes["dram"]["b"] == kernel.k * kernel.n * 2 * off.tiling["dram_reread"]["b"]
+    assert on.bytes["dram"]["b"] == pytest.approx(kernel.b_unique * 2 * on.tiling["dram_reread"]["b"], rel=1e-9)
+    assert on.tiling["dram_reread"]["b"] >= 1.0  # every ifmap element at least once
+    assert on.bytes["dram"]["b"] < off.bytes["dram"]["b"] and on.cycles["total"] <= off.cycles["total"]
+    assert on.bytes["sram"] == off.bytes["sram"]
+    gemm, _ = _run([], SPLIT_K, config)  # a GEMM's B has no duplicates: the setting moves nothing
+    assert _run(["core.sram.im2col=in_dram"], SPLIT_K, config)[0].cycles == gemm.cycles

@@ -189,6 +189,8 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     b_total = k_total * n * e * batch
     if extras is not None:  # V:N:M, block: their own distinct A and B bytes (engine.structured)
         a_total, b_total = extras.a_total, extras.b_total
+    if hw.core.sram.im2col == "on_chip":  # implicit GEMM (a conv): B's DRAM bytes are the ifmap's, read once; the
+        b_total *= kernel.b_elements / (kernel.k * kernel.n)  # tiles still hold the expanded windows (as systolic)
     c_total = m * kernel.n * (kernel.c_bytes or e) * batch  # a quantized Linear writes C in its own type
     # split-k: every CTA writes a partial tile (core.compute.accumulator_bytes per element, fp32 by default); a
     # reduction reads them back and writes C

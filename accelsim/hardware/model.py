@@ -72,7 +72,8 @@ class SramSpec(Strict):
                           "double_buffered else 1. GPU kernels use 3-5 stages to hide DRAM latency.")
     im2col: Literal["on_chip", "in_dram"] = Field(
         "on_chip", description="Convolutions: 'on_chip' reads the ifmap from DRAM once and expands windows in "
-                               "the SRAM address generator (DRAM bytes of B scale by ifmap / im2col size); "
+                               "the SRAM address generator (tensor_core: implicit GEMM; DRAM bytes of B scale by "
+                               "ifmap / im2col size, SRAM bytes stay the expanded tiles); "
                                "'in_dram' streams the expanded im2col matrix (k x n elements).")
 
     @model_validator(mode="after")
