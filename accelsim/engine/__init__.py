@@ -109,7 +109,7 @@ def _segments(kernel: Kernel, eh: EngineHardware, source: str, detail: bool,
         blocks, tiling, peak = fa.fused_attention(kernel, hw, source)
         segments = [Segment(work, times, bw, count=count, active=active, wave_class=i)
                     for i, (work, times, bw, active, count) in enumerate(blocks)]
-        return segments, tiling, peak, hw.launch_overhead_cycles.dense
+        return segments, tiling, peak, hw.launch_overhead_cycles.fused_attention()
     segments, tiling, peak = eh.simulation(kernel, eh, source, detail, keep_tiles)
     launch = hw.launch_overhead_cycles.sparse if kernel.sparse_datapath else hw.launch_overhead_cycles.dense
     return segments, tiling, peak, launch
@@ -118,10 +118,12 @@ def _segments(kernel: Kernel, eh: EngineHardware, source: str, detail: bool,
 # -- vector unit ---------------------------------------------------------------------------
 
 def _vector(kernel: Kernel, eh: EngineHardware, detail: bool) -> tuple[list[Segment], dict, float]:
-    """Element-wise work streamed through the vector unit in chunks: load, compute, write back."""
+    """Element-wise work streamed through the vector unit in chunks (``vector.chunk_bytes``, at most
+    ``vector.max_chunks``, ``vector.stages`` in flight): load, compute, write back."""
     hw = eh.hw
+    vec = hw.vector
     total_bytes = kernel.read_bytes + kernel.write_bytes
-    n_tiles = int(min(64, max(1, -(-total_bytes // 65536))))
+    n_tiles = int(min(vec.max_chunks, max(1, -(-total_bytes // vec.chunk_bytes))))
     embedding = kernel.op == "embedding"
     in_l2 = (hw.activations == "l2_if_fits" and hw.l2 is not None and not embedding
              and total_bytes <= hw.l2.bytes)
@@ -135,11 +137,11 @@ def _vector(kernel: Kernel, eh: EngineHardware, detail: bool) -> tuple[list[Segm
     pipe_latency = 0.0 if in_l2 else eh.latency
     peak = float(hw.vector.ops_per_cycle)
     if not detail:  # chunks generated, scheduled and summed in one call
-        summed = cl.Sums.from_vector(pl.vector_segment_sums(*args, rate, pipe_latency, eh.latency))
+        summed = cl.Sums.from_vector(pl.vector_segment_sums(*args, rate, pipe_latency, eh.latency, vec.stages))
         return [Segment(None, None, None, summed=summed)], {"tiles": n_tiles}, peak
     work, xfer = tl.vector_tiles(*args)
     bw = np.full(n_tiles, rate)
-    times = pl.run_pipeline(xfer, bw, pipe_latency, math.inf, 0.0, 2, 0.0, math.inf)
+    times = pl.run_pipeline(xfer, bw, pipe_latency, math.inf, 0.0, vec.stages, 0.0, math.inf)
     tiling = {"tiles": n_tiles, "unit": "vector", "elements": kernel.elements,
               "ops": round(kernel.vector_ops, 3), "in_l2": in_l2}
     return [Segment(work, times, bw)], tiling, peak

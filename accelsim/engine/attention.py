@@ -12,8 +12,10 @@ sequence and KV head) runs as FlashAttention-2 does (Dao 2023, arXiv:2307.08691,
   (the deepest staging up to ``core.sram.stages`` that fits ``core.sram.bytes``; none fits: infeasible).
 - with too few CTAs to fill the cores (decode: a few query rows per plane) and ``attention.split_kv``, the
   KV length is split over ``s`` CTAs per query block (FlashDecoding; ``s`` as FlashAttention-2's
-  heuristic picks it), each writing an fp32 partial O and its row sums that a reduction kernel step reads
-  back before writing O: 2 x s x rows x (d + 1) x 4 bytes of extra C traffic.
+  heuristic picks it: ``attention.split_kv_occupancy``, ``split_kv_tolerance``, ``split_kv_max_splits``), each
+  writing a partial O and its row sums (``attention.partial_bytes`` per element, fp32 by default) that a
+  combine step reads back before writing O (``attention.combine_ops_per_element`` vector operations per
+  partial element): 2 x s x rows x (d + 1) x partial_bytes bytes of extra C traffic.
 - K and V come from DRAM once per plane when the planes a wave touches (plus the one it shares with the
   next wave) fit the usable L2 (``l2_reuse.usable_fraction``); otherwise once per wave a plane spans (its
   CTAs in a wave read the same blocks in step); without L2, once per CTA.
@@ -49,23 +51,23 @@ from accelsim.errors import InfeasibleError
 from accelsim.hardware.tensor_core import TensorCoreCompute
 from accelsim.lowering import Kernel
 
-PARTIAL_BYTES = 4.0  # a split's partial O and row sums are fp32
 # The fused path schedules one pipeline row per K / V block of each CTA class and lists causal CTAs one by one
 # (no extrapolation, unlike the GEMM path's k-loops): beyond these counts its arrays would take gigabytes.
 STEP_CAP = 1 << 21  # pipeline rows (K / V block steps) of one tile candidate's schedule
 CTA_CAP = 1 << 24  # CTAs (or query blocks) listed one by one
 
 
-def _splits(base: int, slots: int, kv_blocks: int) -> int:
+def _splits(base: int, slots: int, kv_blocks: int, att: Any) -> int:
     """KV splits per query block, as FlashAttention-2's ``num_splits_heuristic`` (flash_api.cpp) picks them: none
-    when the CTAs already fill 80 % of the slots; else the fewest whose wave efficiency (CTAs / (waves x
-    slots)) is within 85 % of the best, up to one split per K / V block (and at most 128)."""
-    if base >= 0.8 * slots:
+    when the CTAs already fill ``att.split_kv_occupancy`` (80 %) of the slots; else the fewest whose wave
+    efficiency (CTAs / (waves x slots)) is within ``att.split_kv_tolerance`` (85 %) of the best, up to one split
+    per K / V block (and at most ``att.split_kv_max_splits``, 128)."""
+    if base >= att.split_kv_occupancy * slots:
         return 1
-    cands = range(1, min(kv_blocks, slots, 128) + 1)
+    cands = range(1, min(kv_blocks, slots, att.split_kv_max_splits) + 1)
     eff = {s: base * s / (-(-base * s // slots) * slots) for s in cands}
     best = max(eff.values())
-    return min(s for s in cands if eff[s] >= 0.85 * best)
+    return min(s for s in cands if eff[s] >= att.split_kv_tolerance * best)
 
 
 def _run(work: np.ndarray, active: int, count: int, wave_class: int, hw: Any, stages: int) -> Block:
@@ -116,7 +118,7 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int, source: str = 
     slots = hw.cores * comp.ctas_per_core
     base = planes * q_blocks
     kv_blocks = -(-n // bc)
-    split = _splits(base, slots, kv_blocks) if att.split_kv else 1
+    split = _splits(base, slots, kv_blocks, att) if att.split_kv else 1
     ctas = base * split
     steps = -(-kv_blocks // split)  # K / V blocks per CTA
     rate = comp.macs_per_cycle[kernel.dtype] * comp.efficiency.dense / comp.ctas_per_core
@@ -128,7 +130,7 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int, source: str = 
     real = m / q_blocks  # rows of Q and O a CTA moves (the padding is computed, not loaded)
     q_bytes = real * d * e
     kv_step = 2.0 * bc * d * e
-    o_bytes = real * d * e if split == 1 else real * (d + 1) * PARTIAL_BYTES  # O, or a partial O and row sums
+    o_bytes = real * d * e if split == 1 else real * (d + 1) * float(att.partial_bytes)  # O, or partial O + sums
     l2 = hw.l2
     plane_kv = 2.0 * n * d * e
     per_plane = q_blocks * split
@@ -175,7 +177,7 @@ def _plan(kernel: Kernel, hw: Any, br: int, bc: int, stages: int, source: str = 
         active = min(slots, base)
         red = np.zeros((1, tl.N_TILE_COLS))
         red[0, tl.T_DRAM_C_READ] = split * o_bytes
-        red[0, tl.T_CYCLES] = split * real * (d + 1) * 2 / vec_rate  # rescale and add, per element
+        red[0, tl.T_CYCLES] = split * real * (d + 1) * att.combine_ops_per_element / vec_rate  # rescale and add
         red[0, tl.T_SRAM_C] = red[0, tl.T_DRAM_C_WRITE] = real * d * e
         blocks.append(_run(red, active, -(-base // active), len(blocks), hw, 2))
     total = sum(count * cl.end_of(times) for _, times, _, _, count in blocks)

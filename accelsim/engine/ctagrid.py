@@ -189,14 +189,18 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
     b_total = k_total * n * e * batch
     if extras is not None:  # V:N:M, block: their own distinct A and B bytes (engine.structured)
         a_total, b_total = extras.a_total, extras.b_total
+    if hw.core.sram.im2col == "on_chip":  # implicit GEMM (a conv): B's DRAM bytes are the ifmap's, read once; the
+        b_total *= kernel.b_elements / (kernel.k * kernel.n)  # tiles still hold the expanded windows (as systolic)
     c_total = m * kernel.n * (kernel.c_bytes or e) * batch  # a quantized Linear writes C in its own type
-    # split-k: every CTA writes an fp32 partial tile; a reduction reads them back and writes C
-    c_traffic = c_total if split == 1 else (m * batch * n * 4.0 * split * 2 + c_total)
+    # split-k: every CTA writes a partial tile (core.compute.accumulator_bytes per element, fp32 by default); a
+    # reduction reads them back and writes C
+    acc = float(comp.accumulator_bytes)
+    c_traffic = c_total if split == 1 else (m * batch * n * acc * split * 2 + c_total)
     l2 = hw.l2
     l2_bytes = l2.bytes if l2 is not None else 0
     all_fit = l2 is not None and a_total + b_total <= l2_bytes
     b_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and b_total <= l2_bytes
-    c_footprint = c_total + (m * batch * n * 4.0 * split if split > 1 else 0.0)  # C plus split-k partials
+    c_footprint = c_total + (m * batch * n * acc * split if split > 1 else 0.0)  # C plus split-k partials
     c_in_l2 = hw.activations == "l2_if_fits" and l2 is not None and c_footprint <= l2_bytes
     waves = -(-ctas // slots)
     reuse = comp.l2_reuse
@@ -222,7 +226,7 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
             capacity, l2_reuse = (math.inf, "kernel") if all_fit else (0.0, "wave")
         else:
             capacity, l2_reuse = reuse.usable_fraction * l2_bytes, "reuse_distance"
-        c_written = c_total if split == 1 else m * batch * n * 4.0 * split  # into L2 during the kernel
+        c_written = c_total if split == 1 else m * batch * n * acc * split  # into L2 during the kernel
         try:
             pick, order, band, classes, settled = tc.pick_raster(
                 rasters, cluster, grid_m // batch, grid_n, planes, slots, a_total / (grid_m * split),

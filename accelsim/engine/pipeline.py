@@ -210,8 +210,10 @@ def systolic_segment_sums(rows: int, cols: int, dataflow: int, serial_drain: boo
 
 @njit(cache=True)
 def vector_segment_sums(n_tiles: int, col_in: int, sram_in: int, in_l2: bool, in_bytes: float, out_bytes: float,
-                        cycles: float, rate: float, pipe_latency: float, latency: float) -> np.ndarray:
-    """``segment_sums`` of a vector kernel's chunks, generated and run in one call (no arrays kept)."""
+                        cycles: float, rate: float, pipe_latency: float, latency: float,
+                        n_stages: int) -> np.ndarray:
+    """``segment_sums`` of a vector kernel's chunks, ``n_stages`` in flight, generated and run in one call (no
+    arrays kept)."""
     work, xfer = vector_tiles(n_tiles, col_in, sram_in, in_l2, in_bytes, out_bytes, cycles)
-    times = run_pipeline(xfer, np.full(n_tiles, rate), pipe_latency, np.inf, 0.0, 2, 0.0, np.inf)
+    times = run_pipeline(xfer, np.full(n_tiles, rate), pipe_latency, np.inf, 0.0, n_stages, 0.0, np.inf)
     return segment_sums(work, times, latency)

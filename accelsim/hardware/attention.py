@@ -21,17 +21,26 @@ unit (SCALE-Sim semantics); asking a systolic part for ``fused`` is an error tha
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from accelsim.hardware.base import PosInt, Strict
+from accelsim.config import schema as configio
+from accelsim.hardware.base import Fraction, OmitsDefaults, PosFloat, PosInt
 
 FORMS = ("fused", "unfused")
 
 
-class AttentionSpec(Strict):
+# FlashAttention-2's split-KV heuristic (num_splits_heuristic, flash_api.cpp) and combine, as the defaults of the
+# fields that name them; left out of the resolved config while they hold these values
+SPLIT_KV_DEFAULTS: dict[str, Any] = {"split_kv_occupancy": 0.8, "split_kv_tolerance": 0.85,
+                                     "split_kv_max_splits": 128, "partial_bytes": 4, "combine_ops_per_element": 2.0}
+
+
+class AttentionSpec(OmitsDefaults):
     """The attention lowering choice and the fused kernel's tiling (module docstring)."""
+
+    omitted = SPLIT_KV_DEFAULTS
 
     form: Literal["fused", "unfused"] = Field(
         "unfused", description="fused: one kernel streaming Q, K, V and writing only O (default on tensor_core "
@@ -50,7 +59,33 @@ class AttentionSpec(Strict):
                            "ping-pong on Hopper).")
     split_kv: bool = Field(
         True, description="Split the KV length over CTAs when one CTA per query block leaves cores idle "
-                          "(FlashDecoding): each split writes an fp32 partial O that a reduction reads back.")
+                          "(FlashDecoding): each split writes a partial O (partial_bytes per element) and its row "
+                          "sums that a combine step reads back.")
+    split_kv_occupancy: Fraction = Field(
+        0.8, description="split_kv: no split when the query-block CTAs already fill this share of the CTA slots "
+                         "(cores x ctas_per_core); FlashAttention-2's num_splits_heuristic: 0.8.")
+    split_kv_tolerance: Fraction = Field(
+        0.85, description="split_kv: the fewest splits whose wave efficiency (CTAs / (waves x slots)) is within "
+                          "this share of the best candidate's is taken; FlashAttention-2: 0.85.")
+    split_kv_max_splits: Annotated[int, Field(gt=0, le=4096)] = Field(
+        128, description="split_kv: most splits per query block (also at most one per K / V block and one per "
+                         "slot; at most 4096); FlashAttention-2: 128.")
+    partial_bytes: Annotated[int, Field(gt=0, le=16)] = Field(
+        4, description="split_kv: bytes per element of a split's partial O and row sums, written and read back "
+                       "by the combine (4: fp32, as FlashAttention-2; at most 16).")
+    combine_ops_per_element: PosFloat = Field(
+        2.0, description="split_kv: vector-unit operations per partial element in the combine (rescale and add).")
+
+
+    @model_validator(mode="after")
+    def _split_fields_need_fused(self) -> AttentionSpec:
+        if self.form == "fused":
+            return self
+        for key, default in SPLIT_KV_DEFAULTS.items():
+            if getattr(self, key) != default:
+                raise configio.FieldError((key,), "applies to the fused kernel's split-KV only; attention.form "
+                                          "is unfused here")
+        return self
 
 
 def default_form(data: Any) -> Any:

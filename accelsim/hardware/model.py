@@ -72,8 +72,16 @@ class SramSpec(Strict):
                           "double_buffered else 1. GPU kernels use 3-5 stages to hide DRAM latency.")
     im2col: Literal["on_chip", "in_dram"] = Field(
         "on_chip", description="Convolutions: 'on_chip' reads the ifmap from DRAM once and expands windows in "
-                               "the SRAM address generator (DRAM bytes of B scale by ifmap / im2col size); "
+                               "the SRAM address generator (tensor_core: implicit GEMM; DRAM bytes of B scale by "
+                               "ifmap / im2col size, SRAM bytes stay the expanded tiles); "
                                "'in_dram' streams the expanded im2col matrix (k x n elements).")
+
+    @model_validator(mode="after")
+    def _stages_agree(self) -> SramSpec:
+        if not self.double_buffered and self.stages is not None and self.stages > 1:
+            raise configio.FieldError(("double_buffered",), f"false contradicts core.sram.stages: {self.stages} "
+                                      "(stages sets the pipeline depth; give stages: 1 for no double buffering)")
+        return self
 
     @model_validator(mode="after")
     def _one_layout(self) -> SramSpec:
@@ -252,8 +260,14 @@ VECTOR_OPS_PER_ELEMENT: dict[str, float] = {
 }
 
 
-class VectorSpec(Strict):
-    """The vector unit (SIMD lanes / CUDA cores) that runs ops sparsity does not touch."""
+class VectorSpec(OmitsDefaults):
+    """The vector unit (SIMD lanes / CUDA cores) that runs ops sparsity does not touch.
+
+    A vector kernel streams its bytes through the unit in chunks (``chunk_bytes``, at most ``max_chunks`` of
+    them), ``stages`` deep: each chunk pays the DRAM latency, so the depth sets how much of it is hidden."""
+
+    # the streaming fields stay out of the resolved config at their defaults (configs hash as before them)
+    omitted = {"chunk_bytes": 65536, "max_chunks": 64, "stages": 2}
 
     ops_per_cycle: Rate = Field(256.0, description="Element operations per cycle, whole part (all cores).")
     ops_per_element: dict[str, NonNegFloat] = Field(
@@ -264,6 +278,15 @@ class VectorSpec(Strict):
     depthwise: Literal["array", "vector"] = Field(
         "array", description="Where depthwise convs run: on the array as per-group GEMMs, or on the vector unit "
                              "(as GPU libraries do).")
+    chunk_bytes: Annotated[int, Field(gt=0, le=1 << 30)] = Field(
+        65536, description="Bytes (read + written) per streamed chunk of a vector kernel (at most 1 GiB); a kernel "
+                           "runs ceil(bytes / chunk_bytes) chunks, at most max_chunks (then larger ones).")
+    max_chunks: Annotated[int, Field(gt=0, le=1 << 16)] = Field(
+        64, description="Most chunks one vector kernel is cut into (at most 65536).")
+    stages: Annotated[int, Field(gt=0, le=64)] = Field(
+        2, description="Chunks in flight per vector kernel (software pipeline depth, at most 64): 2 loads the next "
+                       "chunk while this one computes, so one chunk's DRAM latency is exposed per chunk; deeper "
+                       "hides more of it (GPU element-wise kernels keep many loads in flight).")
 
     @field_validator("ops_per_element", mode="before")
     @classmethod
@@ -330,11 +353,20 @@ class EnergySpec(Strict):
     source: str = Field("", description="Where these figures come from (free text, echoed).")
 
 
-class LaunchOverhead(Strict):
+class LaunchOverhead(OmitsDefaults):
     """Fixed cost per kernel (layer), before its first tile."""
 
     dense: NonNegInt = Field(0, description="Cycles per dense kernel.")
     sparse: NonNegInt = Field(0, description="Cycles per sparse kernel.")
+    attention: NonNegInt | None = Field(
+        None, description="Cycles per fused attention kernel; unset (left out of the resolved config): the "
+                          "same as dense.")
+
+    omitted = {"attention": None}
+
+    def fused_attention(self) -> int:
+        """Cycles per fused attention kernel: ``attention``, or ``dense`` when unset."""
+        return self.dense if self.attention is None else self.attention
 
 
 class HostSpec(Strict):
@@ -391,6 +423,9 @@ class Hardware(OmitsDefaults):
             raise configio.FieldError(("attention", "form"), f"a {self.core.compute.kind} part runs attention "
                                       "unfused (QK^T and AV as array passes, scale, mask and softmax on the vector "
                                       "unit, the scores through DRAM); fused attention needs a tensor_core part")
+        if self.attention.form != "fused" and self.launch_overhead_cycles.attention is not None:
+            raise configio.FieldError(("launch_overhead_cycles", "attention"), "applies to fused attention "
+                                      "kernels only; this part runs attention unfused (attention.form)")
         return self
 
     # -- derived, in cycles ------------------------------------------------

@@ -243,6 +243,11 @@ class TensorCoreCompute(OmitsDefaults):
         default_factory=lambda: SplitK(), description="Split-k factors the dense and the sparse library kernels "
         "may use: k is cut into slices run by separate CTAs whose fp32 partial tiles are reduced afterwards "
         "(extra C traffic). The fastest is used.")
+    accumulator_bytes: Annotated[int, Field(gt=0, le=16)] = Field(
+        4, description="Bytes per partial sum a split-k slice writes for the reduction (4: fp32 partial tiles, as "
+        "cuBLAS / CUTLASS accumulate fp16 and bf16 GEMMs; 2 for fp16 partials; at most 16): each CTA of a split-k "
+        "kernel writes BM x BN of them and the reduction reads them back (DRAM / L2 traffic and L2 footprint of C). "
+        "The same key as a systolic part's. Left out of the resolved config at 4.")
     stream_k: StreamK | None = Field(
         None, description="Stream-K for a partial last wave (unset: data-parallel waves only, left out of the "
         "resolved config). With it, a split-1 candidate with a partial last wave may run the output tiles of its "
@@ -270,7 +275,7 @@ class TensorCoreCompute(OmitsDefaults):
         "(`sparse_isa: sm80`); unset: such rows run the part's own 2:4 kernels (the sm80 instruction is its own, or "
         "not described). Left out of the resolved config when unset.")
 
-    omitted = {"stream_k": None, "sm80_sparse": None}
+    omitted = {"stream_k": None, "sm80_sparse": None, "accumulator_bytes": 4}
 
     def with_sm80_sparse(self) -> TensorCoreCompute:
         """This compute with its 2:4 kernels replaced by the sm80 ones of ``sm80_sparse`` (itself when unset)."""
