@@ -1,0 +1,57 @@
+"""A floor under a candidate CTA grid's cycles, from its tensor-core work alone (``engine.ctagrid``'s search).
+
+Every CTA of a wave runs the same k-loop through the tile pipeline, whose compute stage serves the k-steps one
+after another: a wave class ends no earlier than the sum of its k-steps' compute cycles, whatever its loads do.
+A candidate's total (``sum(count * end)`` over its wave classes, whose counts add up to the grid's waves) is then
+at least ``waves x that sum``; the search skips a candidate whose floor already reaches the best total found so far
+(it could not be kept: a later candidate wins only by more than 1e-9 cycles), so the kernel kept and every number
+of it stay the same. The floor is taken a relative 1e-6 low, far more than the float rounding of the sums it
+stands under (under 1e-10 for the 2^16 k-steps and 2^16 waves it is taken for).
+
+It is taken only where the candidate's simulation is the plain one: a dense or N:M grid (no V:N:M / block extras,
+no load-sparse or vector-unit kernel), k-steps simulated one by one, waves listed one by one, and no stream-K
+alternative (its units end earlier than whole waves): elsewhere it is None and the candidate is simulated.
+"""
+
+from __future__ import annotations
+
+from accelsim.engine import classes as cl
+from accelsim.engine import l2reuse
+from accelsim.hardware.model import Hardware
+from accelsim.hardware.tensor_core import StreamK, TensorCoreCompute
+from accelsim.lowering import Kernel
+
+MARGIN = 1e-6  # the floor is taken this much (relative) below the exact product
+
+
+def compute_floor(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma_k: int, rate: float,
+                  extras: object | None) -> float | None:
+    """Cycles a candidate (``tile``, ``split``, CTA ``rate`` in MACs per cycle) takes at least, or None where no
+    floor is taken (see the module's docstring)."""
+    comp = hw.core.compute
+    if not isinstance(comp, TensorCoreCompute) or extras is not None or kernel.load_sparse or \
+            (kernel.sparse and kernel.compute_on == "vector") or not rate > 0 or rate == float("inf"):
+        return None
+    bm, bn, bk = tile
+    m, n, k_total = kernel.m_exec, kernel.n_exec, kernel.k_padded
+    grid_m, grid_n = -(-m // bm) * kernel.batch, -(-n // bn)
+    steps = -(-k_total // bk)
+    k_cta = min(-(-steps // split) * bk, k_total)
+    k_steps = -(-k_cta // bk)
+    ctas = grid_m * grid_n * split
+    slots = hw.cores * comp.ctas_per_core
+    waves = -(-ctas // slots)
+    if k_steps < 1 or k_steps > cl.KSTEP_CAP or waves > min(cl.WAVE_CAP, l2reuse.LIST_CAP) or \
+            _stream_k_possible(comp.stream_k, kernel, split, ctas, slots, k_steps):
+        return None
+    last = k_cta - (k_steps - 1) * bk  # the last k-step's length (a partial step issues whole MMA k-slices)
+    full = bm * bn * (-(-bk // mma_k) * mma_k) / rate
+    tail = bm * bn * (-(-last // mma_k) * mma_k) / rate
+    return waves * ((k_steps - 1) * full + tail) * (1.0 - MARGIN)
+
+
+def _stream_k_possible(stream_k: StreamK | None, kernel: Kernel, split: int, ctas: int, slots: int,
+                       k_steps: int) -> bool:
+    """Whether ``ctagrid._stream_k_plan`` could lay the grid out as stream-K units (then no floor)."""
+    path = "sparse" if kernel.sparse_datapath else "dense"
+    return stream_k is not None and stream_k.on(path) and split == 1 and ctas % slots != 0
