@@ -8,9 +8,11 @@ at least ``waves x that sum``; the search skips a candidate whose floor already 
 of it stay the same. The floor is taken a relative 1e-6 low, far more than the float rounding of the sums it
 stands under (under 1e-10 for the 2^16 k-steps and 2^16 waves it is taken for).
 
+Where stream-K may lay the last waves out as units (``ctagrid._stream_k_plan``), the floor is the lower of the
+waves' and the units' layout (the waves they replace out, one wave of units, each at least its k-steps' cycles).
 It is taken only where the candidate's simulation is the plain one: a dense or N:M grid (no V:N:M / block extras,
-no load-sparse or vector-unit kernel), k-steps simulated one by one, waves listed one by one, and no stream-K
-alternative (its units end earlier than whole waves): elsewhere it is None and the candidate is simulated.
+no load-sparse or vector-unit kernel), k-steps simulated one by one and waves listed one by one: elsewhere it is
+None and the candidate is simulated.
 """
 
 from __future__ import annotations
@@ -41,17 +43,31 @@ def compute_floor(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], spli
     ctas = grid_m * grid_n * split
     slots = hw.cores * comp.ctas_per_core
     waves = -(-ctas // slots)
-    if k_steps < 1 or k_steps > cl.KSTEP_CAP or waves > min(cl.WAVE_CAP, l2reuse.LIST_CAP) or \
-            _stream_k_possible(comp.stream_k, kernel, split, ctas, slots, k_steps):
+    if k_steps < 1 or k_steps > cl.KSTEP_CAP or waves > min(cl.WAVE_CAP, l2reuse.LIST_CAP):
         return None
     last = k_cta - (k_steps - 1) * bk  # the last k-step's length (a partial step issues whole MMA k-slices)
-    full = bm * bn * (-(-bk // mma_k) * mma_k) / rate
-    tail = bm * bn * (-(-last // mma_k) * mma_k) / rate
-    return waves * ((k_steps - 1) * full + tail) * (1.0 - MARGIN)
+    step = bm * bn * (-(-bk // mma_k) * mma_k) / rate
+    cta = (k_steps - 1) * step + bm * bn * (-(-last // mma_k) * mma_k) / rate
+    floor = waves * cta
+    sk = _stream_k_units(comp.stream_k, kernel, split, ctas, slots, k_steps)
+    if sk is not None:  # stream-K may replace the last full wave (if any) and the tail by one wave of units
+        replaced, unit_steps = sk
+        floor = min(floor, (waves - replaced) * cta + unit_steps * step)
+    return floor * (1.0 - MARGIN)
 
 
-def _stream_k_possible(stream_k: StreamK | None, kernel: Kernel, split: int, ctas: int, slots: int,
-                       k_steps: int) -> bool:
-    """Whether ``ctagrid._stream_k_plan`` could lay the grid out as stream-K units (then no floor)."""
+def _stream_k_units(stream_k: StreamK | None, kernel: Kernel, split: int, tiles: int, slots: int,
+                    k_steps: int) -> tuple[int, int] | None:
+    """(waves the units replace, k-steps per unit) where ``ctagrid._stream_k_plan`` may lay the grid out as
+    stream-K units (its units run whole k-steps), else None. The same arithmetic as that plan."""
     path = "sparse" if kernel.sparse_datapath else "dense"
-    return stream_k is not None and stream_k.on(path) and split == 1 and ctas % slots != 0
+    if stream_k is None or not stream_k.on(path) or split != 1:
+        return None
+    full, tail = divmod(tiles, slots)
+    if tail == 0 or k_steps <= stream_k.min_k_steps_per_unit:
+        return None
+    sk_tiles = tiles - max(full - 1, 0) * slots
+    units = min(slots, sk_tiles * k_steps // stream_k.min_k_steps_per_unit)
+    if units <= 0:
+        return None
+    return (2 if full >= 1 else 1), -(-sk_tiles * k_steps // units)
