@@ -22,7 +22,8 @@ def test_floor_is_below_every_candidates_total(hw_name: str, monkeypatch: pytest
 
     def checked(kernel, hw, tile, split, mma, rate, *args, **kwargs):  # type: ignore[no-untyped-def]
         segs, tiling, unsettled = run_grid(kernel, hw, tile, split, mma, rate, *args, **kwargs)
-        floor = FLOOR(kernel, hw, tile, split, mma[2], rate, kwargs.get("extras"))
+        extras = kwargs.get("extras", args[5] if len(args) > 5 else None)  # e, mbits, stages, rasters, known, extras
+        floor = FLOOR(kernel, hw, tile, split, mma[2], rate, args[0], args[1], extras)
         if floor is not None:
             seen["floored"] += 1
             if not isinstance(tiling.get("stream_k"), dict):  # waves, not stream-K units

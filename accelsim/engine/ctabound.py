@@ -17,6 +17,8 @@ None and the candidate is simulated.
 
 from __future__ import annotations
 
+import math
+
 from accelsim.engine import classes as cl
 from accelsim.engine import l2reuse
 from accelsim.hardware.model import Hardware
@@ -27,9 +29,9 @@ MARGIN = 1e-6  # the floor is taken this much (relative) below the exact product
 
 
 def compute_floor(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: int, mma_k: int, rate: float,
-                  extras: object | None) -> float | None:
-    """Cycles a candidate (``tile``, ``split``, CTA ``rate`` in MACs per cycle) takes at least, or None where no
-    floor is taken (see the module's docstring)."""
+                  e: float, mbits: float, extras: object | None) -> float | None:
+    """Cycles a candidate (``tile``, ``split``, CTA ``rate`` in MACs per cycle, ``e`` bytes per value, ``mbits``
+    metadata bits per kept value) takes at least, or None where no floor is taken (see the module's docstring)."""
     comp = hw.core.compute
     if not isinstance(comp, TensorCoreCompute) or extras is not None or kernel.load_sparse or \
             (kernel.sparse and kernel.compute_on == "vector") or not rate > 0 or rate == float("inf"):
@@ -47,12 +49,40 @@ def compute_floor(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], spli
         return None
     last = k_cta - (k_steps - 1) * bk  # the last k-step's length (a partial step issues whole MMA k-slices)
     step = bm * bn * (-(-bk // mma_k) * mma_k) / rate
-    cta = (k_steps - 1) * step + bm * bn * (-(-last // mma_k) * mma_k) / rate
-    floor = waves * cta
+    step_last = bm * bn * (-(-last // mma_k) * mma_k) / rate
+    cta = (k_steps - 1) * step + step_last
+    # loads: one channel per CTA, in k-step order, each in after its transfer and the DRAM latency; the first k-step
+    # computes after its own load, the last after all of them. A k-step's transfer
+    # takes its shared-memory bytes at the fill rate at best, and its L2 bytes (multicast to at most the config's
+    # cluster) at the active CTAs' share of the L2 port at best (DRAM shares, latency: left out, >= 0)
+    fill = hw.fill_bytes_per_cycle()
+    l2_bw = hw.l2.bandwidth_bytes_per_cycle if hw.l2 is not None else math.inf
+    cl_m, cl_n = max(1, comp.cluster.m), max(1, comp.cluster.n)
+    pair = comp.cluster.pair_mma
+
+    latency = hw.dram_latency_cycles()
+    if not fill > 0 or not l2_bw > 0:
+        return None
+
+    def transfers(kl: int, active: int) -> float:
+        kc = -(-kl // kernel.group_m) * kernel.keep_n
+        a = bm * kc * e + (bm * kc * mbits / 8.0 if kernel.sparse_datapath else 0.0)
+        b = kl * bn * e
+        low = a + (b / cl_m if pair else b)  # a pair's CTA holds 1/m of the B tile
+        return max(low / fill, active * (a / cl_n + b / cl_m) / l2_bw if math.isfinite(l2_bw) else 0.0)
+
+    def wave(active: int) -> float:
+        """The first k-step computes once its load (transfer and latency) is in; the last once all loads are."""
+        first, rest = transfers(min(bk, k_cta), active), transfers(bk, active)
+        loads = first + (k_steps - 2) * rest + transfers(last, active) if k_steps > 1 else first
+        lat = latency if first > 0 and latency > 0 else 0.0
+        return max(first + lat + cta, loads + lat + step_last)
+
+    floor = (waves - 1) * wave(slots) + wave(ctas - (waves - 1) * slots)
     sk = _stream_k_units(comp.stream_k, kernel, split, ctas, slots, k_steps)
     if sk is not None:  # stream-K may replace the last full wave (if any) and the tail by one wave of units
         replaced, unit_steps = sk
-        floor = min(floor, (waves - replaced) * cta + unit_steps * step)
+        floor = min(floor, (waves - replaced) * wave(slots) + unit_steps * step)
     return floor * (1.0 - MARGIN)
 
 

@@ -89,7 +89,8 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str, fold: bool = False) -
         for split in sorted(set(_split_options(inner, comp, path))) if extras is None else [1]:
             if split > 1 and split > steps:
                 continue
-            floor = None if best is None else cb.compute_floor(inner, hw, (bm, bn, bk), split, mma[2], rate, extras)
+            floor = None if best is None else cb.compute_floor(inner, hw, (bm, bn, bk), split, mma[2], rate, e, mbits,
+                                                                        extras)
             if best is not None and floor is not None and floor >= best[0] - 1e-9:
                 continue  # its compute alone outlasts the best so far: it cannot be kept (engine.ctabound)
             segs, tiling, unsettled = _cta_grid(inner, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages,
