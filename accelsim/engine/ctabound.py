@@ -52,29 +52,37 @@ def compute_floor(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], spli
     step_last = bm * bn * (-(-last // mma_k) * mma_k) / rate
     cta = (k_steps - 1) * step + step_last
     # loads: one channel per CTA, in k-step order, each in after its transfer and the DRAM latency; the first k-step
-    # computes after its own load, the last after all of them. A k-step's transfer
-    # takes its shared-memory bytes at the fill rate at best, and its L2 bytes (multicast to at most the config's
-    # cluster) at the active CTAs' share of the L2 port at best (DRAM shares, latency: left out, >= 0)
+    # computes after its own load, the last after all of them. A k-step's transfer takes its shared-memory bytes at
+    # the fill rate at best, and its L2 bytes (multicast to at most the config's cluster) at the active CTAs' share
+    # of the L2 port at best (DRAM shares, write-backs: left out, >= 0)
     fill = hw.fill_bytes_per_cycle()
     l2_bw = hw.l2.bandwidth_bytes_per_cycle if hw.l2 is not None else math.inf
-    cl_m, cl_n = max(1, comp.cluster.m), max(1, comp.cluster.n)
-    pair = comp.cluster.pair_mma
-
-    latency = hw.dram_latency_cycles()
     if not fill > 0 or not l2_bw > 0:
         return None
+    latency = hw.dram_latency_cycles()
+    cluster = comp.cluster
+    cl_m, cl_n, pair = max(1, cluster.m), max(1, cluster.n), cluster.pair_mma
+    keep, group = kernel.keep_n, kernel.group_m
+    meta = mbits / 8.0 if kernel.sparse_datapath else 0.0
+    l2_finite = math.isfinite(l2_bw)
 
-    def transfers(kl: int, active: int) -> float:
-        kc = -(-kl // kernel.group_m) * kernel.keep_n
-        a = bm * kc * e + (bm * kc * mbits / 8.0 if kernel.sparse_datapath else 0.0)
+    def step_bytes(kl: int) -> tuple[float, float]:
+        """(cycles at the fill rate, cycles per active CTA at the L2 port) of a k-step of length ``kl``."""
+        kc = -(-kl // group) * keep
+        a = bm * kc * e + bm * kc * meta
         b = kl * bn * e
-        low = a + (b / cl_m if pair else b)  # a pair's CTA holds 1/m of the B tile
-        return max(low / fill, active * (a / cl_n + b / cl_m) / l2_bw if math.isfinite(l2_bw) else 0.0)
+        # a pair's CTA holds 1/m of the B tile
+        return (a + (b / cl_m if pair else b)) / fill, (a / cl_n + b / cl_m) / l2_bw if l2_finite else 0.0
+
+    f_first, l_first = step_bytes(min(bk, k_cta))
+    f_rest, l_rest = step_bytes(bk)
+    f_last, l_last = step_bytes(last)
 
     def wave(active: int) -> float:
         """The first k-step computes once its load (transfer and latency) is in; the last once all loads are."""
-        first, rest = transfers(min(bk, k_cta), active), transfers(bk, active)
-        loads = first + (k_steps - 2) * rest + transfers(last, active) if k_steps > 1 else first
+        first = max(f_first, active * l_first)
+        loads = first + (k_steps - 2) * max(f_rest, active * l_rest) + max(f_last, active * l_last) \
+            if k_steps > 1 else first
         lat = latency if first > 0 and latency > 0 else 0.0
         return max(first + lat + cta, loads + lat + step_last)
 
