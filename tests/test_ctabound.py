@@ -1,11 +1,14 @@
-"""engine.ctabound: the compute floor the CTA-grid search prunes with never exceeds a candidate's simulated total."""
+"""engine.ctabound: the floor the CTA-grid search prunes with never exceeds a candidate's simulated total.
+
+The floor mirrors what ``ctagrid._cta_grid`` simulates; a change there that lowers a candidate's cycles (fewer
+bytes per k-step, a faster port) must lower the floor too, or this test fails."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import HW
+from conftest import HW, ROOT
 
-from accelsim import load_hardware, simulate
+from accelsim import load_hardware, load_workload, run, simulate
 from accelsim.engine import ctabound, ctagrid
 from accelsim.lowering import Kernel
 
@@ -36,4 +39,8 @@ def test_floor_is_below_every_candidates_total(hw_name: str, monkeypatch: pytest
     for m, n, k in SHAPES:
         simulate(Kernel("g", "gemm", m, n, k, "fp16", 2, "dense", None, None, None), hw)
         simulate(Kernel("g", "gemm", m, n, k, "fp16", 2, "sparse", "2:4", "2:4", None, 2, 4, 2), hw)
+    for name, params in (("resnet18", None), ("bert-base", {"batch": 2, "seq": 128})):  # convolutions, attention
+        model = load_workload(ROOT / "workloads" / f"{name}.yaml", params=params)
+        for sparsity in ("dense", "2:4"):
+            run(model, hw, sparsity)
     assert seen["floored"] > 0

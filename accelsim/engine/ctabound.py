@@ -13,6 +13,10 @@ waves' and the units' layout (the waves they replace out, one wave of units, eac
 It is taken only where the candidate's simulation is the plain one: a dense or N:M grid (no V:N:M / block extras,
 no load-sparse or vector-unit kernel), k-steps simulated one by one and waves listed one by one: elsewhere it is
 None and the candidate is simulated.
+
+The floor mirrors what ``ctagrid._cta_grid`` simulates (k-step bytes, fill and L2 rates, latency, stream-K plan):
+a change there that lowers a candidate's cycles must lower the floor too (``tests/test_ctabound.py`` checks the
+floor against every candidate's total).
 """
 
 from __future__ import annotations
