@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from accelsim.engine import pipeline as pl
 from accelsim.engine import tiling as tl
@@ -74,7 +75,28 @@ def end_of(times: np.ndarray) -> float:
     """When the last tile's compute or write-back finishes."""
     if not len(times):
         return 0.0
-    return float(max(times[:, pl.P_COMPUTE_END].max(), times[:, pl.P_WB_END].max()))
+    return _end_of(times)
+
+
+@njit(cache=True)
+def _column_max(times: np.ndarray, col: int) -> float:
+    """``times[:, col].max()``: the largest value, NaN if any is (as numpy's)."""
+    out = times[0, col]
+    for i in range(times.shape[0]):
+        v = times[i, col]
+        if math.isnan(v):
+            return v
+        if v > out:
+            out = v
+    return out
+
+
+@njit(cache=True)
+def _end_of(times: np.ndarray) -> float:
+    """``max(compute ends' max, write-back ends' max)`` as Python's max of the two numpy maxima (one call)."""
+    c = _column_max(times, pl.P_COMPUTE_END)
+    w = _column_max(times, pl.P_WB_END)
+    return w if w > c else c
 
 
 def sums_of(work: np.ndarray, times: np.ndarray, latency: float) -> Sums:

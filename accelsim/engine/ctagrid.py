@@ -13,8 +13,9 @@ import math
 import numpy as np
 
 from accelsim.engine import classes as cl
+from accelsim.engine import ctabound as cb
+from accelsim.engine import ctaclass as cc
 from accelsim.engine import loadsparse as ls
-from accelsim.engine import pipeline as pl
 from accelsim.engine import structured as st
 from accelsim.engine import tensorcore as tc
 from accelsim.engine import tiling as tl
@@ -88,6 +89,10 @@ def tensor_core(kernel: Kernel, hw: Hardware, source: str, fold: bool = False) -
         for split in sorted(set(_split_options(inner, comp, path))) if extras is None else [1]:
             if split > 1 and split > steps:
                 continue
+            floor = None if best is None else cb.compute_floor(inner, hw, (bm, bn, bk), split, mma[2], rate, e, mbits,
+                                                                        extras)
+            if best is not None and floor is not None and floor >= best[0] - 1e-9:
+                continue  # its compute alone outlasts the best so far: it cannot be kept (engine.ctabound)
             segs, tiling, unsettled = _cta_grid(inner, hw, (bm, bn, bk), split, mma, rate, e, mbits, tile_stages,
                                                 rasters[:1], extras=extras, fold=fold)
             total = sum(s.count * s.end for s in segs)
@@ -262,34 +267,18 @@ def _cta_grid(kernel: Kernel, hw: Hardware, tile: tuple[int, int, int], split: i
 
     def run_class(base: np.ndarray, idx: int, active: int, count: int, fa: float, fb: float, fc: float,
                   drain: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One wave class; ``drain``: DRAM bytes of C write-back per load byte, drained behind the loads."""
-        work = base.copy()
-        tc.fill_dram_columns(work, fa, fb, fc)
-        if extras is not None:  # V:N:M, block: DRAM holds A as stored, so its values / metadata split is stored's
-            a_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META]
-            work[:, tl.T_DRAM_A_META] = a_dram * extras.a_meta_share
-            work[:, tl.T_DRAM_A_VALUES] = a_dram - work[:, tl.T_DRAM_A_META]
-        tc.tag_rows(work, idx, count)
-        step_a = work[:, tl.T_SRAM_A_VALUES] + work[:, tl.T_SRAM_A_META]
-        step = step_a + work[:, tl.T_SRAM_B]
-        from_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META] + work[:, tl.T_DRAM_B]
-        share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0) + drain
-        # a pair's B shares are distinct: each is read from L2 for its CTA alone
-        bw = tc.load_rate(step, share, tc.cluster_share(step_a, work[:, tl.T_SRAM_B], 1 if pair else cluster[0],
-                                                        cluster[1]), active, fill, l2_bw, dram_bw)
-        # transfers move the SRAM-side bytes; the DRAM columns only say where they came from
-        xfer = work.copy()
-        xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]
-        xfer[:, tl.T_DRAM_A_META] = work[:, tl.T_SRAM_A_META]
-        xfer[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B]
-        xfer[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C]
-        # C goes to DRAM (or stays in L2): its own share of the memory system, not the loads'; a write-back
-        # L2 takes the stores at its port rate and drains them to DRAM meanwhile and behind the next loads
-        # (``drain``: only what the store time leaves undrained, ``tc.write_back_drain``)
-        wb_bw = tc.load_rate(work[:, tl.T_SRAM_C], np.full(len(work), 0.0 if write_back else fc), np.ones(len(work)),
-                             active, fill, l2_bw, dram_bw)
-        times = pl.run_pipeline_split(xfer, bw, wb_bw, latency, dec_rate, dec_lat, stages, 0.0, g_rate)
-        return work, times, bw
+        """One wave class; ``drain``: DRAM bytes of C write-back per load byte, drained behind the loads.
+
+        V:N:M, block: DRAM holds A as stored, so its values / metadata split is stored's. A pair's B shares are
+        distinct: each is read from L2 for its CTA alone. Transfers move the SRAM-side bytes (the DRAM columns only
+        say where they came from). C goes to DRAM (or stays in L2): its own share of the memory system, not the
+        loads'; a write-back L2 takes the stores at its port rate and drains them to DRAM meanwhile and behind the
+        next loads (``drain``: only what the store time leaves undrained, ``tc.write_back_drain``). One numba call
+        (``engine.ctaclass``), the same operations as the array steps it stands for."""
+        return cc.run_wave_class(base, idx, count, fa, fb, fc, drain,
+                                 extras.a_meta_share if extras is not None else 0.0, extras is not None,
+                                 1 if pair else cluster[0], cluster[1], active, fill, l2_bw, dram_bw, write_back,
+                                 latency, dec_rate, dec_lat, stages, g_rate)
 
     def segment(work: np.ndarray, times: np.ndarray, bw: np.ndarray, count: int, active: int,
                 wave_class: int) -> Segment:
