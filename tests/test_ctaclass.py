@@ -19,7 +19,10 @@ def _reference(base: np.ndarray, idx: int, count: int, fa: float, fb: float, fc:
                g_rate: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The array steps ``engine.ctagrid`` ran per wave class before ``run_wave_class``."""
     work = base.copy()
-    tc.fill_dram_columns(work, fa, fb, fc)
+    work[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES] * fa
+    work[:, tl.T_DRAM_A_META] = work[:, tl.T_SRAM_A_META] * fa
+    work[:, tl.T_DRAM_B] = work[:, tl.T_SRAM_B] * fb
+    work[:, tl.T_DRAM_C_WRITE] = work[:, tl.T_SRAM_C] * fc
     if stored:
         a_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META]
         work[:, tl.T_DRAM_A_META] = a_dram * a_meta_share
@@ -29,7 +32,8 @@ def _reference(base: np.ndarray, idx: int, count: int, fa: float, fb: float, fc:
     step = step_a + work[:, tl.T_SRAM_B]
     from_dram = work[:, tl.T_DRAM_A_VALUES] + work[:, tl.T_DRAM_A_META] + work[:, tl.T_DRAM_B]
     share = np.divide(from_dram, step, out=np.zeros_like(step), where=step > 0) + drain
-    bw = tc.load_rate(step, share, tc.cluster_share(step_a, work[:, tl.T_SRAM_B], cm, cn), active, fill, l2_bw,
+    l2 = step_a / cn + work[:, tl.T_SRAM_B] / cm  # TMA multicast: one L2 read serves the cluster row / column
+    bw = tc.load_rate(step, share, np.divide(l2, step, out=np.ones_like(step), where=step > 0), active, fill, l2_bw,
                       dram_bw)
     xfer = work.copy()
     xfer[:, tl.T_DRAM_A_VALUES] = work[:, tl.T_SRAM_A_VALUES]

@@ -1,9 +1,9 @@
 """One wave class of a CTA grid in one numba call: its DRAM columns, load rates and pipeline (``engine.ctagrid``).
 
-The same float64 operations, element by element and in the same order, as the numpy steps they replace
-(``tensorcore.fill_dram_columns``, ``tag_rows``, ``cluster_share``, ``load_rate`` and
-``pipeline.run_pipeline_split``), so every number is bit-identical; one call instead of some fifteen small
-array operations per class, of which a kernel's candidate search runs hundreds.
+The same float64 operations, element by element and in the same order, as the numpy steps they replaced
+(DRAM columns, row tags, the multicast L2 share, ``tensorcore.load_rate`` and ``pipeline.run_pipeline_split``;
+kept as the reference in tests/test_ctaclass.py), so every number is bit-identical; one call instead of some
+fifteen small array operations per class, of which a kernel's candidate search runs hundreds.
 """
 
 from __future__ import annotations

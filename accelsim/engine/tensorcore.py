@@ -29,10 +29,6 @@ from accelsim.engine.tiling import (
     N_TILE_COLS,
     T_CHUNK,
     T_CYCLES,
-    T_DRAM_A_META,
-    T_DRAM_A_VALUES,
-    T_DRAM_B,
-    T_DRAM_C_WRITE,
     T_FOLD_C,
     T_FOLD_R,
     T_GROUPS,
@@ -247,17 +243,6 @@ def _pick(candidates: list[tuple[str, int]], cluster: tuple[int, int], grid_m: i
     return best[1], best[2], best[3], best[4], best[5]
 
 
-def cluster_share(step_a: np.ndarray, step_b: np.ndarray, cluster_m: int, cluster_n: int) -> np.ndarray:
-    """Per k-step: bytes the L2 sends per byte a CTA's shared memory receives, with TMA multicast.
-
-    A CTA's A tile is shared by the ``cluster_n`` CTAs of its cluster row and read from L2 once for all of
-    them; its B tile likewise by ``cluster_m``.
-    """
-    step = step_a + step_b
-    l2 = step_a / cluster_n + step_b / cluster_m
-    return np.divide(l2, step, out=np.ones_like(step), where=step > 0)
-
-
 def legacy_classes(grid_m: int, grid_n: int, split: int, slots: int, a_block: float, b_block: float,
                    all_fit: bool) -> list[WaveClass]:
     """The m-fastest, all-or-nothing classes of the model before issue 17 (batch folded into m)."""
@@ -300,14 +285,6 @@ def write_back_drain(c_cta: float, load_cta: float, active: int, fill_bw: float,
         return 0.0
     store_cycles = c_cta * max(1.0 / fill_bw, active / l2_bw if math.isfinite(l2_bw) else 0.0)
     return max(0.0, c_cta - store_cycles * dram_bw / active) / load_cta
-
-
-def fill_dram_columns(work: np.ndarray, fa: float, fb: float, fc: float) -> None:
-    """Set a CTA's DRAM byte columns from its SRAM bytes and the wave's DRAM fractions."""
-    work[:, T_DRAM_A_VALUES] = work[:, T_SRAM_A_VALUES] * fa
-    work[:, T_DRAM_A_META] = work[:, T_SRAM_A_META] * fa
-    work[:, T_DRAM_B] = work[:, T_SRAM_B] * fb
-    work[:, T_DRAM_C_WRITE] = work[:, T_SRAM_C] * fc
 
 
 def tag_rows(work: np.ndarray, wave_class: int, count: int) -> None:
